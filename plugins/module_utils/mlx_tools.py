@@ -1,0 +1,547 @@
+# -*- coding: utf-8 -*-
+"""Parsers for NVIDIA/Mellanox firmware and QoS tool output.
+
+Covers ``mlxconfig``/``mstconfig`` (query and set), ``mstflint``/``flint``
+query, and ``mlnx_qos``.  Plain standard-library Python: every function takes
+the tool's text output and returns JSON-serialisable dicts and lists, or
+raises ``ValueError`` when the text is not output of the expected tool.
+
+Parsing is by whitespace, never by fixed columns: the tools changed their
+column widths between releases (MFT 4.14 pads names to 36 characters, MFT
+4.30 to 44, mstflint 4.3x to 48) and published outputs are often filtered
+through ``grep`` or re-indented.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "split_enum",
+    "parse_mlxconfig_query",
+    "mlxconfig_pending",
+    "parse_mlxconfig_set",
+    "parse_mstflint_query",
+    "fw_version_tuple",
+    "compare_fw_versions",
+    "parse_mlnx_qos",
+]
+
+# --------------------------------------------------------------------------
+# mlxconfig / mstconfig
+# --------------------------------------------------------------------------
+
+_COLUMN_KEYS = {
+    "default": "default",
+    "current": "current",
+    "next boot": "next",
+    "new": "new",
+}
+_PARAM_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*(\[\d+(\.\.\d+)?\])?$")
+_ENUM_RE = re.compile(r"^(?P<label>.*)\((?P<num>-?\d+)\)$")
+_ARRAY_RE = re.compile(r"^Array\[(\d+)\.\.(\d+)\]$")
+_HEADER_RE = re.compile(r"^(Device type|Name|Description|Device):\s*(.*)$")
+_DEVICE_IDX_RE = re.compile(r"^Device #(\d+):\s*$")
+
+
+def split_enum(raw):
+    """Split an mlxconfig display value into ``(label, integer)``.
+
+    ``'True(1)'`` -> ``('True', 1)``; ``'16'`` -> ``(None, 16)``;
+    ``'0x1f'`` -> ``(None, 31)``; ``'Array[0..7]'`` and ``'N/A'`` ->
+    ``(None, None)``.
+    """
+    if raw is None:
+        return None, None
+    m = _ENUM_RE.match(raw)
+    if m:
+        return m.group("label"), int(m.group("num"))
+    if re.fullmatch(r"-?\d+", raw):
+        return None, int(raw)
+    if re.fullmatch(r"0x[0-9a-fA-F]+", raw):
+        return None, int(raw, 16)
+    return None, None
+
+
+def _value_fields(prefix, raw):
+    label, num = split_enum(raw)
+    out = {prefix: raw, prefix + "_int": num}
+    if label is not None:
+        out[prefix + "_label"] = label
+    arr = _ARRAY_RE.match(raw or "")
+    if arr:
+        out[prefix + "_array"] = [int(arr.group(1)), int(arr.group(2))]
+    return out
+
+
+def _parse_columns(line):
+    """Column keys from a ``Configurations:`` header line."""
+    rest = line.strip()[len("Configurations:"):].strip()
+    if not rest:
+        raise ValueError("mlxconfig: 'Configurations:' header has no value columns")
+    cols = []
+    for part in re.split(r"\s{2,}", rest):
+        key = _COLUMN_KEYS.get(part.strip().lower())
+        if key is None:
+            raise ValueError("mlxconfig: unknown column %r in header %r" % (part, line.strip()))
+        cols.append(key)
+    return cols
+
+
+def _parse_param_row(line, columns):
+    """One table row, or None when the line is not a parameter row."""
+    tokens = line.split()
+    if not tokens:
+        return None
+    modified = False
+    read_only = False
+    # Marker tokens: '*', 'RO' or '*RO' (printf("%s%s     %-48s", diff, readOnly, name)).
+    while tokens and tokens[0] in ("*", "RO", "*RO"):
+        if "*" in tokens[0]:
+            modified = True
+        if "RO" in tokens[0]:
+            read_only = True
+        tokens = tokens[1:]
+    if len(tokens) != len(columns) + 1 or not _PARAM_NAME_RE.match(tokens[0]):
+        return None
+    row = {"name": tokens[0], "modified": modified, "read_only": read_only}
+    for key in ("default", "current", "next", "new"):
+        row[key] = None
+        row[key + "_int"] = None
+    for key, raw in zip(columns, tokens[1:]):
+        row.update(_value_fields(key, raw))
+    return row
+
+
+def _new_device(index=None):
+    return {
+        "index": index,
+        "device_type": None,
+        "name": None,
+        "description": None,
+        "device": None,
+        "columns": [],
+        "params": {},
+        "param_order": [],
+    }
+
+
+def _parse_mlxconfig_tables(text, tool="mlxconfig"):
+    if not isinstance(text, str):
+        raise ValueError("%s: output must be a string" % tool)
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    devices = []
+    dev = None
+    columns = None
+    errors = []
+    for line in lines:
+        stripped = line.strip()
+        if not stripped:
+            continue
+        m = _DEVICE_IDX_RE.match(stripped)
+        if m:
+            dev = _new_device(int(m.group(1)))
+            devices.append(dev)
+            columns = None
+            continue
+        if stripped.startswith("-E-"):
+            errors.append(stripped[3:].strip())
+            continue
+        m = _HEADER_RE.match(stripped)
+        if m and columns is None:
+            if dev is None:
+                dev = _new_device()
+                devices.append(dev)
+            key = {"Device type": "device_type", "Name": "name",
+                   "Description": "description", "Device": "device"}[m.group(1)]
+            dev[key] = m.group(2).strip()
+            continue
+        if stripped.startswith("Configurations:"):
+            if dev is None:
+                dev = _new_device()
+                devices.append(dev)
+            columns = _parse_columns(stripped)
+            dev["columns"] = list(columns)
+            continue
+        if columns is not None:
+            row = _parse_param_row(line, columns)
+            if row is not None:
+                if row["name"] not in dev["params"]:
+                    dev["param_order"].append(row["name"])
+                dev["params"][row["name"]] = row
+    return devices, errors, lines
+
+
+def parse_mlxconfig_query(text):
+    """Parse ``mlxconfig -d <dev> q`` or ``mlxconfig -d <dev> -e q``.
+
+    Returns ``{"devices": [...], "errors": [...], <first device's fields>}``.
+    Each device has ``device_type``, ``name``, ``description``, ``device``,
+    ``columns`` (subset of ``default``/``current``/``next``, in printed
+    order), ``param_order`` and ``params``: name -> ``{name, modified,
+    read_only, default, default_int, current, current_int, next, next_int}``
+    plus ``<col>_label`` for enum values such as ``True(1)`` and
+    ``<col>_array`` (``[first, last]``) for ``Array[0..7]``.  Columns not
+    printed are ``None``.  The first device's keys are repeated at the top
+    level for the common single-device case.
+    """
+    devices, errors, _ = _parse_mlxconfig_tables(text)
+    devices = [d for d in devices if d["columns"] or d["params"]]
+    if not devices or not any(d["params"] for d in devices):
+        detail = ("; errors: " + "; ".join(errors)) if errors else ""
+        raise ValueError("mlxconfig: no 'Configurations:' table with parameters found" + detail)
+    for d in devices:
+        if "next" not in d["columns"]:
+            raise ValueError("mlxconfig: query table has no 'Next Boot' column")
+    result = dict(devices[0])
+    result["devices"] = devices
+    result["errors"] = errors
+    return result
+
+
+def _same_value(a_raw, a_int, b_raw, b_int):
+    if a_int is not None and b_int is not None:
+        return a_int == b_int
+    return a_raw == b_raw
+
+
+def mlxconfig_pending(parsed):
+    """Parameters whose Next Boot value differs from Current.
+
+    ``parsed`` is the result of :func:`parse_mlxconfig_query` for an ``-e``
+    query (or one device dict of it).  Returns a list of ``{name, current,
+    next, current_int, next_int}`` in table order.  Raises ``ValueError``
+    when the query has no Current column (``q`` without ``-e``), because a
+    pending change cannot be told from such output.
+    """
+    if "current" not in parsed.get("columns", []):
+        raise ValueError("mlxconfig: no 'Current' column; run the query with -e")
+    pending = []
+    for name in parsed["param_order"]:
+        p = parsed["params"][name]
+        if not _same_value(p["current"], p["current_int"], p["next"], p["next_int"]):
+            pending.append({
+                "name": name,
+                "current": p["current"],
+                "next": p["next"],
+                "current_int": p["current_int"],
+                "next_int": p["next_int"],
+            })
+    return pending
+
+
+_RESET_RE = re.compile(r"-I-\s+Please\s+(reboot|power cycle)\s+machine", re.IGNORECASE)
+
+
+def parse_mlxconfig_set(text):
+    """Parse ``mlxconfig -d <dev> -y set NAME=VAL ...`` output.
+
+    Returns ``{changes: [{name, next, next_int, new, new_int}], applied,
+    failed, reset_required, message, errors, device...}`` where
+    ``reset_required`` is ``'reboot'``, ``'power cycle'`` or ``None`` and
+    ``message`` is the ``-I-`` line.  ``applied`` is true once ``Applying...
+    Done!`` was printed.
+    """
+    devices, errors, lines = _parse_mlxconfig_tables(text)
+    dev = next((d for d in devices if d["columns"]), None)
+    joined = "\n".join(lines)
+    applied = bool(re.search(r"Applying\.\.\.\s*Done!", joined))
+    failed = bool(re.search(r"Applying\.\.\.\s*Failed!", joined))
+    m = _RESET_RE.search(joined)
+    if dev is None and not applied and not failed and not errors:
+        raise ValueError("mlxconfig set: no 'Configurations:' table, no 'Applying...' line and no -E- error")
+    if dev is not None and dev["columns"] != ["next", "new"]:
+        raise ValueError("mlxconfig set: expected 'Next Boot' and 'New' columns, got %r" % dev["columns"])
+    changes = []
+    if dev is not None:
+        for name in dev["param_order"]:
+            p = dev["params"][name]
+            changes.append({
+                "name": name,
+                "next": p["next"],
+                "next_int": p["next_int"],
+                "new": p["new"],
+                "new_int": p["new_int"],
+            })
+    message = None
+    for line in lines:
+        if line.strip().startswith("-I-"):
+            message = line.strip()
+    return {
+        "device_type": dev["device_type"] if dev else None,
+        "device": dev["device"] if dev else None,
+        "changes": changes,
+        "applied": applied,
+        "failed": failed or bool(errors),
+        "reset_required": m.group(1).lower() if (m and applied) else None,
+        "message": message,
+        "errors": errors,
+    }
+
+
+# --------------------------------------------------------------------------
+# mstflint / flint query
+# --------------------------------------------------------------------------
+
+_FLINT_LABEL_RE = re.compile(r"^(?P<label>[A-Za-z][A-Za-z0-9 ()/._-]*?):\s*(?P<value>.*)$")
+
+
+def _snake(label):
+    s = label.strip().lower()
+    s = s.replace("(running)", " running")
+    s = re.sub(r"[^a-z0-9]+", "_", s)
+    return s.strip("_")
+
+
+def _rom_entry(text):
+    entry = {}
+    for tok in text.split():
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            entry[k] = v
+    entry["raw"] = text.strip()
+    return entry
+
+
+def parse_mstflint_query(text):
+    """Parse ``mstflint -d <dev> q`` / ``flint -d <dev> q``.
+
+    Returns ``{image_type, fw_version, fw_version_running, fw_release_date,
+    product_version, rom_info: [{type, version, cpu, raw}], base_guid:
+    {value, count}, base_mac: {value, count}, image_vsd, device_vsd, psid,
+    security_attributes: [..], fields: {label: value}, reset_pending}``.
+    ``fw_version_running`` is ``None`` unless the tool printed ``FW
+    Version(Running):`` (burned and running firmware differ);
+    ``reset_pending`` is true in that case.
+    """
+    if not isinstance(text, str):
+        raise ValueError("mstflint: output must be a string")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    fields = {}
+    order = []
+    last = None
+    for line in lines:
+        if not line.strip():
+            last = None
+            continue
+        if line[0] in " \t":
+            # continuation of a multi-line value (Rom Info)
+            if last is not None:
+                fields[last].append(line.strip())
+            continue
+        m = _FLINT_LABEL_RE.match(line.rstrip())
+        if not m:
+            last = None
+            continue
+        label = m.group("label").strip()
+        fields.setdefault(label, []).append(m.group("value").strip())
+        if label not in order:
+            order.append(label)
+        last = label
+    if "FW Version" not in fields:
+        if any(line.strip().startswith("-E-") for line in lines):
+            raise ValueError("mstflint: query failed: " + " ".join(
+                line.strip() for line in lines if line.strip().startswith("-E-")))
+        raise ValueError("mstflint: no 'FW Version:' line in output")
+
+    def one(label):
+        vals = fields.get(label)
+        return vals[0] if vals else None
+
+    def guid_pair(label):
+        val = one(label)
+        if val is None:
+            return None
+        parts = val.split()
+        return {"value": parts[0] if parts else "",
+                "count": int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None}
+
+    sec = one("Security Attributes")
+    running = one("FW Version(Running)")
+    fw = one("FW Version")
+    result = {
+        "image_type": one("Image type"),
+        "fw_version": fw,
+        "fw_version_running": running,
+        "fw_release_date": one("FW Release Date"),
+        "product_version": one("Product Version"),
+        "rom_info": [_rom_entry(v) for v in fields.get("Rom Info", []) if v],
+        "base_guid": guid_pair("Base GUID"),
+        "base_mac": guid_pair("Base MAC"),
+        "image_vsd": one("Image VSD"),
+        "device_vsd": one("Device VSD"),
+        "psid": one("PSID"),
+        "security_attributes": [s.strip() for s in sec.split(",")] if sec else [],
+        "reset_pending": running is not None and running != fw,
+        "fields": {_snake(k): " ".join(fields[k]) for k in order},
+    }
+    if not re.fullmatch(r"\d+\.\d+\.\d+", fw or ""):
+        raise ValueError("mstflint: FW Version %r is not of the form N.N.N" % fw)
+    return result
+
+
+def fw_version_tuple(version):
+    """``'28.39.1002'`` -> ``(28, 39, 1002)``.  Also accepts the
+    ``ethtool -i`` form ``'28.39.1002 (MT_0000000838)'``."""
+    if not isinstance(version, str):
+        raise ValueError("firmware version must be a string, got %r" % (version,))
+    m = re.match(r"^\s*(\d+(?:\.\d+)*)\b", version)
+    if not m:
+        raise ValueError("not a firmware version: %r" % version)
+    return tuple(int(x) for x in m.group(1).split("."))
+
+
+def compare_fw_versions(a, b):
+    """Return -1, 0 or 1 as firmware version ``a`` is older than, equal to,
+    or newer than ``b`` (numeric per component, missing components are 0)."""
+    ta, tb = fw_version_tuple(a), fw_version_tuple(b)
+    n = max(len(ta), len(tb))
+    ta += (0,) * (n - len(ta))
+    tb += (0,) * (n - len(tb))
+    return (ta > tb) - (ta < tb)
+
+
+# --------------------------------------------------------------------------
+# mlnx_qos
+# --------------------------------------------------------------------------
+
+_TC_RE = re.compile(
+    r"^tc:\s*(?P<tc>\d+)\s+ratelimit:\s*(?P<rl>unlimited|[\d.]+\s*Gbps)\s*,\s*tsa:\s*(?P<tsa>\w+)"
+    r"(?:\s*,\s*bw:\s*(?P<bw>\d+)%)?")
+
+
+def _int_row(tokens, what):
+    try:
+        return [int(t) for t in tokens]
+    except ValueError:
+        raise ValueError("mlnx_qos: non-numeric %s row: %r" % (what, " ".join(tokens)))
+
+
+def parse_mlnx_qos(text):
+    """Parse ``mlnx_qos -i <if>`` output (or a filtered part of it).
+
+    Returns ``{dcbx, trust, dscp2prio, dscp_to_prio, buffer_sizes,
+    buffer_total_size, cable_len, pfc_enabled, pfc_priorities, prio2buffer,
+    buffers_supported, tcs}``.  ``dcbx`` is ``'os'``/``'fw'``;
+    ``dscp2prio`` is a list of 8 lists (index = priority) of DSCP values in
+    printed order; ``dscp_to_prio`` maps each DSCP 0..63 to its priority
+    (``None`` when unmapped); ``tcs`` is a list of ``{tc, tsa, bw,
+    ratelimit_gbps, priorities}``.  Anything absent from a filtered output
+    is ``None`` (or empty).  Lines that are not mlnx_qos output are ignored;
+    ``ValueError`` is raised only when none of the trust, DCBX or PFC lines
+    is present.
+    """
+    if not isinstance(text, str):
+        raise ValueError("mlnx_qos: output must be a string")
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    res = {
+        "dcbx": None,
+        "trust": None,
+        "dscp2prio": None,
+        "dscp_to_prio": None,
+        "buffer_sizes": None,
+        "buffer_total_size": None,
+        "cable_len": None,
+        "pfc_enabled": None,
+        "pfc_priorities": None,
+        "prio2buffer": None,
+        "buffers_supported": None,
+        "tcs": [],
+    }
+    in_dscp = False
+    in_pfc = False
+    tc = None
+    for raw in lines:
+        s = raw.strip()
+        if not s:
+            continue
+        low = s.lower()
+        if low.startswith("dcbx mode:"):
+            val = s.split(":", 1)[1].strip()
+            res["dcbx"] = "os" if val.lower().startswith("os") else (
+                "fw" if val.lower().startswith("firmware") else val)
+            in_dscp = in_pfc = False
+            continue
+        if low.startswith("priority trust state:"):
+            res["trust"] = s.split(":", 1)[1].strip()
+            in_dscp = in_pfc = False
+            continue
+        if low.startswith("dscp2prio mapping:"):
+            res["dscp2prio"] = [[] for _ in range(8)]
+            in_dscp, in_pfc = True, False
+            continue
+        if in_dscp:
+            m = re.match(r"^prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)$", s)
+            if m:
+                prio = int(m.group(1))
+                if not 0 <= prio <= 7:
+                    raise ValueError("mlnx_qos: priority %d out of range in %r" % (prio, s))
+                res["dscp2prio"][prio].extend(int(x) for x in m.group(2).split(",") if x.strip())
+                continue
+            in_dscp = False
+        if low.startswith("receive buffer size (bytes):"):
+            vals = s.split(":", 1)[1].strip().strip(",").split(",")
+            sizes = []
+            for v in vals:
+                v = v.strip()
+                if "=" in v:
+                    k, _, num = v.partition("=")
+                    if num.strip().isdigit():
+                        res["buffer_total_size"] = int(num)
+                elif v:
+                    sizes.append(int(v))
+            res["buffer_sizes"] = sizes
+            continue
+        if low.startswith("buffers commands are not supported"):
+            res["buffers_supported"] = False
+            continue
+        if low.startswith("cable len:"):
+            res["cable_len"] = int(s.split(":", 1)[1].strip())
+            continue
+        if low.startswith("pfc configuration:"):
+            in_pfc = True
+            continue
+        if in_pfc:
+            tokens = s.split()
+            if tokens[0] == "priority" and len(tokens) == 9:
+                continue
+            if tokens[0] == "enabled":
+                res["pfc_enabled"] = _int_row(tokens[1:], "PFC enabled")
+                continue
+            if tokens[0] == "buffer":
+                res["prio2buffer"] = _int_row(tokens[1:], "PFC buffer")
+                res["buffers_supported"] = True
+                continue
+            in_pfc = False
+        m = _TC_RE.match(s)
+        if m:
+            rl = m.group("rl")
+            tc = {
+                "tc": int(m.group("tc")),
+                "tsa": m.group("tsa"),
+                "bw": int(m.group("bw")) if m.group("bw") else None,
+                "ratelimit_gbps": None if rl == "unlimited" else float(rl.split()[0].replace("Gbps", "")),
+                "priorities": [],
+            }
+            res["tcs"].append(tc)
+            continue
+        m = re.match(r"^priority:\s*(\d+)$", s)
+        if m and tc is not None:
+            tc["priorities"].append(int(m.group(1)))
+            continue
+    if res["trust"] is None and res["dcbx"] is None and res["pfc_enabled"] is None:
+        raise ValueError("mlnx_qos: no 'Priority trust state', 'DCBX mode' or PFC 'enabled' line found")
+    if res["pfc_enabled"] is not None:
+        if len(res["pfc_enabled"]) != 8:
+            raise ValueError("mlnx_qos: PFC enabled row has %d values, expected 8" % len(res["pfc_enabled"]))
+        res["pfc_priorities"] = [i for i, v in enumerate(res["pfc_enabled"]) if v]
+    if res["prio2buffer"] is not None and len(res["prio2buffer"]) != 8:
+        raise ValueError("mlnx_qos: PFC buffer row has %d values, expected 8" % len(res["prio2buffer"]))
+    if res["dscp2prio"] is not None:
+        d2p = [None] * 64
+        for prio, dscps in enumerate(res["dscp2prio"]):
+            for d in dscps:
+                if 0 <= d < 64:
+                    d2p[d] = prio
+        res["dscp_to_prio"] = d2p
+    return res

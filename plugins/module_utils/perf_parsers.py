@@ -1,0 +1,469 @@
+# -*- coding: utf-8 -*-
+"""Parsers for RDMA and NCCL benchmark output, and the pass/fail gate.
+
+* ``parse_all_reduce_perf``: nccl-tests ``*_perf`` output, every release
+  format seen in the wild (``error`` column of 2019-2022 releases, the
+  ``#wrong`` column with ``redop``/``root`` of current releases, ``N/A``
+  when run with ``-c 0``), with CRLF line endings and unrelated lines
+  (kubectl, ssh, mpirun, NCCL INFO) mixed in.
+* ``nccl_gate``: decide whether a run reached the bus bandwidth the NICs
+  should deliver.
+* ``parse_ib_write_bw``: perftest ``ib_write_bw`` (and the other ``*_bw``
+  tools, which share the report format) on client or server side,
+  including ``--run_infinitely`` output that has no closing line.
+
+Plain standard-library Python; results are JSON-serialisable; text that is
+not output of the expected tool raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = [
+    "parse_all_reduce_perf",
+    "nccl_gate",
+    "expected_busbw_gbs",
+    "parse_ib_write_bw",
+    "perftest_to_gbps",
+]
+
+
+def _lines(text, tool):
+    if not isinstance(text, str):
+        raise ValueError("%s: output must be a string" % tool)
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _num(tok):
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------
+# nccl-tests
+# --------------------------------------------------------------------------
+
+_INT_RE = re.compile(r"^-?\d+$")
+_NCCL_VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\S+))?")
+_TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version (\S+)(.*)$")
+_RANK_RE = re.compile(
+    r"^#\s+Rank\s+(?P<rank>\d+)\s+Group\s+(?P<group>\d+)\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
+    r"\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$")
+_OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
+_AVG_RE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
+_NET_USING_RE = re.compile(r"NET/(IB|Socket)\s*:\s*Using\s+(.*)$")
+_NET_VIA_RE = re.compile(r"via NET/(IB|Socket)")
+_NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
+_IB_DEV_RE = re.compile(r"\[\d+\]([^:\s\]]+):(\d+)/(IB|RoCE)")
+
+
+def _nccl_params(line):
+    """Key/value pairs from the '# nThread 1 nGpus 1 minBytes ...' line."""
+    body = line.lstrip("#").strip()
+    out = {}
+    for key, val in re.findall(r"([A-Za-z][A-Za-z ]*?)\s*:?\s+(\S+)(?=\s|$)", body):
+        k = re.sub(r"\s+", "_", key.strip())
+        out[k] = int(val) if _INT_RE.match(val) else val
+    return out
+
+
+def _half(tokens, check_kind):
+    """One out-of-place or in-place group: time, algbw, busbw, check."""
+    time, algbw, busbw, check = tokens
+    values = [_num(time), _num(algbw), _num(busbw)]
+    if None in values:
+        return None
+    half = {"time_us": values[0], "algbw": values[1], "busbw": values[2],
+            "wrong": None, "error": None}
+    if check == "N/A":
+        return half
+    if check_kind == "error":
+        err = _num(check)
+        if err is None:
+            return None
+        half["error"] = err
+    elif _INT_RE.match(check):
+        half["wrong"] = int(check)
+    else:
+        err = _num(check)
+        if err is None:
+            return None
+        half["error"] = err
+    return half
+
+
+def _data_row(line, header):
+    if line.lstrip().startswith("#"):
+        return None
+    t = line.split()
+    if len(t) not in (11, 12, 13) or not _INT_RE.match(t[0]) or not _INT_RE.match(t[1]):
+        return None
+    ncols = len(t)
+    redop = t[3] if ncols >= 12 else None
+    root = None
+    if ncols == 13:
+        if not _INT_RE.match(t[4]):
+            return None
+        root = int(t[4])
+    rest = t[ncols - 8:]
+    check_kind = header.get("check") if header else None
+    oop = _half(rest[:4], check_kind)
+    ip = _half(rest[4:], check_kind)
+    if oop is None or ip is None:
+        return None
+    return {"size": int(t[0]), "count": int(t[1]), "type": t[2], "redop": redop,
+            "root": root, "oop": oop, "ip": ip}
+
+
+def parse_all_reduce_perf(text):
+    """Parse nccl-tests output (``all_reduce_perf`` and friends).
+
+    Returns a dict with ``rows`` (each ``{size, count, type, redop, root,
+    oop, ip}``, where ``oop``/``ip`` are ``{time_us, algbw, busbw, wrong,
+    error}``; ``wrong`` is the ``#wrong`` integer, ``None`` for ``N/A``;
+    ``error`` is the old-format maximum error), ``format``
+    (``'wrong'``/``'error'``), ``avg_busbw`` and ``avg_status`` from ``# Avg
+    bus bandwidth``, ``out_of_bounds`` ``{count, status}``,
+    ``nccl_version``, ``cuda_version``, ``nccl_tests_version``, ``params``
+    (from the ``# nThread`` line), ``ranks``, ``nranks`` (highest rank + 1),
+    ``transport`` (``'IB'``, ``'Socket'``, ``'mixed'`` or ``None`` when
+    the log has no NCCL_DEBUG=INFO network lines), ``ib_devices``,
+    ``largest`` (the row with the largest size) and ``complete`` (the
+    footer was printed).
+
+    Raises ``ValueError`` when the text has neither data rows nor an
+    nccl-tests header/footer line.
+    """
+    lines = _lines(text, "nccl-tests")
+    res = {
+        "nccl_tests_version": None,
+        "nccl_version": None,
+        "cuda_version": None,
+        "params": {},
+        "ranks": [],
+        "nranks": None,
+        "columns": None,
+        "format": None,
+        "rows": [],
+        "out_of_bounds": None,
+        "avg_busbw": None,
+        "avg_status": None,
+        "transport": None,
+        "transports_seen": [],
+        "ib_devices": [],
+        "largest": None,
+        "complete": False,
+    }
+    header = None
+    recognised = False
+    network_choice = None
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        m = _TESTS_VERSION_RE.match(s)
+        if m:
+            res["nccl_tests_version"] = m.group(1)
+            recognised = True
+            continue
+        m = _NCCL_VERSION_RE.search(s)
+        if m and res["nccl_version"] is None:
+            res["nccl_version"] = m.group(1)
+            res["cuda_version"] = m.group(2)
+        if s.startswith("#") and "nThread" in s and "minBytes" in s:
+            res["params"] = _nccl_params(s)
+            recognised = True
+            continue
+        m = _RANK_RE.match(s)
+        if m:
+            res["ranks"].append({
+                "rank": int(m.group("rank")), "group": int(m.group("group")),
+                "pid": int(m.group("pid")), "host": m.group("host"),
+                "device": int(m.group("dev")), "bus_id": m.group("bus"),
+                "gpu": m.group("gpu").strip(),
+            })
+            continue
+        if s.startswith("#") and "size" in s.split() and "count" in s.split():
+            cols = s.lstrip("#").split()
+            header = {"columns": cols,
+                      "check": "error" if "error" in cols else ("wrong" if "#wrong" in cols else None)}
+            res["columns"] = cols
+            res["format"] = header["check"]
+            recognised = True
+            continue
+        m = _OOB_RE.match(s)
+        if m:
+            res["out_of_bounds"] = {"count": int(m.group(1)), "status": m.group(2) or None}
+            recognised = True
+            continue
+        m = _AVG_RE.match(s)
+        if m:
+            res["avg_busbw"] = _num(m.group(1))
+            res["avg_status"] = m.group(2) or None
+            res["complete"] = True
+            recognised = True
+            continue
+        m = _NETWORK_RE.search(s)
+        if m:
+            network_choice = m.group(1)
+        for m in _NET_USING_RE.finditer(s):
+            if m.group(1) not in res["transports_seen"]:
+                res["transports_seen"].append(m.group(1))
+            if m.group(1) == "IB":
+                for d in _IB_DEV_RE.finditer(m.group(2)):
+                    dev = {"device": d.group(1), "port": int(d.group(2)), "link": d.group(3)}
+                    if dev not in res["ib_devices"]:
+                        res["ib_devices"].append(dev)
+        for m in _NET_VIA_RE.finditer(s):
+            if m.group(1) not in res["transports_seen"]:
+                res["transports_seen"].append(m.group(1))
+        row = _data_row(line, header)
+        if row is not None:
+            res["rows"].append(row)
+    if not res["rows"] and not recognised:
+        raise ValueError("nccl-tests: no data rows and no nccl-tests header or footer found")
+    if res["format"] is None and res["rows"]:
+        r = res["rows"][0]["oop"]
+        res["format"] = "error" if r["error"] is not None else "wrong"
+    if network_choice in ("IB", "Socket"):
+        res["transport"] = network_choice
+    elif res["transports_seen"]:
+        res["transport"] = res["transports_seen"][0] if len(res["transports_seen"]) == 1 else "mixed"
+    elif network_choice:
+        res["transport"] = network_choice
+    if res["ranks"]:
+        res["nranks"] = max(r["rank"] for r in res["ranks"]) + 1
+    if res["rows"]:
+        res["largest"] = max(res["rows"], key=lambda r: r["size"])
+    return res
+
+
+def expected_busbw_gbs(link_speed_gbps, nics_per_node):
+    """Ideal inter-node all-reduce bus bandwidth in GB/s: one NIC's line
+    rate in bytes (``link_speed_gbps / 8``) times the NICs per node (each
+    ring/channel of a rail-optimised node crosses its own NIC)."""
+    if link_speed_gbps is None or nics_per_node is None:
+        raise ValueError("link speed and NIC count are required")
+    if float(link_speed_gbps) <= 0 or int(nics_per_node) <= 0:
+        raise ValueError("link speed and NIC count must be positive")
+    return float(link_speed_gbps) / 8.0 * int(nics_per_node)
+
+
+# An old-format 'error' column holds the largest relative error; correct
+# float sums stay around 1e-6.  Above this value the results were wrong.
+MAX_OLD_FORMAT_ERROR = 1e-3
+
+
+def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False):
+    """Pass/fail decision for an all-reduce run.
+
+    The figure gated on is the bus bandwidth of the largest message size,
+    taking the **lower** of the out-of-place and in-place values so that a
+    single good half cannot hide a bad one.  (The ``# Avg bus bandwidth``
+    footer is a mean over every size and is not comparable with line
+    rate.)  The run fails, with the reason given, when: no data rows were
+    printed (timeout, crash, truncated log); NCCL used its socket transport;
+    any row reports ``#wrong`` > 0 (or an old-format error above
+    ``MAX_OLD_FORMAT_ERROR``); the out-of-bounds or average-bandwidth
+    footer says FAILED; or the busbw is below ``expected_busbw_gbs *
+    efficiency``.  With ``require_ib`` a log that does not show the
+    transport (no NCCL_DEBUG=INFO lines) also fails.
+
+    Returns ``{passed, reason, largest_size, busbw, busbw_oop, busbw_ip,
+    threshold, expected_busbw_gbs, efficiency, transport}``.
+    """
+    try:
+        expected = float(expected_busbw_gbs)
+        eff = float(efficiency)
+    except (TypeError, ValueError):
+        raise ValueError("expected_busbw_gbs and efficiency must be numbers")
+    if expected <= 0:
+        raise ValueError("expected_busbw_gbs must be positive")
+    if not 0 < eff <= 1.5:
+        raise ValueError("efficiency must be in (0, 1.5]")
+    threshold = round(expected * eff, 4)
+    out = {
+        "passed": False,
+        "reason": "",
+        "largest_size": None,
+        "busbw": None,
+        "busbw_oop": None,
+        "busbw_ip": None,
+        "threshold": threshold,
+        "expected_busbw_gbs": expected,
+        "efficiency": eff,
+        "transport": parsed.get("transport"),
+    }
+    rows = parsed.get("rows") or []
+    if not rows:
+        out["reason"] = ("no result rows in the output: the test timed out, crashed "
+                         "or the log is truncated")
+        return out
+    largest = max(rows, key=lambda r: r["size"])
+    out["largest_size"] = largest["size"]
+    out["busbw_oop"] = largest["oop"]["busbw"]
+    out["busbw_ip"] = largest["ip"]["busbw"]
+    out["busbw"] = min(out["busbw_oop"], out["busbw_ip"])
+    transport = parsed.get("transport")
+    if transport in ("Socket", "mixed"):
+        out["reason"] = ("NCCL used the socket transport (NET/Socket) instead of "
+                         "RDMA (NET/IB): RDMA devices not visible or NCCL_IB_DISABLE set")
+        return out
+    if require_ib and transport != "IB":
+        out["reason"] = ("the log does not show which transport NCCL used; run with "
+                         "NCCL_DEBUG=INFO to see the NET/IB lines")
+        return out
+    for r in rows:
+        for half_name, half in (("out-of-place", r["oop"]), ("in-place", r["ip"])):
+            if half.get("wrong") not in (None, 0):
+                out["reason"] = "%d wrong values (%s) at size %d" % (half["wrong"], half_name, r["size"])
+                return out
+            if half.get("error") is not None and half["error"] > MAX_OLD_FORMAT_ERROR:
+                out["reason"] = "error %g (%s) at size %d exceeds %g" % (
+                    half["error"], half_name, r["size"], MAX_OLD_FORMAT_ERROR)
+                return out
+    oob = parsed.get("out_of_bounds")
+    if oob and (oob.get("status") == "FAILED" or oob.get("count", 0) > 0):
+        out["reason"] = "out of bounds values: %d %s" % (oob.get("count", 0), oob.get("status") or "")
+        return out
+    if parsed.get("avg_status") == "FAILED":
+        out["reason"] = "nccl-tests reported the average bus bandwidth as FAILED (NCCL_TESTS_MIN_BW)"
+        return out
+    if out["busbw"] < threshold:
+        out["reason"] = ("busbw %.2f GB/s at %d bytes is below %.2f GB/s (%.0f%% of %.2f GB/s)" % (
+            out["busbw"], largest["size"], threshold, eff * 100, expected))
+        return out
+    out["passed"] = True
+    out["reason"] = "busbw %.2f GB/s at %d bytes >= %.2f GB/s (%.0f%% of %.2f GB/s)" % (
+        out["busbw"], largest["size"], threshold, eff * 100, expected)
+    return out
+
+
+# --------------------------------------------------------------------------
+# perftest ib_write_bw
+# --------------------------------------------------------------------------
+
+_DASHES_RE = re.compile(r"^\s*-{20,}\s*$")
+_TITLE_RE = re.compile(r"^\s*(\S.*\b(?:BW|Lat) Test)\s*$")
+_KV_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.*\- ]*?)\s*:\s*(\S+)")
+_RESULT_HDR_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]\s+MsgRate\[([^\]]+)\]")
+
+
+def perftest_to_gbps(value, units):
+    """Convert a perftest bandwidth figure to Gb/s.  ``Gb/sec`` is already
+    10^9 bit/s; ``MB/sec`` and ``MiB/sec`` are 2^20 bytes/s in perftest."""
+    u = (units or "").lower()
+    if u.startswith("gb"):
+        return float(value)
+    if u in ("mb/sec", "mib/sec"):
+        return float(value) * 1048576 * 8 / 1e9
+    raise ValueError("unknown perftest bandwidth unit %r" % units)
+
+
+def _yes(v):
+    return None if v is None else v.upper() == "ON"
+
+
+def parse_ib_write_bw(text):
+    """Parse ``ib_write_bw`` output (client or server side).
+
+    Returns ``{test, header, device, link_type, gid_index, mtu, num_qps,
+    transport, connection_type, rdma_cm, units, gbits, rows, complete,
+    best, last, warnings}``.  ``header`` holds every ``key : value`` pair of
+    the parameter block as printed; ``rows`` are ``{bytes, iterations,
+    bw_peak, bw_average, msg_rate_mpps}`` in the printed units (``units`` is
+    ``'Gb/sec'``, ``'MB/sec'`` or ``'MiB/sec'``); ``complete`` is true when
+    the closing dashed line follows the rows (``--run_infinitely`` output
+    stopped with Ctrl-C has none); ``best`` is the row with the highest
+    average, ``last`` the final row.  Lines printed by CUDA set-up and
+    perftest warnings are skipped (warnings are kept in ``warnings``).
+    """
+    lines = _lines(text, "ib_write_bw")
+    res = {
+        "test": None,
+        "header": {},
+        "device": None,
+        "link_type": None,
+        "gid_index": None,
+        "mtu": None,
+        "num_qps": None,
+        "transport": None,
+        "connection_type": None,
+        "rdma_cm": None,
+        "units": None,
+        "gbits": None,
+        "msg_rate_units": None,
+        "rows": [],
+        "complete": False,
+        "best": None,
+        "last": None,
+        "warnings": [],
+    }
+    state = "pre"
+    for line in lines:
+        s = line.strip()
+        if state == "pre":
+            if s.upper().startswith("WARNING"):
+                res["warnings"].append(s)
+            m = _TITLE_RE.match(line)
+            if m:
+                res["test"] = m.group(1).strip()
+                state = "header"
+            continue
+        if state == "header":
+            if _DASHES_RE.match(line):
+                state = "mid"
+                continue
+            for k, v in _KV_RE.findall(line):
+                res["header"][k.strip()] = v
+            continue
+        if state == "mid":
+            m = _RESULT_HDR_RE.search(line)
+            if m:
+                res["units"] = m.group(1)
+                res["gbits"] = m.group(1).lower().startswith("gb")
+                res["msg_rate_units"] = m.group(3)
+                state = "rows"
+            continue
+        if state == "rows":
+            if _DASHES_RE.match(line):
+                res["complete"] = True
+                state = "post"
+                continue
+            t = s.split()
+            if len(t) == 5 and _INT_RE.match(t[0]) and _INT_RE.match(t[1]):
+                nums = [_num(x) for x in t[2:]]
+                if None not in nums:
+                    res["rows"].append({
+                        "bytes": int(t[0]), "iterations": int(t[1]),
+                        "bw_peak": nums[0], "bw_average": nums[1], "msg_rate_mpps": nums[2],
+                    })
+                    continue
+            if s:
+                res["warnings"].append(s)
+            continue
+        # post: teardown noise after the report
+    if res["test"] is None:
+        raise ValueError("perftest: no '... BW Test' title line found")
+    if res["units"] is None:
+        raise ValueError("perftest: no '#bytes #iterations BW peak[...]' result header found "
+                         "(the test did not reach the measurement)")
+    h = res["header"]
+    res["device"] = h.get("Device")
+    res["link_type"] = h.get("Link type")
+    if h.get("GID index") is not None and _INT_RE.match(h["GID index"]):
+        res["gid_index"] = int(h["GID index"])
+    mtu = re.match(r"^(\d+)", h.get("Mtu", ""))
+    res["mtu"] = int(mtu.group(1)) if mtu else None
+    if h.get("Number of qps", "").isdigit():
+        res["num_qps"] = int(h["Number of qps"])
+    res["transport"] = h.get("Transport type")
+    res["connection_type"] = h.get("Connection type")
+    res["rdma_cm"] = _yes(h.get("rdma_cm QPs"))
+    if res["rows"]:
+        res["best"] = max(res["rows"], key=lambda r: r["bw_average"])
+        res["last"] = res["rows"][-1]
+    return res

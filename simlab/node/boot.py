@@ -1,0 +1,112 @@
+"""What happens when a twin node boots (systemd starts ``simlab-node.service``).
+
+* The firmware's next-boot configuration becomes current (mlxconfig changes
+  take effect on reboot), and a firmware image burned since the last boot runs.
+* BIOS settings come from the BMC's state (pending ones were applied by the BMC
+  at reset); the kernel command line comes from the GRUB config the way
+  GRUB would boot it (``/boot/grub/grub.cfg``, written by ``update-grub``).
+* VFs do not survive: the kernel starts with ``sriov_numvfs`` 0 on every PF.
+
+Paths inside the node: the lab directory of this node is mounted at
+``/var/lib/simlab/lab`` (hardware.json, firmware.json, bios.json, faults.json).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from . import hardware
+
+LAB = Path(os.environ.get("SIMLAB_LAB_DIR", "/var/lib/simlab/lab"))
+RUN = Path(os.environ.get("SIMLAB_RUN_DIR", "/run/simlab"))
+GRUB_DEFAULT = Path("/etc/default/grub")
+GRUB_CFG = Path("/boot/grub/grub.cfg")
+KERNEL = "/boot/vmlinuz-6.1.0-28-amd64"
+ROOT = "root=UUID=6f1c3e2a-5d4b-4c8e-9a7f-2b1d0e9c8a11 ro"
+
+FACTORY_GRUB = """# If you change this file, run 'update-grub' afterwards to update
+# /boot/grub/grub.cfg.
+# For full documentation of the options in this file, see:
+#   info -f grub -n 'Simple configuration'
+
+GRUB_DEFAULT=0
+GRUB_TIMEOUT=5
+GRUB_DISTRIBUTOR=`lsb_release -i -s 2> /dev/null || echo Debian`
+GRUB_CMDLINE_LINUX_DEFAULT="quiet"
+GRUB_CMDLINE_LINUX="{extra}"
+"""
+
+
+def read_json(path: Path, default):
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return default
+
+
+def write_json(path: Path, data) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def grub_cmdline_from_cfg(text: str) -> str | None:
+    for line in text.splitlines():
+        m = re.match(r"\s*linux\s+(\S+)\s*(.*)$", line)
+        if m:
+            return f"BOOT_IMAGE={m.group(1)} {m.group(2)}".strip()
+    return None
+
+
+def ensure_grub(preset: str) -> None:
+    """A fresh node image has GRUB's factory files, with or without the
+    IOMMU flags depending on the lab's preset."""
+    if not GRUB_DEFAULT.exists():
+        extra = "intel_iommu=on iommu=pt" if preset == "ready" else ""
+        GRUB_DEFAULT.parent.mkdir(parents=True, exist_ok=True)
+        GRUB_DEFAULT.write_text(FACTORY_GRUB.format(extra=extra))
+    if not GRUB_CFG.exists():
+        from simlab.tools.grub import update_grub
+        update_grub(quiet=True)
+
+
+def bios_effective(hw: dict) -> dict:
+    """SR-IOV / IOMMU / ACS as the BIOS set them at this boot."""
+    path = LAB / "bios.json"
+    if path.exists():
+        from simlab.bmc.state import load_bios
+        from simlab.bmc.vendors import effective
+        bios = load_bios(path)
+        return effective(bios["vendor"], bios.get("current", bios.get("attributes", {})))
+    return dict(hw.get("bios_default", {"sriov": True, "iommu": True, "acs": False}))
+
+
+def boot_firmware(hw: dict) -> dict:
+    path = LAB / "firmware.json"
+    fw = read_json(path, None)
+    if fw is None:
+        fw = hardware.factory_firmware(hw)
+        if hw.get("preset", "ready") == "ready":
+            for nic in hardware.nic_specs(hw):
+                for col in ("current", "next"):
+                    fw[nic.bdf][col].update(SRIOV_EN=1, NUM_OF_VFS=nic.totalvfs)
+    for state in fw.values():
+        state["current"] = dict(state["next"])
+        state["running_fw_version"] = state["fw_version"]
+    write_json(path, fw)
+    return fw
+
+
+def boot() -> dict:
+    """Compute the boot state; returns the arguments for ``Kernel``."""
+    hw = hardware.load(LAB / "hardware.json")
+    ensure_grub(hw.get("preset", "ready"))
+    cmdline = grub_cmdline_from_cfg(GRUB_CFG.read_text()) or f"BOOT_IMAGE={KERNEL} {ROOT}"
+    (RUN / "proc").mkdir(parents=True, exist_ok=True)
+    (RUN / "proc" / "cmdline").write_text(cmdline + "\n")
+    faults = read_json(LAB / "faults.json", {})
+    return {"hw": hw, "firmware": boot_firmware(hw), "cmdline": cmdline,
+            "bios": bios_effective(hw), "faults": faults}

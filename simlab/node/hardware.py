@@ -1,0 +1,134 @@
+"""What a twin node is made of: its NICs, their PCI placement and names.
+
+A node's hardware is described by a small JSON document (written by
+``simlab up`` into the lab directory and mounted into the node), so the same
+description drives the FUSE sysfs inside the node, the fabric model on the
+host and the generated inventory.  Stdlib only: this runs with Debian's python3
+inside the node.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+# PCI ids (host-interfaces.md section 0 and 2.1): PF device -> (VF device,
+# mlxconfig "Device type", hca_type / mst name, firmware train, part id).
+MODELS = {
+    "cx5ex": {"device": 0x1019, "vf_device": 0x101a, "device_type": "ConnectX5",
+              "hca": "MT4121", "fw": "16.35.2000", "part": "MCX516A-CDAT", "psid": "MT_0000000012"},
+    "cx6dx": {"device": 0x101d, "vf_device": 0x101e, "device_type": "ConnectX6DX",
+              "hca": "MT4125", "fw": "22.39.1002", "part": "MCX623106AN-CDAT", "psid": "MT_0000000359"},
+    "cx7": {"device": 0x1021, "vf_device": 0x101e, "device_type": "ConnectX7",
+            "hca": "MT4129", "fw": "28.39.1002", "part": "MCX75310AAS-NEAT", "psid": "MT_0000000838"},
+    "cx8": {"device": 0x1023, "vf_device": 0x101e, "device_type": "ConnectX8",
+            "hca": "MT4131", "fw": "40.44.1036", "part": "C8180", "psid": "MT_0000001080"},
+}
+VENDOR = 0x15b3
+# Buses a 2-socket GPU server typically puts its NICs on (one per PCIe switch).
+NIC_BUSES = [0x3b, 0x86, 0x5e, 0xd8, 0x18, 0xaf, 0x2b, 0x9a]
+DEFAULT_TOTALVFS = 16
+
+
+@dataclass
+class NicSpec:
+    index: int
+    model: str
+    bus: int
+    numa_node: int
+    link_type: str          # "ETH" or "IB"
+    speed_mbps: int
+    totalvfs: int
+    mac: str
+    ipv4: str | None
+
+    @property
+    def bdf(self) -> str:
+        return f"0000:{self.bus:02x}:00.0"
+
+    @property
+    def ids(self) -> dict:
+        return MODELS[self.model]
+
+    @property
+    def netdev(self) -> str:
+        # systemd's predictable name for a PCI netdev with phys_port_name p0.
+        prefix = "ib" if self.link_type == "IB" else "en"
+        return f"{prefix}p{self.bus}s0f0np0" if self.link_type == "ETH" else f"ibp{self.bus}s0f0"
+
+    def vf_netdev(self, n: int) -> str:
+        prefix = "ib" if self.link_type == "IB" else "en"
+        return f"{prefix}p{self.bus}s0f0v{n}"
+
+
+def default_spec(name: str, index: int, nics: int = 2, model: str = "cx7", totalvfs: int = DEFAULT_TOTALVFS,
+                 link_type: str = "ETH", driver: str = "inbox", speed_gbps: int = 400, gpus: int = 8,
+                 numa_nodes: int = 2) -> dict:
+    """The hardware document of one node (index counts from 1 across the lab)."""
+    if model not in MODELS:
+        raise ValueError(f"unknown NIC model {model!r}; known: {', '.join(sorted(MODELS))}")
+    if not 1 <= nics <= len(NIC_BUSES):
+        raise ValueError(f"nics must be 1..{len(NIC_BUSES)}, got {nics}")
+    nic_list = []
+    for i in range(nics):
+        nic_list.append({
+            "model": model,
+            "bus": NIC_BUSES[i],
+            "numa_node": (i * numa_nodes) // nics,
+            "link_type": link_type,
+            "speed_mbps": speed_gbps * 1000,
+            "totalvfs": totalvfs,
+            # Locally administered, unique per node and NIC.
+            "mac": f"0c:42:a1:{index >> 8 & 0xff:02x}:{index & 0xff:02x}:{i * 16:02x}",
+            # The RoCE address the OS install gave the PF (rail i, host index).
+            "ipv4": f"172.30.{i}.{index}" if link_type == "ETH" else None,
+        })
+    return {
+        "name": name,
+        "index": index,
+        "driver": driver,               # "inbox" (upstream mlx5) or "ofed" (MLNX_OFED / DOCA-OFED)
+        "rdma_naming": "kernel" if driver == "ofed" else "pci",
+        "gpus": gpus,
+        "numa_nodes": numa_nodes,
+        "cpu_vendor": "intel",
+        "nics": nic_list,
+    }
+
+
+def nic_specs(hw: dict) -> list[NicSpec]:
+    return [NicSpec(index=i, model=n["model"], bus=n["bus"], numa_node=n["numa_node"],
+                    link_type=n["link_type"], speed_mbps=n["speed_mbps"], totalvfs=n["totalvfs"],
+                    mac=n["mac"], ipv4=n.get("ipv4"))
+            for i, n in enumerate(hw["nics"])]
+
+
+def factory_firmware(hw: dict) -> dict:
+    """mlxconfig parameters per NIC as the card ships: SR-IOV off."""
+    fw = {}
+    for nic in nic_specs(hw):
+        params = {
+            "SRIOV_EN": 0,
+            "NUM_OF_VFS": 0,
+            "LINK_TYPE_P1": 2 if nic.link_type == "ETH" else 1,
+            "ROCE_CC_PRIO_MASK_P1": 255,
+            "CNP_DSCP_P1": 48,
+            "CNP_802P_PRIO_P1": 6,
+            "ATS_ENABLED": 0,
+        }
+        fw[nic.bdf] = {"default": dict(params), "current": dict(params), "next": dict(params),
+                       "fw_version": nic.ids["fw"], "running_fw_version": nic.ids["fw"]}
+    return fw
+
+
+def load(path: Path) -> dict:
+    return json.loads(Path(path).read_text())
+
+
+def dump(hw: dict, path: Path) -> None:
+    Path(path).write_text(json.dumps(hw, indent=2, sort_keys=True) + "\n")
+
+
+def clone(hw: dict) -> dict:
+    return copy.deepcopy(hw)

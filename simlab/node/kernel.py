@@ -1,0 +1,428 @@
+"""The kernel side of a twin node: PCI functions, netdevs and RDMA devices of
+its ConnectX NICs, and the sysfs tree that exposes them.
+
+The model follows the kernel where the collection can tell the difference:
+
+* ``sriov_numvfs`` is written exactly as ``sriov_numvfs_store()`` in
+  drivers/pci/iov.c handles it (same value is a no-op, N while M != 0 is
+  EBUSY, above ``sriov_totalvfs`` is ERANGE, an unbound PF is ENOENT, a BIOS
+  that gave no IOV BARs is ENOMEM), and the ``sriov_*`` files are absent when
+  the firmware has SR-IOV off (``sriov_attrs_are_visible()``).
+* Enabling VFs makes ``virtfnN``/``physfn`` links at once; the VF netdevs and
+  RDMA devices appear a moment later, as udev names them on a real host.
+  Disabling clears the per-VF MAC/VLAN/trust/spoof-check state, as mlx5's
+  ``mlx5_device_disable_sriov(clear_vf=true)`` does.
+* ``/sys/bus/pci/devices/*`` and ``/sys/class/{net,infiniband}/*`` are
+  relative symlinks into ``/sys/devices/pci0000:xx/...`` with the real depths.
+* ``ecn/``, ``qos/`` and per-VF ``sriov/N`` exist only with the OFED driver.
+
+Stdlib only: it runs inside the node with Debian's python3.
+"""
+
+from __future__ import annotations
+
+import errno
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .hardware import VENDOR, NicSpec, nic_specs
+
+ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
+GID_TABLE = 16
+VF_PROBE_DELAY = 0.25  # seconds between the numvfs write and the VF netdevs appearing
+MAX_MTU = 9978
+
+
+class KernelError(OSError):
+    def __init__(self, err: int, msg: str = ""):
+        super().__init__(err, msg or errno.errorcode.get(err, str(err)))
+
+
+def _mac_to_eui64(mac: str) -> str:
+    b = [int(x, 16) for x in mac.split(":")]
+    b[0] ^= 0x02
+    e = b[:3] + [0xff, 0xfe] + b[3:]
+    return ":".join(f"{e[i]:02x}{e[i + 1]:02x}" for i in range(0, 8, 2))
+
+
+def ipv4_gid(ip: str) -> str:
+    a, b, c, d = (int(x) for x in ip.split("."))
+    return f"0000:0000:0000:0000:0000:ffff:{a:02x}{b:02x}:{c:02x}{d:02x}"
+
+
+def parse_u16(data: bytes) -> int:
+    """kstrtou16(buf, 0, ...): base auto-detect, one trailing newline allowed."""
+    text = data.decode("ascii", "replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    if not text or text.strip() != text:
+        raise KernelError(errno.EINVAL)
+    try:
+        if text.startswith(("0x", "0X")):
+            value = int(text[2:], 16)
+        elif len(text) > 1 and text.startswith("0"):
+            value = int(text[1:], 8)
+        else:
+            if not text.isdigit():
+                raise ValueError
+            value = int(text, 10)
+    except ValueError:
+        raise KernelError(errno.EINVAL) from None
+    if value > 0xFFFF:
+        raise KernelError(errno.ERANGE)
+    return value
+
+
+@dataclass
+class VF:
+    index: int
+    bdf: str
+    mac: str = "00:00:00:00:00:00"
+    vlan: int = 0
+    qos: int = 0
+    spoofchk: bool = True
+    trust: bool = False
+    link_state: str = "auto"
+    node_guid: str = "00:00:00:00:00:00:00:00"
+    port_guid: str = "00:00:00:00:00:00:00:00"
+    max_tx_rate: int = 0
+    min_tx_rate: int = 0
+    mtu: int = 1500
+    admin_up: bool = False
+    probed_at: float = 0.0
+    bound: bool = True
+    rdma_index: int = 0
+
+
+@dataclass
+class PF:
+    spec: NicSpec
+    bound: bool = True
+    numvfs: int = 0
+    autoprobe: bool = True
+    vfs: list[VF] = field(default_factory=list)
+    mtu: int = 1500
+    admin_up: bool = True
+    link_fault: bool = False
+    rdma_index: int = 0
+    # host QoS (mlnx_qos / DCB): trust, PFC per priority, dscp -> priority
+    trust: str = "pcp"
+    pfc: list[int] = field(default_factory=lambda: [0] * 8)
+    dscp2prio: dict[int, int] = field(default_factory=lambda: {d: d >> 3 for d in range(64)})
+    cable_len: int = 7
+    ecn_rp: list[int] = field(default_factory=lambda: [0] * 8)
+    ecn_np: list[int] = field(default_factory=lambda: [0] * 8)
+    cnp_dscp: int = 48
+    cnp_802p_prio: int = 6
+    roce_mode: str = "RoCE v2"   # cma_roce_mode default of current kernels
+    roce_tos: int = 0
+
+    @property
+    def bdf(self) -> str:
+        return self.spec.bdf
+
+    @property
+    def netdev(self) -> str:
+        return self.spec.netdev
+
+    @property
+    def operstate(self) -> str:
+        return "up" if self.bound and self.admin_up and not self.link_fault else "down"
+
+
+class Kernel:
+    """One node's kernel view of its NICs.
+
+    ``boot`` carries what firmware, BIOS and the command line decided at boot:
+    ``sriov_en`` / ``totalvfs`` per PF (from the firmware's *current* values),
+    ``bios_sriov`` and ``iommu`` (the BIOS, plus the ``intel_iommu=on`` or
+    ``amd_iommu=on`` flag), ``mmio_ok`` (IOV BARs were assigned).
+    """
+
+    def __init__(self, hw: dict, firmware: dict, cmdline: str, bios: dict, faults: dict | None = None,
+                 clock=time.monotonic):
+        self.hw = hw
+        self.lock = threading.RLock()
+        self.clock = clock
+        self.cmdline = cmdline
+        self.bios = bios
+        self.faults = dict(faults or {})
+        self.ofed = hw.get("driver") == "ofed"
+        self.kernel_names = hw.get("rdma_naming") == "kernel"
+        self.firmware = firmware
+        self.generation = 0
+        self.modules = {"mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "ib_cm"}
+        self.pfs: list[PF] = []
+        rdma = 0
+        for spec in nic_specs(hw):
+            pf = PF(spec=spec, rdma_index=rdma)
+            rdma += 1
+            self.pfs.append(pf)
+        self._next_rdma = rdma
+        if "driver-unbound" in self.faults:
+            for pf in self.pfs:
+                pf.bound = False
+        self.apply_faults()
+
+    # ----------------------------------------------------------------- boot facts
+    def cmdline_flags(self) -> list[str]:
+        return self.cmdline.split()
+
+    @property
+    def iommu_active(self) -> bool:
+        flags = self.cmdline_flags()
+        cpu = self.hw.get("cpu_vendor", "intel")
+        flag = "intel_iommu=on" if cpu == "intel" else "amd_iommu=on"
+        # AMD IOMMUs are on by default when the BIOS enables them; Intel needs the flag.
+        wanted = flag in flags or (cpu == "amd" and "amd_iommu=off" not in flags)
+        return bool(self.bios.get("iommu")) and wanted
+
+    @property
+    def mmio_ok(self) -> bool:
+        """Were IOV BARs assigned?  Not when the BIOS has SR-IOV off; not on a
+        board whose BIOS leaves too little MMIO unless the kernel reallocates."""
+        if not self.bios.get("sriov"):
+            return False
+        if self.faults.get("numvfs-enomem") and "pci=realloc" not in self.cmdline_flags():
+            return False
+        return True
+
+    def fw(self, pf: PF) -> dict:
+        return self.firmware[pf.bdf]["current"]
+
+    def sriov_visible(self, pf: PF) -> bool:
+        return bool(self.fw(pf).get("SRIOV_EN")) and self.totalvfs(pf) > 0
+
+    def totalvfs(self, pf: PF) -> int:
+        """mlx5 sets sriov_totalvfs to the firmware's NUM_OF_VFS."""
+        return int(self.fw(pf).get("NUM_OF_VFS", 0))
+
+    def apply_faults(self) -> None:
+        for pf in self.pfs:
+            pf.link_fault = bool(self.faults.get("link-down")) and pf.spec.index == 0
+        self.generation += 1
+
+    def set_faults(self, faults: dict) -> None:
+        with self.lock:
+            self.faults = dict(faults)
+            self.apply_faults()
+
+    # ----------------------------------------------------------------- lookups
+    def pf_by_bdf(self, bdf: str) -> PF | None:
+        return next((p for p in self.pfs if p.bdf == bdf), None)
+
+    def netdevs(self) -> dict:
+        """netdev name -> (pf, vf or None) for every netdev that exists now."""
+        now = self.clock()
+        out = {}
+        for pf in self.pfs:
+            if not pf.bound:
+                continue
+            out[pf.netdev] = (pf, None)
+            for vf in pf.vfs:
+                if vf.bound and now >= vf.probed_at:
+                    out[pf.spec.vf_netdev(vf.index)] = (pf, vf)
+        return out
+
+    def rdma_name(self, pf: PF, vf: VF | None = None) -> str:
+        if self.kernel_names:
+            return f"mlx5_{(vf.rdma_index if vf else pf.rdma_index)}"
+        proto = "roce" if pf.spec.link_type == "ETH" else "ib"
+        if vf is None:
+            return f"{proto}p{pf.spec.bus}s0f0"
+        bus, slot, fn = self.vf_location(pf, vf.index)
+        return f"{proto}p{bus}s{slot}f{fn}"
+
+    def vf_location(self, pf: PF, i: int) -> tuple[int, int, int]:
+        offset, stride = self.sriov_offset_stride(pf)
+        devfn = 0 + offset + stride * i
+        return pf.spec.bus + (devfn >> 8), (devfn & 0xff) >> 3, devfn & 7
+
+    def vf_bdf(self, pf: PF, i: int) -> str:
+        bus, slot, fn = self.vf_location(pf, i)
+        return f"0000:{bus:02x}:{slot:02x}.{fn}"
+
+    @staticmethod
+    def sriov_offset_stride(pf: PF) -> tuple[int, int]:
+        return 1, 1   # single-function cards: VF0 right after the PF
+
+    def rdma_devices(self) -> dict:
+        now = self.clock()
+        out = {}
+        for pf in self.pfs:
+            if not pf.bound or "mlx5_ib" not in self.modules:
+                continue
+            out[self.rdma_name(pf)] = (pf, None)
+            for vf in pf.vfs:
+                if vf.bound and now >= vf.probed_at:
+                    out[self.rdma_name(pf, vf)] = (pf, vf)
+        return out
+
+    # ----------------------------------------------------------------- writes
+    def write_numvfs(self, pf: PF, data: bytes) -> None:
+        with self.lock:
+            n = parse_u16(data)
+            if n > self.totalvfs(pf):
+                raise KernelError(errno.ERANGE)
+            if n == pf.numvfs:
+                return
+            if not pf.bound:
+                raise KernelError(errno.ENOENT)
+            if n == 0:
+                self._disable_vfs(pf)
+                return
+            if pf.numvfs:
+                raise KernelError(errno.EBUSY)
+            if not self.mmio_ok:
+                raise KernelError(errno.ENOMEM)
+            self._enable_vfs(pf, n)
+
+    def _enable_vfs(self, pf: PF, n: int) -> None:
+        ready = self.clock() + VF_PROBE_DELAY
+        pf.vfs = []
+        for i in range(n):
+            vf = VF(index=i, bdf=self.vf_bdf(pf, i), bound=pf.autoprobe, probed_at=ready,
+                    rdma_index=self._next_rdma)
+            self._next_rdma += 1
+            # mlx5 gives every VF a random locally administered MAC unless one is set.
+            vf.mac = "00:00:00:00:00:00"
+            pf.vfs.append(vf)
+        pf.numvfs = n
+        self.generation += 1
+
+    def _disable_vfs(self, pf: PF) -> None:
+        pf.vfs = []          # per-VF vport config goes with them
+        pf.numvfs = 0
+        self.generation += 1
+
+    def set_autoprobe(self, pf: PF, data: bytes) -> None:
+        text = data.decode().strip().lower()
+        truth = {"1": True, "y": True, "yes": True, "on": True, "0": False, "n": False, "no": False, "off": False}
+        if text not in truth:
+            raise KernelError(errno.EINVAL)
+        with self.lock:
+            pf.autoprobe = truth[text]
+            self.generation += 1
+
+    def bind(self, bdf: str) -> None:
+        with self.lock:
+            pf = self.pf_by_bdf(bdf.strip())
+            if pf is None:
+                vf = self._vf_by_bdf(bdf.strip())
+                if vf is None:
+                    raise KernelError(errno.ENODEV)
+                if vf[1].bound:
+                    raise KernelError(errno.EBUSY)
+                vf[1].bound = True
+                vf[1].probed_at = self.clock() + VF_PROBE_DELAY
+            else:
+                if pf.bound:
+                    raise KernelError(errno.EBUSY)
+                pf.bound = True
+            self.generation += 1
+
+    def unbind(self, bdf: str) -> None:
+        with self.lock:
+            pf = self.pf_by_bdf(bdf.strip())
+            if pf is None:
+                vf = self._vf_by_bdf(bdf.strip())
+                if vf is None or not vf[1].bound:
+                    raise KernelError(errno.ENODEV)
+                vf[1].bound = False
+            else:
+                if not pf.bound:
+                    raise KernelError(errno.ENODEV)
+                # mlx5's remove path disables SR-IOV first
+                self._disable_vfs(pf)
+                pf.bound = False
+            self.generation += 1
+
+    def _vf_by_bdf(self, bdf: str):
+        for pf in self.pfs:
+            for vf in pf.vfs:
+                if vf.bdf == bdf:
+                    return pf, vf
+        return None
+
+    def set_mtu(self, ifname: str, mtu: int) -> None:
+        with self.lock:
+            dev = self.netdevs().get(ifname)
+            if dev is None:
+                raise KernelError(errno.ENODEV)
+            if not 68 <= mtu <= MAX_MTU:
+                raise KernelError(errno.EINVAL, "mtu out of range")
+            pf, vf = dev
+            if vf is None:
+                pf.mtu = mtu
+            else:
+                vf.mtu = mtu
+            self.generation += 1
+
+    def set_admin(self, ifname: str, up: bool) -> None:
+        with self.lock:
+            dev = self.netdevs().get(ifname)
+            if dev is None:
+                raise KernelError(errno.ENODEV)
+            pf, vf = dev
+            if vf is None:
+                pf.admin_up = up
+            else:
+                vf.admin_up = up
+            self.generation += 1
+
+    def set_vf(self, ifname: str, index: int, **settings) -> None:
+        """``ip link set <pf> vf N ...`` through the PF's netlink ops."""
+        with self.lock:
+            dev = self.netdevs().get(ifname)
+            if dev is None:
+                raise KernelError(errno.ENODEV, f"Cannot find device \"{ifname}\"")
+            pf, vf = dev
+            if vf is not None:
+                raise KernelError(errno.EOPNOTSUPP, "Operation not supported")
+            if not 0 <= index < pf.numvfs:
+                raise KernelError(errno.EINVAL, "Invalid argument")
+            target = pf.vfs[index]
+            for key, value in settings.items():
+                if key in ("node_guid", "port_guid") and pf.spec.link_type != "IB":
+                    raise KernelError(errno.EOPNOTSUPP, "Operation not supported")
+                if key == "vlan" and not 0 <= value <= 4095:
+                    raise KernelError(errno.EINVAL, "Invalid argument")
+                if key == "qos" and not 0 <= value <= 7:
+                    raise KernelError(errno.EINVAL, "Invalid argument")
+                setattr(target, key, value)
+            self.generation += 1
+
+    def vf_netdev_mac(self, pf: PF, vf: VF) -> str:
+        if vf.mac != "00:00:00:00:00:00":
+            return vf.mac
+        # the VF netdev gets a random MAC when the admin MAC is unset; keep it stable
+        return f"1e:{pf.spec.bus:02x}:{vf.index:02x}:5a:{pf.spec.index:02x}:7c"
+
+    # ----------------------------------------------------------------- GIDs
+    def gids(self, pf: PF, vf: VF | None) -> list[tuple[str, str, str]]:
+        """(gid, type, ndev) per populated index, in kernel order."""
+        name = pf.spec.vf_netdev(vf.index) if vf else pf.netdev
+        if pf.spec.link_type == "IB":
+            guid = self.node_guid(pf, vf).replace(":", "")
+            return [(f"fe80:0000:0000:0000:{guid[0:4]}:{guid[4:8]}:{guid[8:12]}:{guid[12:16]}", "IB/RoCE v1", "")]
+        mac = self.vf_netdev_mac(pf, vf) if vf else pf.spec.mac
+        ll = "fe80:0000:0000:0000:" + _mac_to_eui64(mac)
+        rows = [(ll, "IB/RoCE v1", name), (ll, "RoCE v2", name)]
+        if vf is None and pf.spec.ipv4:
+            g = ipv4_gid(pf.spec.ipv4)
+            rows += [(g, "IB/RoCE v1", name), (g, "RoCE v2", name)]
+        return rows
+
+    def node_guid(self, pf: PF, vf: VF | None) -> str:
+        if vf is not None:
+            if vf.node_guid != "00:00:00:00:00:00:00:00":
+                g = vf.node_guid.replace(":", "")
+                return ":".join(g[i:i + 4] for i in range(0, 16, 4))
+            return "0000:0000:0000:0000"
+        m = pf.spec.mac.split(":")
+        return f"{m[0]}{m[1]}:{m[2]}ff:fe{m[3]}:{m[4]}{m[5]}"
+
+    def port_state(self, pf: PF, vf: VF | None) -> tuple[str, str]:
+        up = pf.operstate == "up" and (vf is None or vf.link_state != "disable")
+        return ("4: ACTIVE", "5: LinkUp") if up else ("1: DOWN", "3: Disabled")

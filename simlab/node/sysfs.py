@@ -1,0 +1,409 @@
+"""The sysfs tree of a twin node, computed from its :class:`Kernel`.
+
+``Tree`` maps absolute paths (``/bus/pci/devices/...``, relative to the sysfs
+root) to entries: directories, files with read/write handlers that raise the
+kernel's errno, and relative symlinks with the real depths.  The FUSE front-end
+(``fusefs.py``) serves it; tests use it directly, or ``materialize()`` it into a
+plain directory.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from dataclasses import dataclass
+from typing import Callable
+
+from .hardware import VENDOR
+from .kernel import GID_TABLE, PF, VF, ZERO_GID, Kernel, KernelError
+
+
+@dataclass
+class Dir:
+    mode: int = 0o755
+
+
+@dataclass
+class File:
+    read: Callable[[], bytes] | None
+    write: Callable[[bytes], None] | None = None
+    mode: int = 0o444
+
+
+@dataclass
+class Link:
+    target: str
+
+
+def _c(value) -> Callable[[], bytes]:
+    data = value if isinstance(value, bytes) else f"{value}\n".encode()
+    return lambda: data
+
+
+def _err(code: int) -> Callable[[], bytes]:
+    def reader():
+        raise KernelError(code)
+    return reader
+
+
+class Tree:
+    def __init__(self, kernel: Kernel):
+        self.k = kernel
+        self.entries: dict[str, object] = {}
+        self.children: dict[str, list[str]] = {}
+        self._key = None
+
+    # ------------------------------------------------------------ public API
+    def refresh(self) -> None:
+        k = self.k
+        with k.lock:
+            now = k.clock()
+            ready = tuple(vf.probed_at <= now for pf in k.pfs for vf in pf.vfs)
+            key = (k.generation, ready)
+            if key == self._key:
+                return
+            self.entries = {}
+            self.children = {}
+            self._dir("/")
+            self._build()
+            self._key = key
+
+    def lookup(self, path: str):
+        self.refresh()
+        return self.entries.get(path)
+
+    def listdir(self, path: str) -> list[str]:
+        self.refresh()
+        if not isinstance(self.entries.get(path), Dir):
+            raise KernelError(errno.ENOTDIR)
+        return sorted(self.children.get(path, []))
+
+    def read(self, path: str) -> bytes:
+        e = self._resolve(path)
+        if isinstance(e, Dir):
+            raise KernelError(errno.EISDIR)
+        if e.read is None:
+            raise KernelError(errno.EACCES)
+        return e.read()
+
+    def write(self, path: str, data: bytes) -> None:
+        e = self._resolve(path)
+        if isinstance(e, Dir):
+            raise KernelError(errno.EISDIR)
+        if e.write is None:
+            raise KernelError(errno.EACCES)
+        e.write(data)
+
+    def readlink(self, path: str) -> str:
+        e = self.lookup(path)
+        if not isinstance(e, Link):
+            raise KernelError(errno.EINVAL)
+        return e.target
+
+    def _resolve(self, path: str, depth: int = 0):
+        """Follow symlinks in every component, as path walk does."""
+        self.refresh()
+        parts = [p for p in path.split("/") if p]
+        cur = "/"
+        for i, part in enumerate(parts):
+            nxt = (cur.rstrip("/") + "/" + part)
+            e = self.entries.get(nxt)
+            if e is None:
+                raise KernelError(errno.ENOENT)
+            if isinstance(e, Link):
+                if depth > 20:
+                    raise KernelError(errno.ELOOP)
+                target = os.path.normpath(os.path.join(os.path.dirname(nxt), e.target))
+                rest = "/".join(parts[i + 1:])
+                return self._resolve(target + ("/" + rest if rest else ""), depth + 1)
+            cur = nxt
+        e = self.entries.get(cur)
+        if e is None:
+            raise KernelError(errno.ENOENT)
+        return e
+
+    def materialize(self, dest: str) -> None:
+        """Write the tree as plain files and symlinks (read errors -> file absent)."""
+        self.refresh()
+        for path in sorted(self.entries):
+            e = self.entries[path]
+            real = os.path.join(dest, path.lstrip("/"))
+            if isinstance(e, Dir):
+                os.makedirs(real, exist_ok=True)
+            elif isinstance(e, Link):
+                os.makedirs(os.path.dirname(real), exist_ok=True)
+                os.symlink(e.target, real)
+            else:
+                try:
+                    data = e.read() if e.read else b""
+                except OSError:
+                    continue
+                os.makedirs(os.path.dirname(real), exist_ok=True)
+                with open(real, "wb") as fh:
+                    fh.write(data)
+
+    # ------------------------------------------------------------ helpers
+    def _dir(self, path: str, mode: int = 0o755) -> None:
+        if path in self.entries:
+            return
+        if path != "/":
+            parent = os.path.dirname(path)
+            self._dir(parent)
+            self.children.setdefault(parent, []).append(os.path.basename(path))
+        self.entries[path] = Dir(mode)
+
+    def _add(self, path: str, entry) -> None:
+        parent = os.path.dirname(path)
+        self._dir(parent)
+        if path not in self.entries:
+            self.children.setdefault(parent, []).append(os.path.basename(path))
+        self.entries[path] = entry
+
+    def _file(self, path, read, write=None, mode=None):
+        if mode is None:
+            mode = 0o644 if write else 0o444
+        self._add(path, File(read if callable(read) or read is None else _c(read), write, mode))
+
+    def _link(self, path: str, target: str) -> None:
+        self._add(path, Link(target))
+
+    # ------------------------------------------------------------ the tree
+    @staticmethod
+    def _root_port(bus: int) -> tuple[str, str]:
+        root_bus = bus - 1
+        return f"pci0000:{root_bus:02x}", f"0000:{root_bus:02x}:00.0"
+
+    def _devdir(self, pf: PF) -> str:
+        rc, rp = self._root_port(pf.spec.bus)
+        return f"/devices/{rc}/{rp}"
+
+    def _build(self) -> None:
+        k = self.k
+        for d in ("/bus/pci/devices", "/bus/pci/drivers/mlx5_core", "/class/net", "/class/infiniband",
+                  "/class/iommu", "/kernel/iommu_groups", "/module", "/devices/virtual/net/lo"):
+            self._dir(d)
+        drv = "/bus/pci/drivers/mlx5_core"
+        self._file(f"{drv}/bind", None, write=lambda d: k.bind(d.decode()), mode=0o200)
+        self._file(f"{drv}/unbind", None, write=lambda d: k.unbind(d.decode()), mode=0o200)
+        self._file("/bus/pci/drivers_probe", None, write=lambda d: k.bind(d.decode()), mode=0o200)
+        for mod in sorted(k.modules):
+            self._file(f"/module/{mod}/initstate", "live")
+        group = 10
+        for pf in k.pfs:
+            group = self._pci_function(pf, None, group)
+            for vf in pf.vfs:
+                group = self._pci_function(pf, vf, group)
+        if k.iommu_active:
+            iommu = "/devices/virtual/iommu/dmar0"
+            self._file(f"{iommu}/intel-iommu/version", "1:0")
+            self._link("/class/iommu/dmar0", "../../devices/virtual/iommu/dmar0")
+
+    def _pci_function(self, pf: PF, vf: VF | None, group: int) -> int:
+        k = self.k
+        base = self._devdir(pf)
+        bdf = vf.bdf if vf else pf.bdf
+        d = f"{base}/{bdf}"
+        ids = pf.spec.ids
+        dev_id = ids["vf_device"] if vf else ids["device"]
+        cls = "0x020000" if pf.spec.link_type == "ETH" else "0x020700"
+        self._dir(d)
+        self._file(f"{d}/vendor", f"0x{VENDOR:04x}")
+        self._file(f"{d}/device", f"0x{dev_id:04x}")
+        self._file(f"{d}/class", cls)
+        self._file(f"{d}/subsystem_vendor", f"0x{VENDOR:04x}")
+        self._file(f"{d}/subsystem_device", "0x0023")
+        self._file(f"{d}/revision", "0x00")
+        self._file(f"{d}/numa_node", str(pf.spec.numa_node))
+        cpus = "0-31,64-95" if pf.spec.numa_node == 0 else "32-63,96-127"
+        self._file(f"{d}/local_cpulist", cpus)
+        self._file(f"{d}/current_link_speed", "32.0 GT/s PCIe" if pf.spec.model in ("cx7", "cx8") else "16.0 GT/s PCIe")
+        self._file(f"{d}/current_link_width", "16")
+        self._file(f"{d}/modalias", f"pci:v0000{VENDOR:04X}d0000{dev_id:04X}sv0000{VENDOR:04X}sd00000023bc02sc00i00")
+        self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
+        self._file(f"{d}/enable", "1")
+        self._link(f"{d}/subsystem", "../../../../bus/pci")
+        self._link(f"/bus/pci/devices/{bdf}", f"../../../devices/{base[len('/devices/'):]}/{bdf}")
+        bound = (vf.bound if vf else pf.bound)
+        if bound:
+            self._link(f"{d}/driver", "../../../../bus/pci/drivers/mlx5_core")
+            self._link(f"/bus/pci/drivers/mlx5_core/{bdf}", f"../../../../devices/{base[len('/devices/'):]}/{bdf}")
+        if k.iommu_active:
+            self._link(f"{d}/iommu_group", f"../../../../kernel/iommu_groups/{group}")
+            self._link(f"/kernel/iommu_groups/{group}/devices/{bdf}", f"../../../../devices/{base[len('/devices/'):]}/{bdf}")
+        group += 1
+        if vf is None:
+            self._sriov_files(pf, d)
+        else:
+            self._link(f"{d}/physfn", f"../{pf.bdf}")
+            self._file(f"{d}/sriov_vf_msix_count", "0", write=lambda data: None)
+        now = k.clock()
+        if bound and (vf is None or vf.probed_at <= now):
+            self._netdev(pf, vf, d)
+            if "mlx5_ib" in k.modules:
+                self._rdma(pf, vf, d)
+        return group
+
+    def _sriov_files(self, pf: PF, d: str) -> None:
+        k = self.k
+        if not k.sriov_visible(pf):
+            return
+        self._file(f"{d}/sriov_totalvfs", str(k.totalvfs(pf)))
+        self._file(f"{d}/sriov_numvfs", lambda: f"{pf.numvfs}\n".encode(),
+                   write=lambda data: k.write_numvfs(pf, data), mode=0o664)
+        off, stride = k.sriov_offset_stride(pf)
+        self._file(f"{d}/sriov_offset", str(off))
+        self._file(f"{d}/sriov_stride", str(stride))
+        self._file(f"{d}/sriov_vf_device", f"{pf.spec.ids['vf_device']:x}")
+        self._file(f"{d}/sriov_drivers_autoprobe", lambda: f"{int(pf.autoprobe)}\n".encode(),
+                   write=lambda data: k.set_autoprobe(pf, data), mode=0o664)
+        self._file(f"{d}/sriov_vf_total_msix", str(k.totalvfs(pf) * 16))
+        for vf in pf.vfs:
+            self._link(f"{d}/virtfn{vf.index}", f"../{vf.bdf}")
+        if k.ofed:
+            def write_num(data, pf=pf):
+                n = int(data.decode().strip() or "x") if data.decode().strip().isdigit() else -1
+                if n < 0 or n > k.totalvfs(pf):
+                    raise KernelError(errno.EINVAL)
+                if pf.numvfs:
+                    k.write_numvfs(pf, b"0")
+                if n:
+                    k.write_numvfs(pf, f"{n}".encode())
+            self._file(f"{d}/mlx5_num_vfs", lambda: f"{pf.numvfs}\n".encode(), write=write_num, mode=0o600)
+            for vf in pf.vfs:
+                s = f"{d}/sriov/{vf.index}"
+                self._file(f"{s}/mac", lambda vf=vf: f"{vf.mac}\n".encode())
+                self._file(f"{s}/vlan", lambda vf=vf: f"{vf.vlan}:{vf.qos}\n".encode())
+                self._file(f"{s}/trust", lambda vf=vf: f"{'ON' if vf.trust else 'OFF'}\n".encode())
+                self._file(f"{s}/spoofcheck", lambda vf=vf: f"{'ON' if vf.spoofchk else 'OFF'}\n".encode())
+                self._file(f"{s}/link_state", lambda vf=vf: f"{vf.link_state.capitalize()}\n".encode())
+
+    def _netdev(self, pf: PF, vf: VF | None, d: str) -> None:
+        k = self.k
+        name = pf.spec.vf_netdev(vf.index) if vf else pf.netdev
+        n = f"{d}/net/{name}"
+        self._dir(n)
+        mac = k.vf_netdev_mac(pf, vf) if vf else pf.spec.mac
+        self._file(f"{n}/address", mac)
+        self._file(f"{n}/broadcast", "ff:ff:ff:ff:ff:ff")
+        self._file(f"{n}/addr_len", "6")
+
+        def read_mtu(pf=pf, vf=vf):
+            return f"{vf.mtu if vf else pf.mtu}\n".encode()
+
+        def write_mtu(data, name=name):
+            try:
+                value = int(data.decode().strip())
+            except ValueError:
+                raise KernelError(errno.EINVAL) from None
+            k.set_mtu(name, value)
+
+        self._file(f"{n}/mtu", read_mtu, write=write_mtu)
+
+        def oper(pf=pf, vf=vf):
+            if vf is None:
+                return f"{pf.operstate}\n".encode()
+            up = pf.operstate == "up" and vf.admin_up and vf.link_state != "disable"
+            return b"up\n" if up else b"down\n"
+
+        self._file(f"{n}/operstate", oper)
+        self._file(f"{n}/carrier", lambda pf=pf: b"1\n" if pf.operstate == "up" else b"0\n")
+        speed = pf.spec.speed_mbps
+
+        def read_speed(pf=pf, vf=vf):
+            if pf.operstate != "up":
+                return b"-1\n"
+            return f"{speed}\n".encode()
+
+        self._file(f"{n}/speed", read_speed)
+        self._file(f"{n}/duplex", "full")
+        self._file(f"{n}/type", "1" if pf.spec.link_type == "ETH" else "32")
+        self._file(f"{n}/ifindex", str(100 + pf.spec.index * 100 + (vf.index + 1 if vf else 0)))
+        self._file(f"{n}/dev_port", "0")
+        if vf is None:
+            self._file(f"{n}/phys_port_name", "p0")
+        else:
+            self._file(f"{n}/phys_port_name", _err(errno.EOPNOTSUPP))
+        self._file(f"{n}/phys_switch_id", _err(errno.EOPNOTSUPP))
+        self._link(f"{n}/device", f"../../../{vf.bdf if vf else pf.bdf}")
+        self._link(f"{n}/subsystem", "../../../../../../class/net")
+        self._link(f"/class/net/{name}", f"../../{n[len('/'):]}")
+        if k.ofed and vf is None:
+            self._ecn(pf, n)
+            self._file(f"{n}/qos/trust", lambda pf=pf: f"{pf.trust}\n".encode(),
+                       write=lambda data, pf=pf: self._write_trust(pf, data))
+            self._file(f"{n}/qos/tc_num", "8")
+        elif k.ofed and vf is not None:
+            for proto in ("roce_rp", "roce_np"):
+                for prio in range(8):
+                    self._file(f"{n}/ecn/{proto}/enable/{prio}", lambda pf=pf, proto=proto, prio=prio:
+                               f"{(pf.ecn_rp if proto == 'roce_rp' else pf.ecn_np)[prio]}\n".encode(), mode=0o444)
+
+    def _write_trust(self, pf: PF, data: bytes) -> None:
+        value = data.decode().strip()
+        if value not in ("pcp", "dscp"):
+            raise KernelError(errno.EINVAL)
+        with self.k.lock:
+            pf.trust = value
+            self.k.generation += 1
+
+    def _ecn(self, pf: PF, n: str) -> None:
+        k = self.k
+        for proto in ("roce_rp", "roce_np"):
+            arr = pf.ecn_rp if proto == "roce_rp" else pf.ecn_np
+            for prio in range(8):
+                def rd(arr=arr, prio=prio):
+                    return f"{arr[prio]}\n".encode()
+
+                def wr(data, arr=arr, prio=prio):
+                    v = data.decode().strip()
+                    if v not in ("0", "1"):
+                        raise KernelError(errno.EINVAL)
+                    with k.lock:
+                        arr[prio] = int(v)
+                        k.generation += 1
+                self._file(f"{n}/ecn/{proto}/enable/{prio}", rd, write=wr)
+        self._file(f"{n}/ecn/roce_np/cnp_dscp", lambda pf=pf: f"{pf.cnp_dscp}\n".encode(),
+                   write=lambda data, pf=pf: setattr(pf, "cnp_dscp", int(data.decode().strip())))
+        self._file(f"{n}/ecn/roce_np/cnp_802p_prio", lambda pf=pf: f"{pf.cnp_802p_prio}\n".encode(),
+                   write=lambda data, pf=pf: setattr(pf, "cnp_802p_prio", int(data.decode().strip())))
+
+    def _rdma(self, pf: PF, vf: VF | None, d: str) -> None:
+        k = self.k
+        name = k.rdma_name(pf, vf)
+        r = f"{d}/infiniband/{name}"
+        self._dir(r)
+        self._file(f"{r}/node_type", "1: CA")
+        self._file(f"{r}/node_guid", k.node_guid(pf, vf))
+        self._file(f"{r}/sys_image_guid", k.node_guid(pf, None))
+        fw = k.firmware[pf.bdf].get("running_fw_version", pf.spec.ids["fw"])
+        self._file(f"{r}/fw_ver", fw)
+        self._file(f"{r}/hca_type", pf.spec.ids["hca"])
+        self._file(f"{r}/hw_rev", "0x0")
+        self._file(f"{r}/board_id", pf.spec.ids["psid"])
+        self._file(f"{r}/node_desc", f"{k.hw['name']} {name}", write=lambda data: None)
+        self._link(f"{r}/device", f"../../../{vf.bdf if vf else pf.bdf}")
+        self._link(f"/class/infiniband/{name}", f"../../{r[1:]}")
+        p = f"{r}/ports/1"
+        state, phys = k.port_state(pf, vf)
+        self._file(f"{p}/state", state)
+        self._file(f"{p}/phys_state", phys)
+        eth = pf.spec.link_type == "ETH"
+        self._file(f"{p}/link_layer", "Ethernet" if eth else "InfiniBand")
+        gbps = pf.spec.speed_mbps // 1000
+        self._file(f"{p}/rate", f"{gbps} Gb/sec (4X NDR)" if gbps >= 400 else f"{gbps} Gb/sec (4X HDR)")
+        self._file(f"{p}/lid", "0x0" if eth else f"0x{k.hw['index']:x}")
+        self._file(f"{p}/sm_lid", "0x0" if eth else "0x1")
+        self._file(f"{p}/lid_mask_count", "0")
+        self._file(f"{p}/cap_mask", "0x00010000" if eth else "0x2651e848")
+        gids = k.gids(pf, vf)
+        for i in range(GID_TABLE):
+            if i < len(gids):
+                gid, gtype, ndev = gids[i]
+                self._file(f"{p}/gids/{i}", gid)
+                self._file(f"{p}/gid_attrs/types/{i}", gtype)
+                self._file(f"{p}/gid_attrs/ndevs/{i}", ndev if ndev else _err(errno.EINVAL))
+            else:
+                self._file(f"{p}/gids/{i}", ZERO_GID)
+                self._file(f"{p}/gid_attrs/types/{i}", _err(errno.EINVAL))
+                self._file(f"{p}/gid_attrs/ndevs/{i}", _err(errno.EINVAL))
+        self._file(f"{d}/infiniband_verbs/uverbs{vf.rdma_index if vf else pf.rdma_index}/ibdev", name)

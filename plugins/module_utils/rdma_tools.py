@@ -1,0 +1,363 @@
+# -*- coding: utf-8 -*-
+"""Parsers for RDMA and SR-IOV inspection commands.
+
+* ``show_gids`` (mlnx-tools), ``ibv_devinfo`` (rdma-core) and
+  ``rdma link show`` (iproute2);
+* the VF lines of ``ip link show <pf>`` and the ``vfinfo_list`` of
+  ``ip -j link show <pf>``, both normalised to one per-VF dict::
+
+      {vf, mac, vlan, qos, vlan_proto, spoofchk, trust, link_state,
+       query_rss, max_tx_rate, min_tx_rate, node_guid, port_guid,
+       link_type, broadcast}
+
+Plain standard-library Python; results are JSON-serialisable; text that is
+not output of the expected command raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+__all__ = [
+    "parse_show_gids",
+    "roce_v2_gid_index",
+    "parse_ibv_devinfo",
+    "parse_rdma_link",
+    "parse_ip_link_vfs",
+    "parse_ip_json_vfinfo",
+]
+
+
+def _lines(text, tool):
+    if not isinstance(text, str):
+        raise ValueError("%s: output must be a string" % tool)
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+# --------------------------------------------------------------------------
+# show_gids
+# --------------------------------------------------------------------------
+
+_IPV4_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
+_GID_RE = re.compile(r"^[0-9a-fA-F]{4}(:[0-9a-fA-F]{4}){7}$")
+
+
+def parse_show_gids(text):
+    """Parse ``show_gids [dev]``.
+
+    Returns ``{gids: [{dev, port, index, gid, ipv4, version, ndev}],
+    n_gids_found}``; ``ipv4`` is ``None`` for non-IPv4-mapped GIDs,
+    ``version`` is ``'v1'``/``'v2'`` (``None`` if the type file was
+    unreadable), ``ndev`` ``None`` when empty.  ``n_gids_found`` is the
+    footer count (``None`` if the footer is missing).
+    """
+    gids = []
+    n_found = None
+    saw_header = False
+    for line in _lines(text, "show_gids"):
+        s = line.strip()
+        if not s:
+            continue
+        t = s.split()
+        if t[0] == "DEV" and "GID" in t:
+            saw_header = True
+            continue
+        if set(s.replace("\t", "").replace(" ", "")) == {"-"}:
+            continue
+        m = re.match(r"^n_gids_found=(\d+)$", s)
+        if m:
+            n_found = int(m.group(1))
+            continue
+        if len(t) < 4 or not t[1].isdigit() or not t[2].isdigit() or not _GID_RE.match(t[3]):
+            continue
+        rest = t[4:]
+        ipv4 = None
+        if rest and _IPV4_RE.match(rest[0]):
+            ipv4 = rest.pop(0)
+        version = None
+        if rest and re.match(r"^[vV]\d", rest[0]):
+            version = rest.pop(0).lower()
+        ndev = rest[0] if rest else None
+        gids.append({"dev": t[0], "port": int(t[1]), "index": int(t[2]), "gid": t[3].lower(),
+                     "ipv4": ipv4, "version": version, "ndev": ndev})
+    if not saw_header and not gids and n_found is None:
+        raise ValueError("show_gids: no header, GID rows or n_gids_found line found")
+    return {"gids": gids, "n_gids_found": n_found}
+
+
+def roce_v2_gid_index(parsed, dev=None, ipv4=None, ndev=None):
+    """Index of the RoCE v2 GID that carries an IPv4 address (the one NCCL
+    and perftest ``-x`` should use), filtered by RDMA device, address or
+    netdev.  Returns ``None`` when there is none."""
+    for g in parsed["gids"]:
+        if g["version"] != "v2" or g["ipv4"] is None:
+            continue
+        if dev is not None and g["dev"] != dev:
+            continue
+        if ipv4 is not None and g["ipv4"] != ipv4:
+            continue
+        if ndev is not None and g["ndev"] != ndev:
+            continue
+        return g["index"]
+    return None
+
+
+# --------------------------------------------------------------------------
+# ibv_devinfo
+# --------------------------------------------------------------------------
+
+_NUM_PAREN_RE = re.compile(r"^(?P<text>\S+)\s*\((?P<num>\d+)\)$")
+
+
+def _int_or(v):
+    if re.fullmatch(r"-?\d+", v):
+        return int(v)
+    if re.fullmatch(r"0x[0-9a-fA-F]+", v):
+        return int(v, 16)
+    return None
+
+
+def parse_ibv_devinfo(text):
+    """Parse ``ibv_devinfo`` (also ``-v``; extra keys are kept).
+
+    Returns a list of devices ``{hca_id, transport, fw_ver, node_guid,
+    sys_image_guid, vendor_id, vendor_part_id, hw_ver, board_id,
+    phys_port_cnt, ports: [{port, state, state_num, max_mtu, active_mtu,
+    sm_lid, port_lid, port_lmc, link_layer, ...}], fields}``.
+    ``vendor_id`` stays a string (``'0x02c9'``, the IEEE OUI);
+    ``vendor_part_id`` is the decimal PCI device ID as an int.
+    ``No IB devices found`` gives an empty list.
+    """
+    lines = _lines(text, "ibv_devinfo")
+    devices = []
+    dev = None
+    port = None
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        if s.startswith("No IB devices found"):
+            return []
+        m = re.match(r"^hca_id:\s*(\S+)$", s)
+        if m:
+            dev = {"hca_id": m.group(1), "transport": None, "fw_ver": None, "node_guid": None,
+                   "sys_image_guid": None, "vendor_id": None, "vendor_part_id": None,
+                   "hw_ver": None, "board_id": None, "phys_port_cnt": None,
+                   "ports": [], "fields": {}}
+            devices.append(dev)
+            port = None
+            continue
+        if dev is None:
+            continue
+        m = re.match(r"^port:\s*(\d+)$", s)
+        if m:
+            port = {"port": int(m.group(1)), "state": None, "state_num": None, "max_mtu": None,
+                    "active_mtu": None, "sm_lid": None, "port_lid": None, "port_lmc": None,
+                    "link_layer": None, "fields": {}}
+            dev["ports"].append(port)
+            continue
+        m = re.match(r"^([A-Za-z_][\w ]*?):\s*(.*)$", s)
+        if not m:
+            continue
+        key, val = m.group(1).strip(), m.group(2).strip()
+        target = port if port is not None else dev
+        target["fields"][key] = val
+        if port is None:
+            if key == "vendor_part_id":
+                dev[key] = _int_or(val)
+            elif key == "phys_port_cnt":
+                dev[key] = _int_or(val)
+            elif key == "transport":
+                dev[key] = val
+            elif key in dev:
+                dev[key] = val
+            continue
+        if key == "state":
+            pm = _NUM_PAREN_RE.match(val)
+            port["state"] = pm.group("text") if pm else val
+            port["state_num"] = int(pm.group("num")) if pm else None
+        elif key in ("max_mtu", "active_mtu"):
+            pm = _NUM_PAREN_RE.match(val)
+            port[key] = int(pm.group("text")) if pm and pm.group("text").isdigit() else _int_or(val)
+        elif key in ("sm_lid", "port_lid"):
+            port[key] = _int_or(val)
+        elif key in port:
+            port[key] = val
+    if not devices:
+        raise ValueError("ibv_devinfo: no 'hca_id:' line found")
+    for d in devices:
+        if d["fw_ver"] is None and d["node_guid"] is None:
+            raise ValueError("ibv_devinfo: device %s has no fw_ver/node_guid lines" % d["hca_id"])
+    return devices
+
+
+# --------------------------------------------------------------------------
+# rdma link
+# --------------------------------------------------------------------------
+
+_RDMA_INT_KEYS = ("lid", "sm_lid", "lmc", "netdev_index")
+
+
+def parse_rdma_link(text):
+    """Parse ``rdma link show`` lines such as
+    ``link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0``
+    (IB ports add ``subnet_prefix``, ``lid``, ``sm_lid``, ``lmc``).
+
+    Returns a list of ``{dev, port, state, physical_state, netdev, ...}``
+    with every further ``key value`` pair kept (integers converted).
+    """
+    links = []
+    for line in _lines(text, "rdma link"):
+        s = line.strip()
+        if not s:
+            continue
+        t = s.split()
+        if t[0] != "link" or len(t) < 2 or "/" not in t[1]:
+            raise ValueError("rdma link: unexpected line %r" % s)
+        dev, _, port = t[1].rpartition("/")
+        if not port.isdigit():
+            raise ValueError("rdma link: bad device/port %r" % t[1])
+        item = {"dev": dev, "port": int(port), "state": None, "physical_state": None, "netdev": None}
+        rest = t[2:]
+        i = 0
+        while i + 1 < len(rest):
+            k, v = rest[i], rest[i + 1]
+            item[k] = int(v) if k in _RDMA_INT_KEYS and v.isdigit() else v
+            i += 2
+        links.append(item)
+    if not links:
+        raise ValueError("rdma link: no link lines")
+    return links
+
+
+# --------------------------------------------------------------------------
+# ip link VF lines and ip -j vfinfo_list
+# --------------------------------------------------------------------------
+
+def _empty_vf(vf):
+    return {"vf": vf, "mac": None, "vlan": 0, "qos": 0, "vlan_proto": None,
+            "spoofchk": None, "trust": None, "link_state": None, "query_rss": None,
+            "max_tx_rate": 0, "min_tx_rate": 0, "node_guid": None, "port_guid": None,
+            "link_type": None, "broadcast": None}
+
+
+def _onoff(word, where):
+    if word not in ("on", "off"):
+        raise ValueError("ip link: expected on/off in %r" % where)
+    return word == "on"
+
+
+_VF_HEAD_RE = re.compile(r"^vf\s+(\d+)\s+(.*)$")
+
+
+def parse_ip_link_vfs(text):
+    """Per-VF dicts from the ``vf N ...`` lines of ``ip link show <pf>``.
+
+    Understands the current layout (``vf 0     link/ether <mac> brd
+    <bcast>, vlan 100, qos 3, spoof checking off, link-state auto, trust
+    on, query_rss off``) and the older ``vf 0 MAC <mac>, ...`` one.
+    Lines other than VF lines are ignored; an interface with no VF lines
+    gives an empty list (a PF with no VFs enabled).
+    """
+    vfs = []
+    for line in _lines(text, "ip link"):
+        s = line.strip()
+        m = _VF_HEAD_RE.match(s)
+        if not m:
+            continue
+        vf = _empty_vf(int(m.group(1)))
+        parts = [p.strip() for p in m.group(2).split(",")]
+        head = parts[0].split()
+        if head and head[0].startswith("link/") and len(head) >= 2:
+            vf["link_type"] = head[0][len("link/"):]
+            vf["mac"] = head[1].lower()
+            if len(head) >= 4 and head[2] == "brd":
+                vf["broadcast"] = head[3].lower()
+        elif head and head[0] == "MAC" and len(head) >= 2:
+            vf["mac"] = head[1].lower()
+        else:
+            raise ValueError("ip link: cannot read the address of %r" % s)
+        for p in parts[1:]:
+            if not p:
+                continue
+            w = p.split()
+            if w[0] == "vlan" and len(w) == 2:
+                vf["vlan"] = int(w[1])
+            elif w[0] == "vlan" and len(w) == 3 and w[1] == "protocol":
+                vf["vlan_proto"] = w[2]
+            elif w[0] == "qos":
+                vf["qos"] = int(w[1])
+            elif w[0] == "tx" and len(w) >= 3 and w[1] == "rate":
+                vf["max_tx_rate"] = int(w[2])
+            elif w[0] in ("max_tx_rate", "min_tx_rate"):
+                vf[w[0]] = int(re.sub(r"Mbps$", "", w[1]))
+            elif w[:2] == ["spoof", "checking"]:
+                vf["spoofchk"] = _onoff(w[2], s)
+            elif w[0] == "NODE_GUID":
+                vf["node_guid"] = w[1].lower()
+            elif w[0] == "PORT_GUID":
+                vf["port_guid"] = w[1].lower()
+            elif w[0] == "link-state":
+                vf["link_state"] = w[1]
+            elif w[0] == "trust":
+                vf["trust"] = _onoff(w[1], s)
+            elif w[0] == "query_rss":
+                vf["query_rss"] = _onoff(w[1], s)
+        vfs.append(vf)
+    if not vfs and not any(re.match(r"^\d+:\s+\S+:", ln) for ln in _lines(text, "ip link")):
+        raise ValueError("ip link: neither an interface line nor VF lines found")
+    return vfs
+
+
+def parse_ip_json_vfinfo(data):
+    """Per-VF dicts (same keys as :func:`parse_ip_link_vfs`, plus ``pf``)
+    from ``ip -j link show <pf>``.  ``data`` is the JSON text or the
+    already-decoded list/dict.  Links without ``vfinfo_list`` contribute
+    nothing."""
+    if isinstance(data, str):
+        try:
+            data = json.loads(data)
+        except ValueError as e:
+            raise ValueError("ip -j link: not JSON: %s" % e)
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        raise ValueError("ip -j link: expected a JSON list of links")
+    vfs = []
+    for link in data:
+        if not isinstance(link, dict):
+            raise ValueError("ip -j link: link entry is not an object")
+        for info in link.get("vfinfo_list") or []:
+            if "vf" not in info:
+                raise ValueError("ip -j link: vfinfo entry without 'vf': %r" % (info,))
+            vf = _empty_vf(int(info["vf"]))
+            vf["pf"] = link.get("ifname")
+            vf["link_type"] = info.get("link_type")
+            mac = info.get("address", info.get("mac"))
+            vf["mac"] = mac.lower() if isinstance(mac, str) else None
+            b = info.get("broadcast")
+            vf["broadcast"] = b.lower() if isinstance(b, str) else None
+            vlans = info.get("vlan_list")
+            if vlans:
+                first = vlans[0] or {}
+                vf["vlan"] = int(first.get("vlan", 0))
+                vf["qos"] = int(first.get("qos", 0))
+                vf["vlan_proto"] = first.get("protocol")
+            else:
+                vf["vlan"] = int(info.get("vlan", 0))
+                vf["qos"] = int(info.get("qos", 0))
+                vf["vlan_proto"] = info.get("protocol")
+            rate = info.get("rate") or {}
+            vf["max_tx_rate"] = int(rate.get("max_tx", info.get("tx_rate", 0)) or 0)
+            vf["min_tx_rate"] = int(rate.get("min_tx", 0) or 0)
+            for key, src in (("spoofchk", "spoofchk"), ("trust", "trust"), ("query_rss", "query_rss_en")):
+                if src in info:
+                    vf[key] = bool(info[src])
+            vf["link_state"] = info.get("link_state")
+            ng = info.get("node guid", info.get("node_guid"))
+            pg = info.get("port guid", info.get("port_guid"))
+            vf["node_guid"] = ng.lower() if isinstance(ng, str) else None
+            vf["port_guid"] = pg.lower() if isinstance(pg, str) else None
+            vfs.append(vf)
+    return vfs

@@ -1,0 +1,686 @@
+"""Redfish BMC endpoints of the twin, one HTTPS listener per node.
+
+Resources served (paths relative to ``/redfish/v1``; ``<S>``, ``<M>``, ``<C>``
+are the vendor's System, Manager and Chassis ids, e.g. ``System.Embedded.1``
+and ``iDRAC.Embedded.1`` for Dell, ``1`` for HPE and Supermicro):
+
+* service root (no authentication, as Redfish requires), ``Systems``,
+  ``Systems/<S>`` (inventory, ``PowerState``, ``Boot``), its
+  ``Actions/ComputerSystem.Reset`` with ``ResetActionInfo``, ``BootOptions``;
+* ``Systems/<S>/Bios`` (current ``Attributes``; ``@Redfish.Settings`` points at
+  ``Bios/Settings``), ``Bios/Settings`` (PATCH stores *pending* attributes,
+  validated against the registry; pending values equal to current ones are
+  dropped), ``Bios/Actions/Bios.ResetBios`` (stages factory defaults);
+* ``Registries`` with the vendor's BIOS ``AttributeRegistry`` file and its
+  English registry (``RegistryEntries.Attributes`` with ``DisplayName``);
+* ``Managers``, ``Chassis``, ``SessionService/Sessions`` (POST returns
+  ``X-Auth-Token`` and ``Location``; DELETE ends the session).
+
+Authentication is HTTP basic or a session token; anything else gets 401 with
+a Redfish error body.  Reset types ``On``, ``ForceOn``, ``ForceOff``,
+``GracefulShutdown``, ``GracefulRestart``, ``ForceRestart``, ``PowerCycle``,
+``PushPowerButton`` and ``Nmi`` act through the power driver; every power-on
+or restart first makes pending BIOS settings current and consumes a one-time
+boot override, like POST.  Power actions complete before the response.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import logging
+import secrets
+import socket
+import ssl
+import struct
+import subprocess
+import threading
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from simlab.bmc import faults, state, vendors
+from simlab.bmc.power import PowerError
+
+log = logging.getLogger("simlab.bmc")
+
+R = "/redfish/v1"
+RESET_TYPES = ["On", "ForceOn", "ForceOff", "GracefulShutdown", "GracefulRestart",
+               "ForceRestart", "PowerCycle", "PushPowerButton", "Nmi"]
+BOOT_TARGETS = ["None", "Pxe", "Hdd", "Cd", "BiosSetup", "UefiHttp", "UefiTarget"]
+BOOT_OPTIONS = [
+    ("Boot0001", "PXE Device 1: Integrated NIC 1 Port 1 Partition 1", "Pxe"),
+    ("Boot0002", "Hard drive C: NVMe M.2 Boot Device", "Hdd"),
+    ("Boot0003", "UEFI HTTPv4 (MAC:00:00:00:00:00:01)", "UefiHttp"),
+]
+
+
+class RedfishError(Exception):
+    def __init__(self, status: int, message_id: str, message: str, headers=None):
+        super().__init__(message)
+        self.status, self.message_id, self.message = status, message_id, message
+        self.headers = headers or {}
+
+    def body(self) -> dict:
+        return {"error": {
+            "code": f"Base.1.8.{self.message_id}",
+            "message": self.message,
+            "@Message.ExtendedInfo": [{
+                "@odata.type": "#Message.v1_1_1.Message",
+                "MessageId": f"Base.1.8.{self.message_id}",
+                "Message": self.message,
+                "Severity": "Critical" if self.status >= 500 else "Warning",
+                "Resolution": "None.",
+            }],
+        }}
+
+
+def _serial(prefix: str, name: str) -> str:
+    import hashlib
+    return prefix + hashlib.sha1(name.encode()).hexdigest()[:7].upper()
+
+
+def initial_state(entry: dict) -> dict:
+    """Factory-fresh bios.json contents for a spec entry."""
+    vendor = vendors.check_vendor(entry["vendor"])
+    prof = vendors.PROFILES[vendor]
+    cpu = entry.get("cpu_vendor", "intel")
+    ver = entry.get("bios_version") or prof["bios_version"]
+    return {
+        "vendor": vendor,
+        "cpu_vendor": cpu,
+        "current": vendors.factory_defaults(vendor, cpu, ver),
+        "pending": {},
+        "boot_order": [b[0] for b in BOOT_OPTIONS],
+        "boot_override": {"enabled": "Disabled", "target": "None", "mode": "UEFI"},
+        "system": {
+            "manufacturer": prof["manufacturer"],
+            "model": entry.get("model") or prof["model"],
+            "serial": entry.get("serial") or _serial(prof["serial_prefix"], entry["name"]),
+            "bios_version": ver,
+            "uuid": str(uuid.uuid5(uuid.NAMESPACE_DNS, f"{entry['name']}.simlab")),
+        },
+    }
+
+
+def ensure_state(state_dir, entry: dict) -> Path:
+    """Create ``nodes/<name>/bios.json`` unless one for the same vendor and
+    CPU vendor exists (BIOS state survives server restarts)."""
+    p = state.bios_path(state_dir, entry["name"])
+    with state.locked(p):
+        if p.exists():
+            try:
+                cur = state.load_bios(p)
+                if (cur.get("vendor") == vendors.check_vendor(entry["vendor"])
+                        and cur.get("cpu_vendor", "intel") == entry.get("cpu_vendor", "intel")):
+                    return p
+            except (OSError, ValueError):
+                pass
+        state.save_bios(p, initial_state(entry))
+    return p
+
+
+class Bmc:
+    """One node's BMC: Redfish resources and actions over its bios.json."""
+
+    def __init__(self, state_dir, entry: dict, driver):
+        self.state_dir = Path(state_dir)
+        self.name = entry["name"]
+        self.vendor = vendors.check_vendor(entry["vendor"])
+        self.username = str(entry["username"])
+        self.password = str(entry["password"])
+        self.container = entry.get("container") or self.name
+        self.port = int(entry.get("port", 0))
+        self.driver = driver
+        self.profile = vendors.PROFILES[self.vendor]
+        self.sid = self.profile["system_id"]
+        self.mid = self.profile["manager_id"]
+        self.cid = self.profile["chassis_id"]
+        self.reg = self.profile["registry"]
+        self.bios_path = ensure_state(state_dir, entry)
+        self.sessions: dict[str, str] = {}   # token -> session id
+        self._power_lock = threading.Lock()
+
+    # -- helpers --------------------------------------------------------
+    def load(self) -> dict:
+        return state.load_bios(self.bios_path)
+
+    def registry_attributes(self) -> list[dict]:
+        d = self.load()
+        return vendors.registry_attributes(self.vendor, d.get("cpu_vendor", "intel"),
+                                           d["system"]["bios_version"])
+
+    def check_auth(self, headers) -> bool:
+        token = headers.get("X-Auth-Token")
+        if token:
+            return any(hmac.compare_digest(token, t) for t in list(self.sessions))
+        auth = headers.get("Authorization") or ""
+        if not auth.lower().startswith("basic "):
+            return False
+        try:
+            user, _, pw = base64.b64decode(auth[6:].strip()).decode("utf-8").partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return (hmac.compare_digest(user.encode(), self.username.encode())
+                and hmac.compare_digest(pw.encode(), self.password.encode()))
+
+    def power_state(self) -> str:
+        try:
+            return self.driver.state(self.container)
+        except PowerError as e:
+            log.warning("%s: power state: %s", self.name, e)
+            return "Off"
+
+    # -- resources ------------------------------------------------------
+    def service_root(self) -> dict:
+        return {
+            "@odata.id": f"{R}/", "@odata.type": "#ServiceRoot.v1_15_0.ServiceRoot",
+            "Id": "RootService", "Name": "Root Service", "RedfishVersion": "1.17.0",
+            "UUID": self.load()["system"]["uuid"],
+            "Vendor": self.profile["service_vendor"],
+            "Product": self.profile["manager_model"],
+            "Systems": {"@odata.id": f"{R}/Systems"},
+            "Managers": {"@odata.id": f"{R}/Managers"},
+            "Chassis": {"@odata.id": f"{R}/Chassis"},
+            "Registries": {"@odata.id": f"{R}/Registries"},
+            "SessionService": {"@odata.id": f"{R}/SessionService"},
+            "Links": {"Sessions": {"@odata.id": f"{R}/SessionService/Sessions"}},
+            "Oem": {self.profile["oem"]: {}},
+        }
+
+    @staticmethod
+    def collection(uri: str, typ: str, name: str, members: list[str]) -> dict:
+        return {"@odata.id": uri, "@odata.type": f"#{typ}.{typ}", "Name": name,
+                "Members": [{"@odata.id": m} for m in members],
+                "Members@odata.count": len(members)}
+
+    def system(self) -> dict:
+        d = self.load()
+        s, ov = d["system"], d.get("boot_override", {})
+        base = f"{R}/Systems/{self.sid}"
+        cpu = ("Intel(R) Xeon(R) Platinum 8480+" if d.get("cpu_vendor", "intel") == "intel"
+               else "AMD EPYC 9654 96-Core Processor")
+        return {
+            "@odata.id": base, "@odata.type": "#ComputerSystem.v1_20_0.ComputerSystem",
+            "Id": self.sid, "Name": "System", "HostName": self.name,
+            "SystemType": "Physical", "Manufacturer": s["manufacturer"], "Model": s["model"],
+            "SerialNumber": s["serial"], "UUID": s["uuid"], "BiosVersion": s["bios_version"],
+            "PowerState": self.power_state(),
+            "Status": {"State": "Enabled", "Health": "OK"},
+            "ProcessorSummary": {"Count": 2, "Model": cpu},
+            "MemorySummary": {"TotalSystemMemoryGiB": 2048},
+            "Boot": {
+                "BootOrder": list(d.get("boot_order", [])),
+                "BootOptions": {"@odata.id": f"{base}/BootOptions"},
+                "BootSourceOverrideEnabled": ov.get("enabled", "Disabled"),
+                "BootSourceOverrideTarget": ov.get("target", "None"),
+                "BootSourceOverrideMode": ov.get("mode", "UEFI"),
+                "BootSourceOverrideTarget@Redfish.AllowableValues": BOOT_TARGETS,
+            },
+            "Bios": {"@odata.id": f"{base}/Bios"},
+            "Actions": {"#ComputerSystem.Reset": {
+                "target": f"{base}/Actions/ComputerSystem.Reset",
+                "@Redfish.ActionInfo": f"{base}/ResetActionInfo"}},
+            "Links": {"Chassis": [{"@odata.id": f"{R}/Chassis/{self.cid}"}],
+                      "ManagedBy": [{"@odata.id": f"{R}/Managers/{self.mid}"}]},
+        }
+
+    def bios(self, settings: bool = False) -> dict:
+        d = self.load()
+        base = f"{R}/Systems/{self.sid}/Bios"
+        if settings:
+            return {"@odata.id": f"{base}/Settings", "@odata.type": "#Bios.v1_2_0.Bios",
+                    "Id": "Settings", "Name": "BIOS Configuration Pending Settings",
+                    "AttributeRegistry": self.reg, "Attributes": dict(d["pending"])}
+        return {
+            "@odata.id": base, "@odata.type": "#Bios.v1_2_0.Bios", "Id": "Bios",
+            "Name": "BIOS Configuration Current Settings", "AttributeRegistry": self.reg,
+            "Attributes": dict(d["current"]),
+            "@Redfish.Settings": {
+                "@odata.type": "#Settings.v1_3_5.Settings",
+                "SettingsObject": {"@odata.id": f"{base}/Settings"},
+                "SupportedApplyTimes": ["OnReset"]},
+            "Actions": {"#Bios.ResetBios": {"target": f"{base}/Actions/Bios.ResetBios"}},
+        }
+
+    def registry_file(self) -> dict:
+        return {"@odata.id": f"{R}/Registries/{self.reg}",
+                "@odata.type": "#MessageRegistryFile.v1_1_3.MessageRegistryFile",
+                "Id": self.reg, "Name": "BIOS Attribute Registry File",
+                "Registry": self.reg, "Languages": ["en"],
+                "Location": [{"Language": "en", "Uri": f"{R}/Registries/{self.reg}/Registry"}]}
+
+    def registry(self) -> dict:
+        d = self.load()
+        return {"@odata.id": f"{R}/Registries/{self.reg}/Registry",
+                "@odata.type": "#AttributeRegistry.v1_3_6.AttributeRegistry",
+                "Id": self.reg, "Name": "BIOS Attribute Registry", "Language": "en",
+                "OwningEntity": self.profile["service_vendor"], "RegistryVersion": "1.0.0",
+                "SupportedSystems": [{"ProductName": d["system"]["model"],
+                                      "SystemId": self.sid,
+                                      "FirmwareVersion": d["system"]["bios_version"]}],
+                "RegistryEntries": {"Attributes": self.registry_attributes()}}
+
+    def get(self, path: str) -> dict:
+        sys_base = f"{R}/Systems/{self.sid}"
+        if path == f"{R}/Systems":
+            return self.collection(path, "ComputerSystemCollection", "Computer System Collection",
+                                   [sys_base])
+        if path == sys_base:
+            return self.system()
+        if path == f"{sys_base}/ResetActionInfo":
+            return {"@odata.id": path, "@odata.type": "#ActionInfo.v1_3_0.ActionInfo",
+                    "Id": "ResetActionInfo", "Name": "Reset Action Info",
+                    "Parameters": [{"Name": "ResetType", "Required": True, "DataType": "String",
+                                    "AllowableValues": RESET_TYPES}]}
+        if path == f"{sys_base}/BootOptions":
+            return self.collection(path, "BootOptionCollection", "Boot Options",
+                                   [f"{path}/{b[0]}" for b in BOOT_OPTIONS])
+        for ref, disp, _ in BOOT_OPTIONS:
+            if path == f"{sys_base}/BootOptions/{ref}":
+                return {"@odata.id": path, "@odata.type": "#BootOption.v1_0_4.BootOption",
+                        "Id": ref, "Name": disp, "DisplayName": disp,
+                        "BootOptionReference": ref, "BootOptionEnabled": True}
+        if path == f"{sys_base}/Bios":
+            return self.bios()
+        if path == f"{sys_base}/Bios/Settings":
+            return self.bios(settings=True)
+        if path == f"{R}/Registries":
+            return self.collection(path, "MessageRegistryFileCollection", "Registries",
+                                   [f"{R}/Registries/{self.reg}"])
+        if path == f"{R}/Registries/{self.reg}":
+            return self.registry_file()
+        if path == f"{R}/Registries/{self.reg}/Registry":
+            return self.registry()
+        if path == f"{R}/Managers":
+            return self.collection(path, "ManagerCollection", "Manager Collection",
+                                   [f"{path}/{self.mid}"])
+        if path == f"{R}/Managers/{self.mid}":
+            return {"@odata.id": path, "@odata.type": "#Manager.v1_15_0.Manager",
+                    "Id": self.mid, "Name": "Manager", "ManagerType": "BMC",
+                    "Model": self.profile["manager_model"],
+                    "FirmwareVersion": self.profile["manager_firmware"],
+                    "PowerState": "On", "Status": {"State": "Enabled", "Health": "OK"},
+                    "Links": {"ManagerForServers": [{"@odata.id": sys_base}]},
+                    "Actions": {"#Manager.Reset": {
+                        "target": f"{path}/Actions/Manager.Reset",
+                        "ResetType@Redfish.AllowableValues": ["GracefulRestart"]}}}
+        if path == f"{R}/Chassis":
+            return self.collection(path, "ChassisCollection", "Chassis Collection",
+                                   [f"{path}/{self.cid}"])
+        if path == f"{R}/Chassis/{self.cid}":
+            s = self.load()["system"]
+            return {"@odata.id": path, "@odata.type": "#Chassis.v1_23_0.Chassis",
+                    "Id": self.cid, "Name": "Chassis", "ChassisType": "RackMount",
+                    "Manufacturer": s["manufacturer"], "Model": s["model"],
+                    "SerialNumber": s["serial"], "PowerState": self.power_state(),
+                    "Status": {"State": "Enabled", "Health": "OK"},
+                    "Links": {"ComputerSystems": [{"@odata.id": sys_base}],
+                              "ManagedBy": [{"@odata.id": f"{R}/Managers/{self.mid}"}]}}
+        if path == f"{R}/SessionService":
+            return {"@odata.id": path, "@odata.type": "#SessionService.v1_1_8.SessionService",
+                    "Id": "SessionService", "Name": "Session Service", "ServiceEnabled": True,
+                    "SessionTimeout": 1800,
+                    "Sessions": {"@odata.id": f"{path}/Sessions"}}
+        if path == f"{R}/SessionService/Sessions":
+            return self.collection(path, "SessionCollection", "Session Collection",
+                                   [f"{path}/{sid}" for sid in self.sessions.values()])
+        for token, sid in list(self.sessions.items()):
+            if path == f"{R}/SessionService/Sessions/{sid}":
+                return {"@odata.id": path, "@odata.type": "#Session.v1_6_0.Session",
+                        "Id": sid, "Name": "User Session", "UserName": self.username}
+        raise RedfishError(404, "ResourceMissingAtURI", f"The resource at the URI {path} was not found.")
+
+    # -- modifications --------------------------------------------------
+    def patch_system(self, body: dict) -> None:
+        boot = body.get("Boot")
+        extra = set(body) - {"Boot"}
+        if extra or not isinstance(boot, dict):
+            raise RedfishError(400, "PropertyNotWritable",
+                               f"Only Boot can be modified on this system; got {sorted(body)}")
+        refs = [b[0] for b in BOOT_OPTIONS]
+        known = {"BootOrder", "BootSourceOverrideEnabled", "BootSourceOverrideTarget",
+                 "BootSourceOverrideMode"}
+        for k in boot:
+            if k not in known:
+                raise RedfishError(400, "PropertyUnknown", f"The property Boot/{k} is not known.")
+        if "BootOrder" in boot:
+            order = boot["BootOrder"]
+            if (not isinstance(order, list) or any(r not in refs for r in order)
+                    or len(set(order)) != len(order)):
+                raise RedfishError(400, "PropertyValueNotInList",
+                                   f"BootOrder must list boot options from {refs}")
+        if boot.get("BootSourceOverrideEnabled", "Once") not in ("Once", "Continuous", "Disabled"):
+            raise RedfishError(400, "PropertyValueNotInList", "Invalid BootSourceOverrideEnabled")
+        if boot.get("BootSourceOverrideTarget", "None") not in BOOT_TARGETS:
+            raise RedfishError(400, "PropertyValueNotInList", "Invalid BootSourceOverrideTarget")
+        if boot.get("BootSourceOverrideMode", "UEFI") not in ("UEFI", "Legacy"):
+            raise RedfishError(400, "PropertyValueNotInList", "Invalid BootSourceOverrideMode")
+        with state.update_bios(self.bios_path) as d:
+            if "BootOrder" in boot:
+                d["boot_order"] = list(boot["BootOrder"])
+            ov = d.setdefault("boot_override", {"enabled": "Disabled", "target": "None",
+                                                "mode": "UEFI"})
+            for key, field in (("BootSourceOverrideEnabled", "enabled"),
+                               ("BootSourceOverrideTarget", "target"),
+                               ("BootSourceOverrideMode", "mode")):
+                if key in boot:
+                    ov[field] = boot[key]
+
+    def patch_settings(self, body: dict) -> dict:
+        attrs = body.get("Attributes")
+        if not isinstance(attrs, dict):
+            raise RedfishError(400, "PropertyMissing",
+                               "The request body must carry an Attributes object.")
+        table = {a["AttributeName"]: a for a in self.registry_attributes()}
+        for k, v in attrs.items():
+            if k not in table:
+                raise RedfishError(400, "PropertyUnknown",
+                                   f"The property {k} is not in the list of valid properties "
+                                   f"for the resource.")
+            allowed = [x["ValueName"] for x in table[k]["Value"]]
+            if v not in allowed:
+                raise RedfishError(400, "PropertyValueNotInList",
+                                   f"The value {v} for the property {k} is not in the list of "
+                                   f"acceptable values {allowed}.")
+        with state.update_bios(self.bios_path) as d:
+            d["pending"].update(attrs)
+            d["pending"] = {k: v for k, v in d["pending"].items() if d["current"].get(k) != v}
+        return self.bios(settings=True)
+
+    def reset_bios(self) -> None:
+        d = self.load()
+        with state.update_bios(self.bios_path) as d:
+            defaults = vendors.factory_defaults(self.vendor, d.get("cpu_vendor", "intel"),
+                                                d["system"]["bios_version"])
+            d["pending"] = {k: v for k, v in defaults.items() if d["current"].get(k) != v}
+
+    def _post(self) -> None:
+        with state.update_bios(self.bios_path) as d:
+            changed = state.apply_pending(d)
+        if changed:
+            log.info("%s: POST applied BIOS settings %s", self.name, changed)
+
+    def reset(self, reset_type) -> None:
+        if reset_type not in RESET_TYPES:
+            raise RedfishError(400, "ActionParameterValueNotInList",
+                               f"The value {reset_type} for the parameter ResetType is not in "
+                               f"the list of acceptable values {RESET_TYPES}.")
+        with self._power_lock:
+            on = self.power_state() == "On"
+            try:
+                if reset_type in ("On", "ForceOn"):
+                    if not on:
+                        self._post()
+                        self.driver.on(self.container)
+                elif reset_type in ("ForceOff", "GracefulShutdown"):
+                    if on:
+                        self.driver.off(self.container, force=reset_type == "ForceOff")
+                elif reset_type in ("ForceRestart", "GracefulRestart", "PowerCycle"):
+                    self._post()
+                    if on:
+                        self.driver.restart(self.container, force=reset_type != "GracefulRestart")
+                    else:
+                        self.driver.on(self.container)
+                elif reset_type == "PushPowerButton":
+                    if on:
+                        self.driver.off(self.container, force=False)
+                    else:
+                        self._post()
+                        self.driver.on(self.container)
+            except PowerError as e:
+                raise RedfishError(500, "InternalError", f"Power action {reset_type} failed: {e}")
+        log.info("%s: reset %s", self.name, reset_type)
+
+    def create_session(self, body: dict) -> tuple[str, str]:
+        user, pw = str(body.get("UserName", "")), str(body.get("Password", ""))
+        if not (hmac.compare_digest(user.encode(), self.username.encode())
+                and hmac.compare_digest(pw.encode(), self.password.encode())):
+            raise RedfishError(401, "NoValidSession", "Invalid username or password.")
+        token, sid = secrets.token_hex(16), secrets.token_hex(4)
+        self.sessions[token] = sid
+        return token, f"{R}/SessionService/Sessions/{sid}"
+
+    def delete_session(self, path: str) -> None:
+        for token, sid in list(self.sessions.items()):
+            if path == f"{R}/SessionService/Sessions/{sid}":
+                del self.sessions[token]
+                return
+        raise RedfishError(404, "ResourceMissingAtURI", f"The resource at the URI {path} was not found.")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "simlab-bmc"
+    sys_version = ""
+    timeout = 30
+
+    @property
+    def bmc(self) -> Bmc:
+        return self.server.bmc
+
+    def log_message(self, fmt, *args):
+        log.debug("%s %s", self.bmc.name, fmt % args)
+
+    def _send(self, status: int, body=None, headers=None):
+        data = b"" if body is None else json.dumps(body, indent=1).encode()
+        self.send_response(status)
+        if body is not None:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("OData-Version", "4.0")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if data and self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _body(self) -> dict:
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n else b""
+        if not raw:
+            return {}
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise RedfishError(400, "MalformedJSON", "The request body is not valid JSON.")
+        if not isinstance(body, dict):
+            raise RedfishError(400, "MalformedJSON", "The request body must be a JSON object.")
+        return body
+
+    def _path(self) -> str:
+        p = urlsplit(self.path).path
+        while len(p) > 1 and p.endswith("/"):
+            p = p[:-1]
+        return p
+
+    def _dispatch(self):
+        path, m, b = self._path(), self.command, self.bmc
+        try:
+            public = (m in ("GET", "HEAD") and path in ("/redfish", R)) or \
+                     (m == "POST" and path == f"{R}/SessionService/Sessions")
+            if not public and not b.check_auth(self.headers):
+                # drain the body so the connection stays usable
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raise RedfishError(401, "NoValidSession",
+                                   "Authentication failed: invalid username or password, "
+                                   "or no valid session.",
+                                   {"WWW-Authenticate": 'Basic realm="RedfishService"'})
+            sys_base = f"{R}/Systems/{b.sid}"
+            if m in ("GET", "HEAD"):
+                if path == "/redfish":
+                    return self._send(200, {"v1": f"{R}/"})
+                if path == R:
+                    return self._send(200, b.service_root())
+                return self._send(200, b.get(path))
+            if m == "POST":
+                body = self._body()
+                if path == f"{sys_base}/Actions/ComputerSystem.Reset":
+                    b.reset(body.get("ResetType"))
+                    return self._send(204)
+                if path == f"{sys_base}/Bios/Actions/Bios.ResetBios":
+                    b.reset_bios()
+                    return self._send(204)
+                if path == f"{R}/Managers/{b.mid}/Actions/Manager.Reset":
+                    return self._send(204)
+                if path == f"{R}/SessionService/Sessions":
+                    token, loc = b.create_session(body)
+                    return self._send(201, b.get(loc), {"X-Auth-Token": token, "Location": loc})
+                b.get(path)  # 404 for unknown resources
+                raise RedfishError(405, "ActionNotSupported", f"POST is not allowed on {path}.")
+            if m == "PATCH":
+                body = self._body()
+                if path == sys_base:
+                    b.patch_system(body)
+                    return self._send(200, b.system())
+                if path == f"{sys_base}/Bios/Settings":
+                    return self._send(200, b.patch_settings(body))
+                b.get(path)
+                msg = (f"{path} is read-only; PATCH {sys_base}/Bios/Settings to stage BIOS "
+                       f"settings." if path == f"{sys_base}/Bios" else f"PATCH is not allowed on {path}.")
+                raise RedfishError(405, "PropertyNotWritable", msg)
+            if m == "DELETE":
+                if path.startswith(f"{R}/SessionService/Sessions/"):
+                    b.delete_session(path)
+                    return self._send(204)
+                b.get(path)
+                raise RedfishError(405, "ActionNotSupported", f"DELETE is not allowed on {path}.")
+            raise RedfishError(405, "ActionNotSupported", f"{m} is not supported.")
+        except RedfishError as e:
+            log.info("%s: %s %s -> %s %s", b.name, m, path, e.status, e.message_id)
+            return self._send(e.status, e.body(), e.headers)
+        except Exception as e:  # noqa: BLE001 - answer 500 rather than drop the client
+            log.exception("%s: %s %s failed", b.name, m, path)
+            err = RedfishError(500, "InternalError", f"Internal error: {e}")
+            return self._send(500, err.body())
+
+    do_GET = do_HEAD = do_POST = do_PATCH = do_DELETE = do_PUT = _dispatch
+
+
+class BmcHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, addr, bmc: Bmc, ssl_ctx: ssl.SSLContext):
+        self.bmc, self.ssl_ctx = bmc, ssl_ctx
+        super().__init__(addr, Handler)
+
+    def finish_request(self, request, client_address):
+        if faults.is_unreachable(self.bmc.state_dir, self.bmc.name):
+            # reset the connection: SO_LINGER 0 sends RST on close
+            try:
+                request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            except OSError:
+                pass
+            request.close()
+            return
+        request.settimeout(30)
+        try:
+            tls = self.ssl_ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError) as e:
+            log.debug("%s: TLS handshake failed: %s", self.bmc.name, e)
+            return
+        try:
+            self.RequestHandlerClass(tls, client_address, self)
+        finally:
+            try:
+                tls.close()
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address):
+        log.debug("%s: connection error from %s", self.bmc.name, client_address, exc_info=True)
+
+
+def ensure_certificate(state_dir) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, shared by all of a lab's BMCs."""
+    d = Path(state_dir) / "bmc" / "tls"
+    cert, key = d / "cert.pem", d / "key.pem"
+    if cert.exists() and key.exists():
+        return cert, key
+    d.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec",
+                    "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", str(key), "-out", str(cert), "-days", "3650",
+                    "-subj", "/CN=simlab-bmc",
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    key.chmod(0o600)
+    return cert, key
+
+
+def load_spec(path) -> list[dict]:
+    """A spec file: a JSON list of entries, or ``{"bmcs": [...]}``."""
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    entries = data.get("bmcs") if isinstance(data, dict) else data
+    if not isinstance(entries, list):
+        raise ValueError(f"{path}: expected a list of BMC entries")
+    names = set()
+    for e in entries:
+        for k in ("name", "port", "vendor", "username", "password"):
+            if k not in e:
+                raise ValueError(f"{path}: BMC entry {e.get('name', '?')!r} lacks {k!r}")
+        vendors.check_vendor(e["vendor"])
+        if e["name"] in names:
+            raise ValueError(f"{path}: duplicate BMC name {e['name']!r}")
+        names.add(e["name"])
+    return entries
+
+
+class BmcLab:
+    """All BMCs of a lab, each on its own 127.0.0.1 port, served by threads."""
+
+    READY = "bmc-ready"
+
+    def __init__(self, state_dir, entries: list[dict], driver, host: str = "127.0.0.1"):
+        self.state_dir = Path(state_dir)
+        self.entries, self.driver, self.host = entries, driver, host
+        self.bmcs: dict[str, Bmc] = {}
+        self.servers: list[BmcHTTPServer] = []
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> dict:
+        ready = self.state_dir / self.READY
+        ready.unlink(missing_ok=True)
+        cert, key = ensure_certificate(self.state_dir)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(str(cert), str(key))
+        try:
+            for e in self.entries:
+                bmc = Bmc(self.state_dir, e, self.driver)
+                srv = BmcHTTPServer((self.host, int(e["port"])), bmc, ctx)
+                bmc.port = srv.server_address[1]
+                self.bmcs[bmc.name] = bmc
+                self.servers.append(srv)
+        except BaseException:
+            for s in self.servers:
+                s.server_close()
+            raise
+        for srv in self.servers:
+            t = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.1},
+                                 name=f"bmc-{srv.bmc.name}", daemon=True)
+            t.start()
+            self.threads.append(t)
+        info = self.endpoints()
+        tmp = ready.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        tmp.replace(ready)
+        return info
+
+    def endpoints(self) -> dict:
+        return {n: {"port": b.port, "address": f"{self.host}:{b.port}",
+                    "url": f"https://{self.host}:{b.port}/redfish/v1", "vendor": b.vendor}
+                for n, b in self.bmcs.items()}
+
+    def stop(self) -> None:
+        (self.state_dir / self.READY).unlink(missing_ok=True)
+        stoppers = [threading.Thread(target=s.shutdown, daemon=True) for s in self.servers]
+        for t in stoppers:
+            t.start()
+        for t in stoppers + self.threads:
+            t.join(timeout=5)
+        for s in self.servers:
+            s.server_close()

@@ -1,0 +1,85 @@
+"""BIOS intent -> vendor attribute mapping (plugins/filter/bios.py), checked
+against the twin's independent vendor catalogues."""
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.filter import bios
+from simlab.bmc import vendors
+
+
+def _twin(vendor, cpu="intel", version=None):
+    reg = vendors.registry_attributes(vendor, cpu, version)
+    return vendors.factory_defaults(vendor, cpu, version), reg
+
+
+@pytest.mark.parametrize("vendor,cpu", [("dell", "intel"), ("dell", "amd"), ("hpe", "intel"),
+                                        ("hpe", "amd"), ("supermicro", "intel"),
+                                        ("supermicro", "amd")])
+def test_plan_applied_turns_switches_on(vendor, cpu):
+    cur, reg = _twin(vendor, cpu, "9.9" if vendor == "supermicro" else None)
+    assert bios.bios_state(cur, vendor, cpu, reg)["sriov"] is False
+    plan = bios.bios_plan(cur, vendor, cpu, True, True, False, registry=reg)
+    assert plan["reset_needed"] and plan["stage"]
+    after = dict(cur, **plan["stage"])
+    # the twin's firmware model agrees with the filter's reading
+    assert vendors.effective(vendor, after) == {"sriov": True, "iommu": True, "acs": False}
+    st = bios.bios_state(after, vendor, cpu, reg)
+    assert (st["sriov"], st["iommu"], st["acs"]) == (True, True, False)
+    again = bios.bios_plan(after, vendor, cpu, True, True, False, registry=reg)
+    assert again["stage"] == {} and again["reset_needed"] is False
+
+
+def test_dell_and_hpe_names():
+    cur, reg = _twin("dell")
+    plan = bios.bios_plan(cur, "dell", "intel", registry=reg)
+    assert plan["stage"] == {"SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled",
+                             "PcieAcsControl": "Disabled"}
+    cur, _ = _twin("hpe", "amd")
+    plan = bios.bios_plan(cur, "hpe", "amd", acs=True)
+    assert plan["stage"] == {"Sriov": "Enabled", "ProcAmdIoVt": "Enabled"}
+
+
+def test_supermicro_resolved_by_display_name_with_value_spelling():
+    cur, reg = _twin("supermicro", "intel", "1.4")
+    plan = bios.bios_plan(cur, "supermicro", "intel", registry=reg)
+    (sriov,) = plan["attributes"]["sriov"]
+    (vtd,) = plan["attributes"]["iommu"]
+    assert sriov.startswith("SR_IOVSupport_") and vtd.startswith("IntelVTforDirectedI_O_VT_d_")
+    assert plan["stage"][sriov] == "Enabled" and plan["stage"][vtd] == "Enable"
+    # registry keyed differently than the key pattern: registry wins
+    reg2 = [dict(a) for a in reg]
+    cur2 = dict(cur)
+    for a in reg2:
+        if a["DisplayName"] == "SR-IOV Support":
+            cur2["SriovKnob_0001"] = cur2.pop(a["AttributeName"])
+            a["AttributeName"] = "SriovKnob_0001"
+    assert bios.bios_plan(cur2, "supermicro", "intel", registry=reg2)["attributes"]["sriov"] == [
+        "SriovKnob_0001"]
+
+
+def test_pending_not_restaged_but_reset_still_needed():
+    cur, reg = _twin("dell")
+    pending = {"SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled",
+               "PcieAcsControl": "Disabled"}
+    plan = bios.bios_plan(cur, "dell", "intel", registry=reg, pending=pending)
+    assert plan["stage"] == {} and plan["reset_needed"] is True
+
+
+def test_missing_attribute_and_bad_vendor_fail_clearly():
+    with pytest.raises(Exception, match="no sriov attribute.*SriovGlobalEnable"):
+        bios.bios_plan({"ProcVirtualization": "Enabled"}, "dell", "intel")
+    with pytest.raises(Exception, match="unknown BIOS vendor 'lenovo'"):
+        bios.bios_plan({}, "lenovo")
+    with pytest.raises(Exception, match="unsupported BMC vendor"):
+        bios.bios_vendor("Acme Computers")
+    assert bios.bios_vendor("Dell Inc.") == "dell"
+    assert bios.bios_vendor("HPE") == "hpe"
+    assert bios.bios_vendor("Supermicro") == "supermicro"
+
+
+def test_acs_optional():
+    cur, reg = _twin("dell")
+    del cur["PcieAcsControl"]
+    plan = bios.bios_plan(cur, "dell", "intel", acs=False)
+    assert plan["skipped"] == ["acs"] and "PcieAcsControl" not in plan["desired"]
+    assert bios.bios_state(cur, "dell")["acs"] is None

@@ -119,11 +119,11 @@ class EosModel(SwitchModel):
             add(modes, pre + "show version", lambda s: self.render_version())
             add(modes, pre + "show interfaces <p:ports>", self.c_show_if)
         # global
-        add(("config", "if", "txq"), "qos map dscp <d:intlist:0-63> to traffic-class <tc:int:0-7>", self.c_map)
-        add(("config", "if", "txq"), "no qos map dscp <d:intlist:0-63> to traffic-class <tc:int:0-7>",
+        add("config", "qos map dscp <d:intlist:0-63> to traffic-class <tc:int:0-7>", self.c_map)
+        add("config", "no qos map dscp <d:intlist:0-63> to traffic-class <tc:int:0-7>",
             lambda s, d, tc: self.c_map(s, d, None))
-        add(("config", "if", "txq"), "no qos map dscp <d:intlist:0-63>", lambda s, d: self.c_map(s, d, None))
-        add(("config", "if", "txq"), "interface <p:ports>", self.c_interface)
+        add("config", "no qos map dscp <d:intlist:0-63>", lambda s, d: self.c_map(s, d, None))
+        add("config", "interface <p:ports>", self.c_interface)
         # interface
         add("if", "mtu <mtu:int:68-9214>", lambda s, mtu: self.p_set(s, "mtu", None if mtu == 1500 else mtu))
         add("if", "no mtu", lambda s: self.p_set(s, "mtu", None))

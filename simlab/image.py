@@ -28,6 +28,27 @@ PACKAGES = [
     "containerd", "runc",
 ]
 REPO = "localhost/simlab-node"
+# Started before the network and anything the collection installs: it is the
+# node's hardware.  The twin's code is mounted at /opt/simlab at run time.
+NODE_UNIT = """[Unit]
+Description=simlab twin hardware: sysfs, firmware and tool twins
+DefaultDependencies=no
+After=local-fs.target
+Before=network-pre.target sysinit.target shutdown.target
+Wants=network-pre.target
+Conflicts=shutdown.target
+
+[Service]
+Type=simple
+Environment=PYTHONPATH=/opt/simlab
+ExecStart=/usr/bin/python3 -m simlab.node.agent
+ExecStartPost=/bin/sh -c 'i=0; until mountpoint -q /run/simlab/sys; do i=$((i+1)); [ $i -gt 400 ] && exit 1; sleep 0.05; done'
+ExecStopPost=-/bin/fusermount3 -u /run/simlab/sys
+Restart=on-failure
+
+[Install]
+WantedBy=sysinit.target
+"""
 
 
 def recipe_hash() -> str:
@@ -73,6 +94,16 @@ def build(force: bool = False, log=print) -> str:
         if wants.is_symlink():
             wants.unlink()
         (root / "etc/hostname").write_text("simlab-node\n")
+        unit = root / "etc/systemd/system/simlab-node.service"
+        unit.write_text(NODE_UNIT)
+        wants = root / "etc/systemd/system/sysinit.target.wants"
+        wants.mkdir(parents=True, exist_ok=True)
+        (wants / "simlab-node.service").symlink_to("/etc/systemd/system/simlab-node.service")
+        # A container has no consoles to spawn gettys on.
+        for unit_name in ("getty@tty1.service", "console-getty.service"):
+            link = root / "etc/systemd/system/getty.target.wants" / unit_name
+            if link.is_symlink():
+                link.unlink()
         log(f"simlab: importing image {ref} ...")
         tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
         imp = subprocess.run(["podman", "import", "--change", "CMD=/sbin/init",

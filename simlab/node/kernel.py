@@ -160,9 +160,6 @@ class Kernel:
             rdma += 1
             self.pfs.append(pf)
         self._next_rdma = rdma
-        if "driver-unbound" in self.faults:
-            for pf in self.pfs:
-                pf.bound = False
         self.apply_faults()
 
     # ----------------------------------------------------------------- boot facts

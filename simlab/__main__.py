@@ -1,0 +1,78 @@
+"""``python -m simlab``: stand up, inspect, break and remove twin racks.
+
+    python -m simlab up --nodes 4 --switches 2 --name lab --inventory inventories/twin
+    python -m simlab status --name lab
+    python -m simlab fault node02 fw-sriov-off --name lab
+    python -m simlab fault node02 clear --name lab
+    python -m simlab down --name lab
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import faults, image, lab
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m simlab", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    up = sub.add_parser("up", help="build the node image if missing, start a twin rack, write its inventory")
+    up.add_argument("--name", default="lab", help="lab name (default: lab)")
+    up.add_argument("--nodes", type=int, default=4)
+    up.add_argument("--switches", type=int, default=2)
+    up.add_argument("--inventory", type=Path, help="directory to write the Ansible inventory to")
+    up.add_argument("--nics", type=int, default=2, help="ConnectX PFs per node (default 2)")
+    up.add_argument("--model", default="cx7", choices=sorted(__import__("simlab.node.hardware").node.hardware.MODELS))
+    up.add_argument("--totalvfs", type=int, default=16, help="NUM_OF_VFS the firmware is set to (default 16)")
+    up.add_argument("--link-type", default="ETH", choices=["ETH", "IB"])
+    up.add_argument("--driver", default="inbox", choices=["inbox", "ofed"],
+                    help="inbox mlx5 (no ecn/qos sysfs) or MLNX_OFED/DOCA-OFED sysfs")
+    up.add_argument("--preset", default="ready", choices=["ready", "factory"],
+                    help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off")
+    up.add_argument("--nos", help="comma-separated NOS per switch (onyx,nvue,eos,nxos,sonic); default cycles")
+
+    for name, helptext in (("down", "remove a twin rack"), ("status", "show a twin rack")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--name", default="lab")
+
+    f = sub.add_parser("fault", help="inject a fault (or 'clear') on a node, switch or BMC")
+    f.add_argument("target", help="inventory host name: nodeNN, leafN or nodeNN-bmc")
+    f.add_argument("kind", help=f"one of: {', '.join(faults.ALL)}, clear")
+    f.add_argument("--name", default="lab")
+
+    b = sub.add_parser("image", help="build the node image (debootstrap + podman import)")
+    b.add_argument("--force", action="store_true")
+
+    args = ap.parse_args(argv)
+    try:
+        if args.cmd == "image":
+            print(image.build(force=args.force))
+        elif args.cmd == "up":
+            doc = lab.plan(args.name, args.nodes, args.switches, nics=args.nics, model=args.model,
+                           driver=args.driver, preset=args.preset, totalvfs=args.totalvfs,
+                           link_type=args.link_type, nos=args.nos.split(",") if args.nos else None)
+            lab.Lab(args.name).up(doc, args.inventory)
+        elif args.cmd == "down":
+            lab.Lab(args.name).down()
+        elif args.cmd == "status":
+            the_lab = lab.Lab(args.name)
+            if not the_lab.exists():
+                print(f"simlab: no lab named {args.name!r}", file=sys.stderr)
+                return 1
+            print(json.dumps(the_lab.status(), indent=2))
+        elif args.cmd == "fault":
+            print(faults.inject(lab.Lab(args.name), args.target, args.kind))
+    except (ValueError, RuntimeError) as exc:
+        print(f"simlab: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Faults a twin rack can be given, by target (the inventory host name of a
+node, a switch or a BMC).
+
+Two kinds behave differently under ``clear``:
+
+* *Conditions* of the environment (a link down, an unreachable BMC or node, a
+  board short of MMIO, a switch that rejects a command or drops SSH, NCCL
+  falling back to sockets): ``clear`` removes them.
+* *Misconfigurations* (SR-IOV or VT-d switched off in BIOS or firmware, a
+  pending firmware change, the IOMMU flag gone from GRUB, the VF persistence
+  unit disabled, NetworkManager let onto the VFs, PFC changed on a host or a
+  switch, switch MTU lowered, a PF unbound from its driver): the injection
+  changes configuration the way an operator would have; ``clear`` forgets the
+  fault record but does not undo the change.  Converging with site.yml repairs
+  it, which is the point.
+
+Each fault, its layer and what the doctor reports for it are listed in
+docs/simlab.md and docs/troubleshooting.md.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from . import podman
+from .lab import Lab, container_name
+
+NODE_FAULTS = {
+    # kind: (layer, takes effect at) -- "boot" faults reboot the node after injection
+    "fw-sriov-off": (4, "boot"),
+    "fw-pending-reboot": (4, "now"),
+    "iommu-off": (3, "boot"),
+    "driver-unbound": (5, "now"),
+    "numvfs-enomem": (3, "boot"),
+    "vfs-lost-on-reboot": (6, "boot"),
+    "networkmanager-grabs-vfs": (6, "now"),
+    "link-down": (9, "now"),
+    "host-pfc-mismatch": (8, "now"),
+    "node-unreachable": (1, "now"),
+    "nccl-socket-fallback": (15, "now"),
+}
+BMC_FAULTS = {"bmc-unreachable": 1, "bios-sriov-off": 2, "bios-vtd-off": 2}
+SWITCH_FAULTS = {"switch-pfc-off": 7, "switch-mtu-low": 7, "switch-rejects-command": 7,
+                 "switch-ssh-drops-mid-push": 7}
+ALL = sorted([*NODE_FAULTS, *BMC_FAULTS, *SWITCH_FAULTS])
+PERSISTENCE_UNIT = "gpufabric-sriov.service"
+
+
+class FaultError(ValueError):
+    pass
+
+
+def _agent(lab: Lab, node: str, req: dict) -> dict:
+    proc = lab.node_exec(node, "env", "PYTHONPATH=/opt/simlab", "python3", "-m", "simlab.node.ctl",
+                         json.dumps(req), check=False)
+    try:
+        reply = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        raise FaultError(f"{node}: node agent did not answer: {proc.stderr.strip()}") from None
+    if not reply.get("ok"):
+        raise FaultError(f"{node}: {reply.get('error')}")
+    return reply
+
+
+def _sh(lab: Lab, node: str, script: str) -> None:
+    lab.node_exec(node, "/bin/sh", "-c", script)
+
+
+def _node_faults(lab: Lab, node: str) -> dict:
+    path = lab.dir / "nodes" / node / "faults.json"
+    return json.loads(path.read_text() or "{}")
+
+
+def _save_node_faults(lab: Lab, node: str, faults: dict) -> None:
+    (lab.dir / "nodes" / node / "faults.json").write_text(json.dumps(faults, indent=2) + "\n")
+
+
+def resolve(lab: Lab, target: str) -> tuple[str, str]:
+    doc = lab.doc
+    nodes = {hw["name"] for hw in doc["nodes"]}
+    switches = {s["name"] for s in doc["switches"]}
+    if target in nodes:
+        return "node", target
+    if target in switches:
+        return "switch", target
+    if target.endswith("-bmc") and target[:-4] in nodes:
+        return "bmc", target[:-4]
+    raise FaultError(f"unknown target {target!r}: not a node, switch or BMC of lab {lab.name}")
+
+
+def inject(lab: Lab, target: str, kind: str) -> str:
+    what, name = resolve(lab, target)
+    if kind == "clear":
+        return clear(lab, what, name)
+    if kind in BMC_FAULTS:
+        # BIOS faults are reported against the node; accept either name.
+        from .bmc import faults as bmc_faults
+        bmc_faults.inject(lab.dir, name, kind)
+        if kind != "bmc-unreachable":
+            lab.reboot(name)
+        return f"{target}: {kind} (layer {BMC_FAULTS[kind]})"
+    if kind in SWITCH_FAULTS:
+        if what != "switch":
+            raise FaultError(f"{kind} is a switch fault; {target} is a {what}")
+        from .switches import faults as sw_faults
+        sw_faults.inject_fault(lab.dir / "switches", name, kind)
+        return f"{target}: {kind} (layer 7)"
+    if kind not in NODE_FAULTS:
+        raise FaultError(f"unknown fault {kind!r}; known: {', '.join(ALL)}, clear")
+    if what != "node":
+        raise FaultError(f"{kind} is a node fault; {target} is a {what}")
+    node = name
+    faults = _node_faults(lab, node)
+    faults[kind] = True
+    _save_node_faults(lab, node, faults)
+    if kind == "fw-sriov-off":
+        fw = lab.dir / "nodes" / node / "firmware.json"
+        data = json.loads(fw.read_text())
+        for state in data.values():
+            state["next"]["SRIOV_EN"] = 0
+        fw.write_text(json.dumps(data, indent=2) + "\n")
+    elif kind == "fw-pending-reboot":
+        summary = _agent(lab, node, {"op": "summary"})
+        for pf in summary["pfs"]:
+            cur = pf["firmware"]["current"]["NUM_OF_VFS"]
+            _agent(lab, node, {"op": "fw_set", "bdf": pf["bdf"], "params": {"NUM_OF_VFS": cur + 8 if cur <= 8 else cur // 2}})
+    elif kind == "iommu-off":
+        _sh(lab, node, "for f in /etc/default/grub /etc/default/grub.d/*.cfg; do [ -f \"$f\" ] && "
+                       "sed -i -E 's/ ?(intel_iommu|amd_iommu)=on//g' \"$f\"; done; update-grub >/dev/null 2>&1")
+    elif kind == "driver-unbound":
+        summary = _agent(lab, node, {"op": "summary"})
+        bdf = summary["pfs"][0]["bdf"]
+        _sh(lab, node, f"echo {shlex.quote(bdf)} > /run/simlab/sys/bus/pci/drivers/mlx5_core/unbind")
+    elif kind == "vfs-lost-on-reboot":
+        _sh(lab, node, f"systemctl disable {PERSISTENCE_UNIT} >/dev/null 2>&1 || true")
+    elif kind == "host-pfc-mismatch":
+        summary = _agent(lab, node, {"op": "summary"})
+        pf = summary["pfs"][0]
+        pfc = [0] * 8
+        pfc[4] = 1
+        _agent(lab, node, {"op": "set_qos", "dev": pf["netdev"], "pfc": pfc})
+    elif kind == "networkmanager-grabs-vfs":
+        _sh(lab, node, "rm -f /etc/udev/rules.d/*gpufabric-nm-unmanaged*.rules")
+    elif kind == "node-unreachable":
+        podman.run("pause", container_name(lab.name, node))
+        return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
+    if kind in ("link-down", "nccl-socket-fallback", "numvfs-enomem", "networkmanager-grabs-vfs"):
+        _agent(lab, node, {"op": "reload_faults"})
+    if NODE_FAULTS[kind][1] == "boot":
+        lab.reboot(node)
+    return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
+
+
+def clear(lab: Lab, what: str, name: str) -> str:
+    if what == "switch":
+        from .switches import faults as sw_faults
+        sw_faults.inject_fault(lab.dir / "switches", name, "clear")
+        return f"{name}: faults cleared"
+    from .bmc import faults as bmc_faults
+    bmc_faults.clear(lab.dir, name)
+    if what == "bmc":
+        return f"{name}-bmc: faults cleared"
+    faults = _node_faults(lab, name)
+    state = podman.run("inspect", "--format", "{{.State.Status}}", container_name(lab.name, name), check=False)
+    if state.stdout.strip() == "paused":
+        podman.run("unpause", container_name(lab.name, name))
+    _save_node_faults(lab, name, {})
+    _agent(lab, name, {"op": "reload_faults"})
+    if faults.get("driver-unbound"):
+        summary = _agent(lab, name, {"op": "summary"})
+        for pf in summary["pfs"]:
+            if not pf["bound"]:
+                _sh(lab, name, f"echo {shlex.quote(pf['bdf'])} > /run/simlab/sys/bus/pci/drivers/mlx5_core/bind")
+    return f"{name}: faults cleared"

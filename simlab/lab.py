@@ -1,0 +1,276 @@
+"""A twin rack: node containers, their BMCs, leaf switches, the cabling plan,
+and the Ansible inventory that points the collection at them.
+
+State of a lab lives in ``$SIMLAB_HOME/<name>`` (default
+``~/.local/share/simlab/<name>``)::
+
+    lab.json                  the lab's shape, ports and credentials
+    nodes/<node>/             mounted into the node at /var/lib/simlab/lab
+        hardware.json         NICs, driver flavour, preset
+        firmware.json         mlxconfig default/current/next per NIC
+        bios.json             BIOS attributes (current, pending), owned by the BMC
+        faults.json           node faults injected with ``simlab fault``
+    switches/                 switch state (running/startup config, faults)
+    bmc/, logs/               BMC state and host service logs
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from . import image, podman
+from .node import hardware
+
+REPO = Path(__file__).resolve().parents[1]
+HOME = Path(os.environ.get("SIMLAB_HOME", Path.home() / ".local/share/simlab"))
+NOS_KINDS = ["onyx", "nvue", "eos", "nxos", "sonic"]
+SWITCH_PORTS = 32
+
+
+def lab_dir(name: str) -> Path:
+    return HOME / name
+
+
+def container_name(lab: str, node: str) -> str:
+    return f"simlab-{lab}-{node}"
+
+
+def node_names(n: int) -> list[str]:
+    width = max(2, len(str(n)))
+    return [f"node{i:0{width}d}" for i in range(1, n + 1)]
+
+
+def free_ports(count: int) -> list[int]:
+    socks, ports = [], []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def switch_port_name(nos: str, i: int) -> str:
+    return {"onyx": f"ethernet 1/{i}", "nvue": f"swp{i}", "eos": f"Ethernet{i}",
+            "nxos": f"Ethernet1/{i}", "sonic": f"Eth1/{i}"}[nos]
+
+
+def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7", driver: str = "inbox",
+         preset: str = "ready", nos: list[str] | None = None, totalvfs: int = hardware.DEFAULT_TOTALVFS,
+         link_type: str = "ETH") -> dict:
+    """The lab's shape: nodes, switches, cabling and credentials."""
+    if nodes < 1 or switches < 1:
+        raise ValueError("a lab needs at least one node and one switch")
+    names = node_names(nodes)
+    kinds = nos or [NOS_KINDS[i % len(NOS_KINDS)] for i in range(switches)]
+    if len(kinds) != switches:
+        raise ValueError(f"--nos lists {len(kinds)} kinds for {switches} switches")
+    sw = []
+    for i, kind in enumerate(kinds):
+        if kind not in NOS_KINDS:
+            raise ValueError(f"unknown NOS {kind!r}; known: {', '.join(NOS_KINDS)}")
+        sw.append({"name": f"leaf{i + 1}", "nos": kind, "username": "admin", "password": f"twin-{kind}-pw"})
+    # Rail-optimised cabling: NIC r of every node goes to the leaf of rail r
+    # (modulo the leaf count); ports fill up in node order.
+    used = {s["name"]: 0 for s in sw}
+    cabling = []
+    node_docs = []
+    for idx, node in enumerate(names, start=1):
+        hw = hardware.default_spec(node, idx, nics=nics, model=model, totalvfs=totalvfs,
+                                   link_type=link_type, driver=driver)
+        hw["preset"] = preset
+        hw["bios_default"] = {"sriov": preset == "ready", "iommu": preset == "ready", "acs": False}
+        node_docs.append(hw)
+        for r, nic in enumerate(hardware.nic_specs(hw)):
+            leaf = sw[r % len(sw)]
+            used[leaf["name"]] += 1
+            if used[leaf["name"]] > SWITCH_PORTS:
+                raise ValueError(f"{leaf['name']} has only {SWITCH_PORTS} ports; add switches")
+            cabling.append({"node": node, "pf": nic.netdev, "pci_address": nic.bdf,
+                            "switch": leaf["name"], "port": switch_port_name(leaf["nos"], used[leaf["name"]])})
+    for leaf in sw:
+        leaf["ports"] = [c["port"] for c in cabling if c["switch"] == leaf["name"]]
+    return {"name": name, "preset": preset, "nodes": node_docs, "switches": sw, "cabling": cabling,
+            "bmc": {"username": "root", "password": "twin-bmc-pw"},
+            "vendors": ["dell", "hpe", "supermicro"]}
+
+
+class Lab:
+    def __init__(self, name: str):
+        self.name = name
+        self.dir = lab_dir(name)
+
+    @property
+    def doc(self) -> dict:
+        return json.loads((self.dir / "lab.json").read_text())
+
+    def exists(self) -> bool:
+        return (self.dir / "lab.json").exists()
+
+    # ------------------------------------------------------------ up
+    def up(self, doc: dict, inventory: Path | None, log=print) -> dict:
+        t0 = time.monotonic()
+        ref = image.build(log=log)
+        if self.exists():
+            self.down(log=lambda *_: None)
+        (self.dir / "nodes").mkdir(parents=True, exist_ok=True)
+        (self.dir / "logs").mkdir(exist_ok=True)
+        (self.dir / "fabric").mkdir(exist_ok=True)
+        bmc_ports = free_ports(len(doc["nodes"]))
+        sw_ports = free_ports(len(doc["switches"]))
+        for i, hw in enumerate(doc["nodes"]):
+            hw["bmc_port"] = bmc_ports[i]
+            hw["bmc_vendor"] = doc["vendors"][i % len(doc["vendors"])]
+            nd = self.dir / "nodes" / hw["name"]
+            nd.mkdir(parents=True, exist_ok=True)
+            hardware.dump(hw, nd / "hardware.json")
+            (nd / "faults.json").write_text("{}\n")
+        for i, sw in enumerate(doc["switches"]):
+            sw["ssh_port"] = sw_ports[i]
+        (self.dir / "lab.json").write_text(json.dumps(doc, indent=2) + "\n")
+        self._init_bmc_state(doc)
+        self._start_services(doc, log)
+        for hw in doc["nodes"]:
+            self._run_node(ref, hw)
+        self.wait_nodes([hw["name"] for hw in doc["nodes"]])
+        if inventory:
+            from .inventory import write_inventory
+            write_inventory(doc, self, Path(inventory))
+        log(f"simlab: lab {self.name} up: {len(doc['nodes'])} nodes, {len(doc['switches'])} switches "
+            f"in {time.monotonic() - t0:.1f}s")
+        return doc
+
+    def _init_bmc_state(self, doc: dict) -> None:
+        """Factory BIOS per node; the 'ready' preset has SR-IOV and VT-d on,
+        as if someone had already set them up."""
+        from .bmc import server as bmc_server
+        from .bmc import state as bmc_state
+        from .bmc import vendors
+        for hw in doc["nodes"]:
+            entry = {"name": hw["name"], "vendor": hw["bmc_vendor"], "cpu_vendor": hw["cpu_vendor"]}
+            data = bmc_server.initial_state(entry)
+            if hw["preset"] == "ready":
+                for switch in ("sriov", "iommu"):
+                    attr = vendors.switch_attribute(data["vendor"], data["current"], switch)
+                    if attr:
+                        off = vendors.off_value(data["vendor"], data["current"], attr)
+                        data["current"][attr] = "Enable" if off == "Disable" else "Enabled"
+            bmc_state.save_bios(bmc_state.bios_path(self.dir, hw["name"]), data)
+
+    def _service(self, module: str, spec: dict, ready: str, tag: str, log) -> None:
+        spec_path = self.dir / f"{tag}-spec.json"
+        spec_path.write_text(json.dumps(spec, indent=2))
+        ready_path = self.dir / ready
+        if ready_path.exists():
+            ready_path.unlink()
+        out = open(self.dir / "logs" / f"{tag}.log", "ab")
+        proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--state-dir", str(self.dir),
+                                 "--spec", str(spec_path)], stdout=out, stderr=subprocess.STDOUT,
+                                cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)},
+                                start_new_session=True)
+        (self.dir / f"{tag}.pid").write_text(str(proc.pid))
+        deadline = time.monotonic() + 30
+        while not ready_path.exists():
+            if proc.poll() is not None:
+                raise RuntimeError(f"{module} exited ({proc.returncode}); see {self.dir / 'logs' / (tag + '.log')}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{module} did not become ready; see {self.dir / 'logs' / (tag + '.log')}")
+            time.sleep(0.05)
+
+    def _start_services(self, doc: dict, log) -> None:
+        if (REPO / "simlab/bmc/server.py").exists():
+            spec = {"bmcs": [{"name": hw["name"], "port": hw["bmc_port"], "vendor": hw["bmc_vendor"],
+                               "username": doc["bmc"]["username"], "password": doc["bmc"]["password"],
+                               "container": container_name(self.name, hw["name"]),
+                               "cpu_vendor": hw["cpu_vendor"]} for hw in doc["nodes"]]}
+            self._service("simlab.bmc", spec, "bmc-ready", "bmc", log)
+        if (REPO / "simlab/switches/server.py").exists():
+            spec = {"switches": [{"name": s["name"], "nos": s["nos"], "port": s["ssh_port"],
+                                  "username": s["username"], "password": s["password"],
+                                  "ports": s["ports"]} for s in doc["switches"]]}
+            (self.dir / "switches").mkdir(exist_ok=True)
+            self._service("simlab.switches", spec, "switches/ready", "switches", log)
+
+    def _run_node(self, ref: str, hw: dict) -> None:
+        name = container_name(self.name, hw["name"])
+        nd = self.dir / "nodes" / hw["name"]
+        podman.run("run", "-d", "--name", name, "--hostname", hw["name"],
+                   "--label", f"simlab.lab={self.name}", "--label", "simlab.kind=node",
+                   "--systemd=always", "--network=none", "--restart=always",
+                   "--device", "/dev/fuse", "--cap-add", "SYS_ADMIN",
+                   "-v", f"{REPO / 'simlab'}:/opt/simlab/simlab:ro",
+                   "-v", f"{nd}:/var/lib/simlab/lab",
+                   "-v", f"{self.dir}/fabric:/run/simlab-fabric",
+                   ref, "/sbin/init")
+
+    def wait_nodes(self, nodes: list[str], timeout: float = 120) -> None:
+        """Until every node's twin hardware is up (its sysfs is mounted)."""
+        pending = set(nodes)
+        deadline = time.monotonic() + timeout
+        while pending:
+            for node in sorted(pending):
+                proc = podman.run("exec", container_name(self.name, node), "mountpoint", "-q",
+                                  "/run/simlab/sys", check=False)
+                if proc.returncode == 0:
+                    pending.discard(node)
+            if pending:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"twin hardware did not come up on {', '.join(sorted(pending))}")
+                time.sleep(0.2)
+
+    # ------------------------------------------------------------ down / status
+    def down(self, log=print) -> None:
+        for c in podman.containers(f"simlab.lab={self.name}"):
+            podman.run("rm", "-f", "-t", "0", c["Names"][0], check=False)
+        for tag in ("bmc", "switches", "fabric"):
+            pid_file = self.dir / f"{tag}.pid"
+            if pid_file.exists():
+                try:
+                    os.killpg(int(pid_file.read_text()), signal.SIGTERM)
+                except (ProcessLookupError, ValueError, PermissionError):
+                    pass
+                pid_file.unlink()
+        if self.dir.exists():
+            shutil.rmtree(self.dir)
+        log(f"simlab: lab {self.name} removed")
+
+    def status(self) -> dict:
+        doc = self.doc
+        states = {c["Names"][0]: c["State"] for c in podman.containers(f"simlab.lab={self.name}")}
+        nodes = {}
+        for hw in doc["nodes"]:
+            faults = json.loads((self.dir / "nodes" / hw["name"] / "faults.json").read_text() or "{}")
+            nodes[hw["name"]] = {"container": states.get(container_name(self.name, hw["name"]), "missing"),
+                                 "bmc": f"127.0.0.1:{hw['bmc_port']}", "faults": sorted(faults)}
+        services = {}
+        for tag in ("bmc", "switches", "fabric"):
+            pid_file = self.dir / f"{tag}.pid"
+            alive = False
+            if pid_file.exists():
+                try:
+                    os.kill(int(pid_file.read_text()), 0)
+                    alive = True
+                except (ProcessLookupError, ValueError):
+                    pass
+            services[tag] = "running" if alive else "stopped"
+        return {"lab": self.name, "nodes": nodes, "services": services,
+                "switches": {s["name"]: {"nos": s["nos"], "ssh": f"127.0.0.1:{s['ssh_port']}"}
+                             for s in doc["switches"]}}
+
+    # ------------------------------------------------------------ node helpers
+    def node_exec(self, node: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        return podman.run("exec", container_name(self.name, node), *cmd, check=check)
+
+    def reboot(self, node: str) -> None:
+        podman.run("restart", "-t", "5", container_name(self.name, node))
+        self.wait_nodes([node])

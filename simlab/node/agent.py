@@ -1,0 +1,242 @@
+"""The node agent: boots the twin kernel, serves its sysfs over FUSE at
+/run/simlab/sys and answers the tool twins on /run/simlab/agent.sock.
+
+Run by systemd inside the node (``simlab-node.service``) as
+``python3 -m simlab.node.agent``.  The control protocol is one JSON object
+per line each way: ``{"op": ..., ...}`` -> ``{"ok": true, ...}`` or
+``{"ok": false, "errno": N, "error": "..."}``.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import socket
+import socketserver
+import sys
+import threading
+from pathlib import Path
+
+from . import boot
+from .kernel import Kernel, KernelError
+from .sysfs import Tree
+
+SOCK = boot.RUN / "agent.sock"
+MOUNT = boot.RUN / "sys"
+TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "mlnx_qos",
+         "cma_roce_mode", "cma_roce_tos", "ibv_devinfo", "show_gids", "rdma", "ip", "ib_write_bw",
+         "all_reduce_perf", "update-grub", "grubby", "modprobe", "nmcli"]
+TOOL_DIR = Path("/usr/local/sbin")
+
+
+class Agent:
+    def __init__(self, state: dict):
+        self.kernel = Kernel(state["hw"], state["firmware"], state["cmdline"], state["bios"], state["faults"])
+        self.tree = Tree(self.kernel)
+        self.fw_lock = threading.Lock()
+
+    # ------------------------------------------------------------ ops
+    def op_ping(self, req):
+        return {"name": self.kernel.hw["name"]}
+
+    def op_summary(self, req):
+        """Everything the tool twins print, in one snapshot."""
+        k = self.kernel
+        with k.lock:
+            pfs = []
+            for pf in k.pfs:
+                vfs = []
+                for vf in pf.vfs:
+                    vfs.append({
+                        "vf": vf.index, "bdf": vf.bdf, "mac": vf.mac, "vlan": vf.vlan, "qos": vf.qos,
+                        "spoofchk": vf.spoofchk, "trust": vf.trust, "link_state": vf.link_state,
+                        "node_guid": vf.node_guid, "port_guid": vf.port_guid, "mtu": vf.mtu,
+                        "max_tx_rate": vf.max_tx_rate, "min_tx_rate": vf.min_tx_rate,
+                        "netdev": pf.spec.vf_netdev(vf.index), "rdma": k.rdma_name(pf, vf),
+                        "netdev_mac": k.vf_netdev_mac(pf, vf), "admin_up": vf.admin_up,
+                        "ready": vf.probed_at <= k.clock() and vf.bound,
+                        "gids": k.gids(pf, vf),
+                    })
+                pfs.append({
+                    "index": pf.spec.index, "bdf": pf.bdf, "netdev": pf.netdev, "rdma": k.rdma_name(pf),
+                    "model": pf.spec.model, "device_type": pf.spec.ids["device_type"],
+                    "hca": pf.spec.ids["hca"], "psid": pf.spec.ids["psid"], "part": pf.spec.ids["part"],
+                    "mac": pf.spec.mac, "ipv4": pf.spec.ipv4, "link_type": pf.spec.link_type,
+                    "speed_mbps": pf.spec.speed_mbps, "numa_node": pf.spec.numa_node,
+                    "bound": pf.bound, "operstate": pf.operstate, "mtu": pf.mtu, "numvfs": pf.numvfs,
+                    "trust": pf.trust, "pfc": pf.pfc, "dscp2prio": {str(d): p for d, p in pf.dscp2prio.items()},
+                    "cable_len": pf.cable_len, "ecn_rp": pf.ecn_rp, "ecn_np": pf.ecn_np,
+                    "cnp_dscp": pf.cnp_dscp, "roce_mode": pf.roce_mode, "roce_tos": pf.roce_tos,
+                    "node_guid": k.node_guid(pf, None), "gids": k.gids(pf, None),
+                    "firmware": k.firmware[pf.bdf], "vfs": vfs,
+                })
+            return {"name": k.hw["name"], "hw": k.hw, "pfs": pfs, "ofed": k.ofed,
+                    "cmdline": k.cmdline, "faults": k.faults, "modules": sorted(k.modules)}
+
+    def op_set_vf(self, req):
+        self.kernel.set_vf(req["dev"], int(req["vf"]), **req["settings"])
+        return {}
+
+    def op_set_link(self, req):
+        if "mtu" in req:
+            self.kernel.set_mtu(req["dev"], int(req["mtu"]))
+        if "up" in req:
+            self.kernel.set_admin(req["dev"], bool(req["up"]))
+        return {}
+
+    def _pf_by_netdev(self, dev: str):
+        d = self.kernel.netdevs().get(dev)
+        if d is None:
+            raise KernelError(errno.ENODEV, f"Device {dev} not found")
+        return d
+
+    def op_set_qos(self, req):
+        """mlnx_qos: trust, pfc, dscp2prio, cable_len on a PF."""
+        pf, vf = self._pf_by_netdev(req["dev"])
+        if vf is not None:
+            raise KernelError(errno.EOPNOTSUPP, "Operation not supported on a VF")
+        k = self.kernel
+        with k.lock:
+            if "trust" in req:
+                pf.trust = req["trust"]
+            if "pfc" in req:
+                pf.pfc = [int(x) for x in req["pfc"]]
+            for d, p in req.get("dscp2prio", {}).items():
+                pf.dscp2prio[int(d)] = int(p)
+            if "cable_len" in req:
+                pf.cable_len = int(req["cable_len"])
+            k.generation += 1
+        return {}
+
+    def op_set_roce(self, req):
+        """cma_roce_mode / cma_roce_tos on an RDMA device."""
+        k = self.kernel
+        dev = k.rdma_devices().get(req["rdma"])
+        if dev is None:
+            raise KernelError(errno.ENODEV, f"no RDMA device {req['rdma']}")
+        pf, vf = dev
+        if vf is not None:
+            raise KernelError(errno.EOPNOTSUPP, "Operation not supported on a VF")
+        with k.lock:
+            if "mode" in req:
+                pf.roce_mode = req["mode"]
+            if "tos" in req:
+                pf.roce_tos = int(req["tos"])
+        return {}
+
+    def op_fw_set(self, req):
+        """mlxconfig set: stores next-boot values."""
+        k = self.kernel
+        with self.fw_lock, k.lock:
+            state = k.firmware[req["bdf"]]
+            state["next"].update({name: int(v) for name, v in req["params"].items()})
+            boot.write_json(boot.LAB / "firmware.json", k.firmware)
+        return {}
+
+    def op_fw_reset(self, req):
+        """mstfwreset reset: the firmware reloads; next-boot becomes current,
+        the driver re-probes and every VF of the card is gone."""
+        k = self.kernel
+        with self.fw_lock, k.lock:
+            pf = k.pf_by_bdf(req["bdf"])
+            if pf is None:
+                raise KernelError(errno.ENODEV, f"no device {req['bdf']}")
+            state = k.firmware[pf.bdf]
+            state["current"] = dict(state["next"])
+            state["running_fw_version"] = state["fw_version"]
+            pf.vfs = []
+            pf.numvfs = 0
+            k.generation += 1
+            boot.write_json(boot.LAB / "firmware.json", k.firmware)
+        return {}
+
+    def op_modules(self, req):
+        k = self.kernel
+        with k.lock:
+            for m in req.get("load", []):
+                k.modules.add(m)
+            for m in req.get("unload", []):
+                k.modules.discard(m)
+            k.generation += 1
+        return {"modules": sorted(k.modules)}
+
+    def op_reload_faults(self, req):
+        faults = boot.read_json(boot.LAB / "faults.json", {})
+        self.kernel.set_faults(faults)
+        return {"faults": faults}
+
+    def handle(self, req: dict) -> dict:
+        fn = getattr(self, "op_" + str(req.get("op", "")), None)
+        if fn is None:
+            return {"ok": False, "errno": errno.EINVAL, "error": f"unknown op {req.get('op')!r}"}
+        try:
+            out = fn(req)
+        except KernelError as exc:
+            return {"ok": False, "errno": exc.errno, "error": exc.strerror}
+        except (KeyError, ValueError, TypeError) as exc:
+            return {"ok": False, "errno": errno.EINVAL, "error": f"bad request: {exc}"}
+        return {"ok": True, **out}
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self):
+        for line in self.rfile:
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError:
+                resp = {"ok": False, "errno": errno.EINVAL, "error": "bad json"}
+            else:
+                resp = self.server.agent.handle(req)
+            self.wfile.write(json.dumps(resp).encode() + b"\n")
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+
+def install_tools() -> None:
+    TOOL_DIR.mkdir(parents=True, exist_ok=True)
+    for tool in TOOLS:
+        path = TOOL_DIR / tool
+        path.write_text("#!/bin/sh\n# simlab tool twin (see docs/simlab.md)\n"
+                        f"PYTHONPATH=/opt/simlab exec /usr/bin/python3 -m simlab.tools {tool} \"$@\"\n")
+        path.chmod(0o755)
+
+
+def main() -> int:
+    state = boot.boot()
+    agent = Agent(state)
+    install_tools()
+    try:
+        SOCK.unlink()
+    except FileNotFoundError:
+        pass
+    server = _Server(str(SOCK), _Handler)
+    server.agent = agent
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    from .fusefs import serve
+    if os.path.ismount(MOUNT):
+        os.system(f"fusermount3 -u {MOUNT} 2>/dev/null")
+    serve(agent.tree, str(MOUNT))
+    return 0
+
+
+def request(req: dict, sock_path: str | os.PathLike = SOCK, timeout: float = 30) -> dict:
+    """Send one request to the agent (used by the tool twins)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(sock_path))
+        s.sendall(json.dumps(req).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    return json.loads(buf)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Entry point of the tool twins: ``python3 -m simlab.tools <tool> [args]``.
+
+The node agent installs a wrapper per tool in /usr/local/sbin, ahead of the
+real binaries in PATH; the wrappers land here."""
+
+import importlib
+import sys
+
+MODULES = {
+    "ip": "simlab.tools.ip",
+    "update-grub": "simlab.tools.grub",
+}
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print("usage: python3 -m simlab.tools <tool> [args...]", file=sys.stderr)
+        return 2
+    tool, args = sys.argv[1], sys.argv[2:]
+    modname = MODULES.get(tool)
+    if modname is None:
+        print(f"{tool}: not available in this twin node", file=sys.stderr)
+        return 127
+    mod = importlib.import_module(modname)
+    return int(mod.main(args, prog=tool) if "prog" in mod.main.__code__.co_varnames else mod.main(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

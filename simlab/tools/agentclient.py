@@ -1,0 +1,23 @@
+"""Talk to the node agent from a tool twin."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from simlab.node.agent import request
+
+SOCK = os.environ.get("SIMLAB_AGENT_SOCK", "/run/simlab/agent.sock")
+
+
+def call(req: dict, prog: str = "simlab") -> dict:
+    try:
+        reply = request(req, SOCK)
+    except OSError as exc:
+        print(f"{prog}: twin hardware agent not reachable ({exc})", file=sys.stderr)
+        raise SystemExit(1) from None
+    return reply
+
+
+def summary(prog: str = "simlab") -> dict:
+    return call({"op": "summary"}, prog)

@@ -1,0 +1,186 @@
+"""perf_parsers against every real nccl-tests and perftest output (the
+figures listed in real-outputs/INDEX.md) and the NCCL gate."""
+
+import json
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
+
+# file, avg busbw, largest size, oop busbw, ip busbw, format
+NCCL = [
+    ("deepops-allreduce-2node-sriov-roce-v100.txt", 7.76739, 2147483648, 22.92, 22.85, "error"),
+    ("deepops-allreduce-4node-dgxa100-ib.txt", 113.289, 4294967296, 191.05, 191.56, "error"),
+    ("deepops-allreduce-2node-dgxa100-sriov-ib-k8s.txt", 53.7098, 4294967296, 188.53, 188.70, "error"),
+    ("oci-oke-allreduce-2node-a100-sriov-vf-8B-8G.txt", 66.4834, 8589934592, 237.94, 237.52, "wrong"),
+    ("oci-oke-allreduce-2node-a100-nccl2.14-sriov-vf.txt", 175.531, 10737418240, 180.06, 180.08, "wrong"),
+    ("oci-oke-allreduce-2node-a100-nccl2.25-kueue.txt", 188.648, 4294967296, 190.02, 190.09, "wrong"),
+    ("oci-slurm-allreduce-2node-a100-nccltests2.17.9.txt", 189.005, 10737418240, 191.22, 191.22, "wrong"),
+    ("schmaustech-allreduce-2node-2xl40s-sriov-roce.txt", 4.74277, 8589934592, 9.63, 9.62, "wrong"),
+    ("schmaustech-allreduce-2node-8xh200-16G.txt", 36.2205, 17179869184, 92.33, 92.35, "wrong"),
+    ("empovit-allreduce-v100-nocheck-wrong-NA.txt", 5.68719, 33554432, 5.63, 5.75, "wrong"),
+]
+
+
+@pytest.mark.parametrize("fname,avg,size,oop,ip,fmt", NCCL)
+def test_nccl_real_key_figures(real_output, fname, avg, size, oop, ip, fmt):
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/" + fname))
+    assert p["avg_busbw"] == avg
+    assert p["largest"]["size"] == size
+    assert p["largest"]["oop"]["busbw"] == oop and p["largest"]["ip"]["busbw"] == ip
+    assert p["format"] == fmt
+    assert p["out_of_bounds"] == {"count": 0, "status": "OK"}
+    assert p["complete"] is True
+    # every data row parsed: sizes strictly increasing, all rows of the table
+    sizes = [r["size"] for r in p["rows"]]
+    assert sizes == sorted(set(sizes))
+    json.dumps(p)
+
+
+def test_nccl_real_details(real_output):
+    crlf = real_output("nccl_tests/deepops-allreduce-2node-dgxa100-sriov-ib-k8s.txt")
+    assert "\r\n" in crlf
+    p = P.parse_all_reduce_perf(crlf)
+    assert len(p["rows"]) == 30 and p["rows"][0]["redop"] == "sum" and p["rows"][0]["root"] is None
+    assert p["largest"]["oop"]["error"] == 5e-07 and p["largest"]["oop"]["wrong"] is None
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/deepops-allreduce-4node-dgxa100-ib.txt"))
+    assert p["largest"]["ip"]["error"] == 1e-06 and len(p["rows"]) == 13
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/empovit-allreduce-v100-nocheck-wrong-NA.txt"))
+    assert len(p["rows"]) == 1 and p["rows"][0]["oop"]["wrong"] is None and p["rows"][0]["root"] == -1
+    assert p["params"]["validation"] == 0 and p["params"]["nGpus"] == 2
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/oci-slurm-allreduce-2node-a100-nccltests2.17.9.txt"))
+    assert p["nccl_tests_version"] == "2.17.9" and p["nccl_version"] == "2.29.3" and p["cuda_version"] == "13.1"
+    assert p["nranks"] == 16 and [r["rank"] for r in p["ranks"]] == [0, 7, 8, 15]
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/oci-oke-allreduce-2node-a100-sriov-vf-8B-8G.txt"))
+    assert len(p["rows"]) == 31 and p["largest"]["oop"]["wrong"] == 0
+    assert p["ranks"][8]["host"] == "nccl-allreduce-job0-mpiworker-1"
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/schmaustech-allreduce-2node-2xl40s-sriov-roce.txt"))
+    assert p["params"]["maxBytes"] == 17179869184 and p["nccl_version"] == "2.27.3"
+
+
+NET_IB = ("node-a:1234:1300 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; "
+          "OOB net1:10.0.0.1<0>\n")
+NET_SOCK = "node-a:1234:1300 [0] NCCL INFO NET/Socket : Using [0]net1:10.0.0.1<0>\n"
+
+
+def _with_net(real_output, lines):
+    body = real_output("nccl_tests/oci-oke-allreduce-2node-a100-nccl2.25-kueue.txt")
+    return body.replace("NCCL version 2.25.1+cuda12.8\n", "NCCL version 2.25.1+cuda12.8\n" + lines)
+
+
+def test_nccl_transport_detection(real_output):
+    ib = P.parse_all_reduce_perf(_with_net(real_output, NET_IB))
+    assert ib["transport"] == "IB"
+    assert ib["ib_devices"] == [{"device": "mlx5_0", "port": 1, "link": "RoCE"},
+                                {"device": "mlx5_1", "port": 1, "link": "RoCE"}]
+    sock = P.parse_all_reduce_perf(_with_net(real_output, NET_SOCK))
+    assert sock["transport"] == "Socket"
+    via = "node-a:1:2 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [send] via NET/Socket/0\n"
+    assert P.parse_all_reduce_perf(_with_net(real_output, via))["transport"] == "Socket"
+    none = P.parse_all_reduce_perf(real_output("nccl_tests/oci-oke-allreduce-2node-a100-nccl2.25-kueue.txt"))
+    assert none["transport"] is None
+
+
+def test_nccl_gate_on_real(real_output):
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/oci-oke-allreduce-2node-a100-nccl2.25-kueue.txt"))
+    # 2x A100 nodes with 2x 100G RoCE per node would be 25 GB/s; a 16-NIC
+    # 200 Gb/s layout is 400 GB/s, far above the measured 190.
+    ok = P.nccl_gate(p, P.expected_busbw_gbs(100, 2))
+    assert ok["passed"] and ok["largest_size"] == 4294967296 and ok["busbw"] == 190.02
+    assert ok["threshold"] == pytest.approx(25 * 0.85)
+    bad = P.nccl_gate(p, P.expected_busbw_gbs(200, 16))
+    assert not bad["passed"] and "below" in bad["reason"] and bad["threshold"] == pytest.approx(340.0)
+    # the lower of out-of-place and in-place is gated on
+    p = P.parse_all_reduce_perf(real_output("nccl_tests/deepops-allreduce-4node-dgxa100-ib.txt"))
+    g = P.nccl_gate(p, 191.06 / 0.85 / 1.0000001)
+    assert g["busbw"] == 191.05 and g["busbw_ip"] == 191.56 and g["passed"] is False
+    sock = P.nccl_gate(P.parse_all_reduce_perf(_with_net(real_output, NET_SOCK)), 10.0)
+    assert not sock["passed"] and "NET/Socket" in sock["reason"]
+    assert not P.nccl_gate(P.parse_all_reduce_perf(_with_net(real_output, "")), 10.0, require_ib=True)["passed"]
+    assert P.nccl_gate(P.parse_all_reduce_perf(_with_net(real_output, NET_IB)), 10.0, require_ib=True)["passed"]
+
+
+def test_nccl_gate_failures_from_edited_real(real_output):
+    body = real_output("nccl_tests/oci-oke-allreduce-2node-a100-nccl2.25-kueue.txt")
+    wrong = body.replace("190.02      0    42364", "190.02      7    42364")
+    g = P.nccl_gate(P.parse_all_reduce_perf(wrong), 10.0)
+    assert not g["passed"] and "7 wrong values" in g["reason"]
+    oob = body.replace("# Out of bounds values : 0 OK", "# Out of bounds values : 3 FAILED")
+    g = P.nccl_gate(P.parse_all_reduce_perf(oob), 10.0)
+    assert not g["passed"] and "out of bounds" in g["reason"]
+    minbw = body.replace("# Avg bus bandwidth    : 188.648 ", "# Avg bus bandwidth    : 188.648 FAILED")
+    assert P.parse_all_reduce_perf(minbw)["avg_status"] == "FAILED"
+    assert not P.nccl_gate(P.parse_all_reduce_perf(minbw), 10.0)["passed"]
+    old = real_output("nccl_tests/deepops-allreduce-4node-dgxa100-ib.txt").replace(
+        "191.05  1e-06", "191.05  1e+00")
+    g = P.nccl_gate(P.parse_all_reduce_perf(old), 10.0)
+    assert not g["passed"] and "error" in g["reason"]
+    # truncated: header printed, the job was killed before any row
+    truncated = body.split("  1073741824")[0]
+    p = P.parse_all_reduce_perf(truncated)
+    assert p["rows"] == [] and p["complete"] is False
+    g = P.nccl_gate(p, 10.0)
+    assert not g["passed"] and "no result rows" in g["reason"] and g["largest_size"] is None
+
+
+def test_nccl_rejects_and_arguments():
+    with pytest.raises(ValueError):
+        P.parse_all_reduce_perf("mpirun: command not found\n")
+    with pytest.raises(ValueError):
+        P.nccl_gate({"rows": []}, 0)
+    assert P.expected_busbw_gbs(400, 8) == 400.0
+    assert P.expected_busbw_gbs(200, 1) == 25.0
+    with pytest.raises(ValueError):
+        P.expected_busbw_gbs(0, 8)
+
+
+# file, device, gid index, mtu, qps, units, rows, last (bytes, iterations, peak, avg, msgrate), complete
+PERF = [
+    ("deepops-roce-cx5-write-bw-gbits.txt", "mlx5_0", 3, 4096, 1, "Gb/sec", 1,
+     (65536, 5000, 92.42, 92.40, 0.176230), True),
+    ("oci-oke-sriov-vf-write-bw-4qp-rdmacm-gbits.txt", "mlx5_5", 3, 4096, 4, "Gb/sec", 1,
+     (65536, 20000, 98.01, 98.01, 0.186932), True),
+    ("cns-k8s-pod-roce-write-bw-sweep-gbits.txt", "mlx5_0", 4, 1024, 1, "Gb/sec", 23,
+     (8388608, 5000, 52.52, 52.52, 0.000783), True),
+    ("schmaustech-write-bw-server-cuda-16qp-roce-gbits.txt", "mlx5_1", 3, 1024, 16, "Gb/sec", 1,
+     (65536, 10384867, 0.00, 181.46, 0.346100), True),
+    ("dgx-spark-write-bw-run-infinitely-roce-gbits.txt", "roceP2p1s0f0", 3, 1024, 1, "Gb/sec", 6,
+     (65536, 927807, 0.00, 97.28, 0.185554), False),
+    ("elizabetht-dgx-spark-write-bw-mbsec-roce.txt", "rocep1s0f0", 3, 1024, 1, "MB/sec", 1,
+     (65536, 5000, 11032.64, 11032.34, 0.176518), True),
+]
+
+
+@pytest.mark.parametrize("fname,dev,gid,mtu,qps,units,nrows,last,complete", PERF)
+def test_ib_write_bw_real(real_output, fname, dev, gid, mtu, qps, units, nrows, last, complete):
+    p = P.parse_ib_write_bw(real_output("perftest/" + fname))
+    assert p["test"] == "RDMA_Write BW Test"
+    assert p["device"] == dev and p["gid_index"] == gid and p["mtu"] == mtu and p["num_qps"] == qps
+    assert p["link_type"] == "Ethernet" and p["transport"] == "IB" and p["connection_type"] == "RC"
+    assert p["units"] == units and p["gbits"] == (units == "Gb/sec")
+    assert len(p["rows"]) == nrows and p["complete"] is complete
+    r = p["last"]
+    assert (r["bytes"], r["iterations"], r["bw_peak"], r["bw_average"], r["msg_rate_mpps"]) == last
+    json.dumps(p)
+
+
+def test_ib_write_bw_real_details(real_output):
+    inf = P.parse_ib_write_bw(real_output("perftest/dgx-spark-write-bw-run-infinitely-roce-gbits.txt"))
+    assert [r["bw_average"] for r in inf["rows"]][-4:] == [97.28, 97.28, 97.29, 97.28]
+    assert inf["best"]["bw_average"] == 97.29
+    assert any("BW peak won't be measured" in w for w in inf["warnings"])
+    srv = P.parse_ib_write_bw(real_output("perftest/schmaustech-write-bw-server-cuda-16qp-roce-gbits.txt"))
+    assert srv["rdma_cm"] is True and srv["header"]["TOS"] == "41"
+    cx5 = P.parse_ib_write_bw(real_output("perftest/deepops-roce-cx5-write-bw-gbits.txt"))
+    assert any("Conflicting CPU frequency" in w for w in cx5["warnings"])
+    mb = P.parse_ib_write_bw(real_output("perftest/elizabetht-dgx-spark-write-bw-mbsec-roce.txt"))
+    assert P.perftest_to_gbps(mb["last"]["bw_average"], mb["units"]) == pytest.approx(92.54, abs=0.01)
+    assert P.perftest_to_gbps(92.4, "Gb/sec") == 92.4
+
+
+def test_ib_write_bw_rejects(real_output):
+    with pytest.raises(ValueError, match="title"):
+        P.parse_ib_write_bw("Couldn't connect to 10.0.0.2:18515\n")
+    body = real_output("perftest/deepops-roce-cx5-write-bw-gbits.txt")
+    with pytest.raises(ValueError, match="result header"):
+        P.parse_ib_write_bw(body.split(" #bytes")[0])

@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""SR-IOV VF layout: validate the wanted layout, plan it against what sysfs
+and the PF driver report, and apply it in the kernel's order.
+
+The order is the one drivers/pci/iov.c and the SR-IOV Network Operator use:
+write ``sriov_numvfs`` only when the count changes, and then 0 before N (N
+while M != 0 is EBUSY); wait until every VF has its ``physfn`` link and its
+netdev; only then set per-VF MAC, VLAN, trust, spoof-check, link state and
+GUIDs (through the PF, as ``ip link set <pf> vf N ...`` does) and VF MTUs.
+
+Plain Python: the Ansible module wraps it, unit tests drive it directly.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import re
+import time
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
+
+MAC_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){5}$")
+GUID_RE = re.compile(r"^[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){7}$")
+PCI_RE = re.compile(r"^([0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]$")
+VD_RE = re.compile(r"^[0-9a-fA-F]{4}:[0-9a-fA-F]{4}$")
+LINK_STATES = ("auto", "enable", "disable")
+VF_KEYS = ("mac", "vlan", "qos", "trust", "spoofchk", "link_state", "node_guid", "port_guid",
+           "max_tx_rate", "min_tx_rate")
+# Safe for a NIC shared by tenants: a VF cannot spoof MACs or see other traffic.
+VF_DEFAULTS = {"spoofchk": True, "trust": False, "link_state": "auto"}
+
+
+class SriovError(Exception):
+    """A problem with the wanted layout or the host; the message names the
+    PF, the value and the cause."""
+
+
+def pf_label(pf):
+    return "pf %s (%s)" % (pf.get("name") or "-", pf["pci_address"])
+
+
+def _selector(spec):
+    keys = [k for k in ("name", "pci_address", "vendor_device") if spec.get(k)]
+    if len(keys) != 1:
+        raise SriovError("each entry of pfs must have exactly one of name, pci_address, vendor_device; got %s"
+                         % (", ".join(keys) or "none"))
+    return keys[0], str(spec[keys[0]]).lower()
+
+
+def select(pfs, spec):
+    """PFs matched by one entry of the module's ``pfs`` option."""
+    key, value = _selector(spec)
+    if key == "pci_address":
+        if not PCI_RE.match(value):
+            raise SriovError("pci_address %r is not a PCI address like 0000:3b:00.0" % spec[key])
+        if len(value) == 7:
+            value = "0000:" + value
+        hits = [p for p in pfs if p["pci_address"] == value]
+    elif key == "vendor_device":
+        if not VD_RE.match(value):
+            raise SriovError("vendor_device %r is not vendor:device in hex like 15b3:1021" % spec[key])
+        hits = [p for p in pfs if p["vendor_device"] == value]
+    else:
+        hits = [p for p in pfs if p["name"] == value]
+    if not hits:
+        known = ", ".join("%s=%s (%s)" % (p["name"], p["pci_address"], p["vendor_device"]) for p in pfs) or "none"
+        raise SriovError("no PF matches %s=%s; PFs on this host: %s" % (key, spec[key], known))
+    return hits
+
+
+def _check_vf_settings(label, where, settings, link_type):
+    mac = settings.get("mac")
+    if mac is not None and not MAC_RE.match(str(mac)):
+        raise SriovError("%s: %s: mac %r is not a MAC address like 02:00:00:00:00:01" % (label, where, mac))
+    if mac is not None and int(str(mac).split(":")[0], 16) & 1:
+        raise SriovError("%s: %s: mac %s is a multicast address" % (label, where, mac))
+    vlan = settings.get("vlan")
+    if vlan is not None and not 0 <= int(vlan) <= 4095:
+        raise SriovError("%s: %s: vlan %s is outside 0-4095" % (label, where, vlan))
+    qos = settings.get("qos")
+    if qos is not None and not 0 <= int(qos) <= 7:
+        raise SriovError("%s: %s: qos %s is outside 0-7" % (label, where, qos))
+    state = settings.get("link_state")
+    if state is not None and state not in LINK_STATES:
+        raise SriovError("%s: %s: link_state %r is not one of %s" % (label, where, state, ", ".join(LINK_STATES)))
+    for key in ("trust", "spoofchk"):
+        if settings.get(key) is not None and not isinstance(settings[key], bool):
+            raise SriovError("%s: %s: %s %r is not a boolean" % (label, where, key, settings[key]))
+    for key in ("node_guid", "port_guid"):
+        val = settings.get(key)
+        if val is None:
+            continue
+        if not GUID_RE.match(str(val)):
+            raise SriovError("%s: %s: %s %r is not a GUID like 11:22:33:44:55:66:77:88" % (label, where, key, val))
+        if link_type != "IB":
+            raise SriovError("%s: %s: %s applies to InfiniBand PFs only; this PF is %s" % (label, where, key, link_type))
+    mtu = settings.get("mtu")
+    if mtu is not None and not 68 <= int(mtu) <= 9978:
+        raise SriovError("%s: %s: mtu %s is outside 68-9978" % (label, where, mtu))
+
+
+def build_plan(pfs, wanted):
+    """Resolve the module's ``pfs`` entries against discovered PFs and check
+    every value before anything changes.  Returns a list of
+    ``(pf_facts, desired)`` where desired is
+    ``{num_vfs, vf_mtu, vfs: {index: settings}}``."""
+    plan = []
+    seen = {}
+    for n, spec in enumerate(wanted):
+        for pf in select(pfs, spec):
+            label = pf_label(pf)
+            if pf["pci_address"] in seen:
+                raise SriovError("%s is matched by pfs[%d] and pfs[%d]; each PF may be matched once"
+                                 % (label, seen[pf["pci_address"]], n))
+            seen[pf["pci_address"]] = n
+            num = spec.get("num_vfs")
+            if num is None or int(num) < 0:
+                raise SriovError("%s: num_vfs must be a number >= 0, got %r" % (label, num))
+            num = int(num)
+            sriov = pf["sriov"]
+            if not sriov["capable"]:
+                if num == 0:
+                    plan.append((pf, {"num_vfs": 0, "vf_mtu": None, "vfs": {}}))
+                    continue
+                raise SriovError("%s: SR-IOV is disabled in the NIC firmware (no sriov_totalvfs): "
+                                 "set SRIOV_EN=1 and NUM_OF_VFS>=%d with mlxconfig and reboot (layer 4)" % (label, num))
+            if num > sriov["totalvfs"]:
+                raise SriovError("%s: %d VFs requested, but sriov_totalvfs is %d (firmware NUM_OF_VFS): "
+                                 "lower num_vfs or raise NUM_OF_VFS (layer 4)" % (label, num, sriov["totalvfs"]))
+            if num != sriov["numvfs"] and not pf["bound"]:
+                raise SriovError("%s: no driver is bound to the PF, so sriov_numvfs cannot be written (ENOENT): "
+                                 "load and bind mlx5_core (layer 5)" % label)
+            defaults = dict(VF_DEFAULTS)
+            defaults.update({k: v for k, v in (spec.get("vf_defaults") or {}).items() if v is not None})
+            _check_vf_settings(label, "vf_defaults", defaults, pf["link_type"])
+            vf_mtu = spec.get("vf_mtu")
+            if vf_mtu is not None:
+                _check_vf_settings(label, "vf_mtu", {"mtu": vf_mtu}, pf["link_type"])
+            vfs = {}
+            for i in range(num):
+                vfs[i] = dict(defaults)
+            for entry in spec.get("vfs") or []:
+                idx = entry.get("index")
+                if idx is None or not 0 <= int(idx) < num:
+                    raise SriovError("%s: vfs entry index %r is outside 0-%d (num_vfs %d)" % (label, idx, num - 1, num))
+                settings = {k: v for k, v in entry.items() if k != "index" and v is not None}
+                _check_vf_settings(label, "vf %d" % int(idx), settings, pf["link_type"])
+                vfs[int(idx)].update(settings)
+            macs = [s["mac"].lower() for s in vfs.values() if s.get("mac")]
+            if len(macs) != len(set(macs)):
+                raise SriovError("%s: the same MAC is given to more than one VF" % label)
+            plan.append((pf, {"num_vfs": num, "vf_mtu": vf_mtu, "vfs": vfs}))
+    return plan
+
+
+def _norm(key, value):
+    if key in ("mac", "node_guid", "port_guid") and value is not None:
+        return str(value).lower()
+    return value
+
+
+def vf_changes(current, desired):
+    """Settings (keys of VF_KEYS) that differ between a VF's current state and
+    the desired one."""
+    out = {}
+    for key, want in desired.items():
+        if key == "mtu" or key not in VF_KEYS:
+            continue
+        have = current.get(key) if current else None
+        if key == "vlan" and have is None:
+            have = 0
+        if key == "qos" and have is None:
+            have = 0
+        if _norm(key, have) != _norm(key, want):
+            out[key] = want
+    return out
+
+
+def ip_args(pf_name, index, changes):
+    """``ip link set dev <pf> vf N ...`` arguments for one VF's changes (VLAN
+    and QoS go together, as iproute2 takes them)."""
+    args = ["link", "set", "dev", pf_name, "vf", str(index)]
+    order = ("mac", "vlan", "trust", "spoofchk", "state", "node_guid", "port_guid", "max_tx_rate", "min_tx_rate")
+    merged = dict(changes)
+    if "qos" in merged and "vlan" not in merged:
+        merged["vlan"] = merged.get("vlan", 0)
+    for key in order:
+        src = "link_state" if key == "state" else key
+        if src not in merged:
+            continue
+        val = merged[src]
+        if isinstance(val, bool):
+            val = "on" if val else "off"
+        args += [key, str(val)]
+        if key == "vlan" and "qos" in merged:
+            args += ["qos", str(merged["qos"])]
+    return args
+
+
+def write_sysfs(path, value):
+    """Write like ``echo N >``, with the errno of the write itself."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, ("%s\n" % value).encode())
+    finally:
+        os.close(fd)
+
+
+def numvfs_error(pf, value, exc):
+    label = pf_label(pf)
+    code = exc.errno
+    path = "sriov_numvfs"
+    if code == errno.EBUSY:
+        why = "VFs already enabled (EBUSY); the count must be set to 0 first"
+    elif code == errno.ERANGE:
+        why = "more than sriov_totalvfs (ERANGE)"
+    elif code == errno.ENOENT:
+        why = "no driver bound to the PF (ENOENT): load and bind mlx5_core (layer 5)"
+    elif code == errno.ENOMEM:
+        why = ("not enough MMIO resources for SR-IOV (ENOMEM): enable SR-IOV in the BIOS (layer 2) "
+               "or add pci=realloc to the kernel command line (layer 3)")
+    else:
+        why = "%s (%s)" % (os.strerror(code), errno.errorcode.get(code, code))
+    return SriovError("%s: writing %s to %s failed: %s" % (label, value, path, why))
+
+
+def set_numvfs(fs, pf, num, log):
+    path = fs.pci(pf["pci_address"], "sriov_numvfs")
+    current = pf["sriov"]["numvfs"]
+    steps = ([0] if current else []) + ([num] if num else [])
+    for value in steps:
+        try:
+            write_sysfs(path, value)
+        except OSError as exc:
+            raise numvfs_error(pf, value, exc)
+        log.append("echo %d > %s" % (value, path))
+
+
+def wait_vfs(fs, pf, num, timeout, autoprobe=True, clock=time.monotonic, sleep=time.sleep):
+    """Until every VF has its physfn link and, with autoprobe, its netdev."""
+    deadline = clock() + timeout
+    while True:
+        vfs = sysfs_nic.vf_list(fs, pf["pci_address"])
+        ready = [v for v in vfs if v["pci_address"]
+                 and os.path.exists(fs.pci(v["pci_address"], "physfn"))
+                 and (v["netdev"] or not autoprobe)]
+        if len(vfs) == num and len(ready) == num:
+            return vfs
+        if clock() > deadline:
+            missing = sorted(set(range(num)) - {v["index"] for v in ready})
+            raise SriovError("%s: %d of %d VFs not ready after %ss (VF %s without physfn or netdev)"
+                             % (pf_label(pf), len(missing), num, timeout, ", ".join(map(str, missing[:8]))))
+        sleep(0.1)

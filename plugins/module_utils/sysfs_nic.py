@@ -1,0 +1,244 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Discover NIC physical functions, their VFs and RDMA devices from sysfs.
+
+Everything is read under a sysfs root (``/sys`` on a host, the twin's FUSE
+tree in tests), and netdev, PCI function and RDMA device are tied together
+through the links the kernel makes (``class/net/<if>/device``,
+``<pci>/infiniband/<dev>``, ``<pci>/virtfnN``, ``<vf>/physfn``), never by
+name patterns: RDMA devices may be ``mlx5_N`` or ``rocep59s0f0``.
+Plain Python, no Ansible imports.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import re
+
+ETH_TYPE = "1"
+IB_TYPE = "32"
+
+
+class SysfsError(Exception):
+    pass
+
+
+def _read(path, default=None):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace").strip()
+    except (IOError, OSError):
+        return default
+
+
+def _int(value, default=None):
+    try:
+        return int(value, 0) if isinstance(value, str) else int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def _listdir(path):
+    try:
+        return sorted(os.listdir(path))
+    except (IOError, OSError):
+        return []
+
+
+def _link_base(path):
+    try:
+        return os.path.basename(os.readlink(path))
+    except (IOError, OSError):
+        return None
+
+
+def _virtfn_index(name):
+    m = re.match(r"^virtfn(\d+)$", name)
+    return int(m.group(1)) if m else None
+
+
+class Sysfs(object):
+    """Paths under one sysfs root."""
+
+    def __init__(self, root="/sys"):
+        self.root = root.rstrip("/") or "/"
+
+    def p(self, *parts):
+        return os.path.join(self.root, *parts)
+
+    def pci(self, bdf, *parts):
+        return self.p("bus", "pci", "devices", bdf, *parts)
+
+    def netdev(self, name, *parts):
+        return self.p("class", "net", name, *parts)
+
+    def rdma(self, name, *parts):
+        return self.p("class", "infiniband", name, *parts)
+
+
+def rdma_port_info(fs, dev):
+    """State, link layer and GID table of port 1 of an RDMA device."""
+    port = fs.rdma(dev, "ports", "1")
+    gids = []
+    for entry in _listdir(os.path.join(port, "gids")):
+        idx = _int(entry)
+        if idx is None:
+            continue
+        gid = _read(os.path.join(port, "gids", entry))
+        if not gid or gid == "0000:0000:0000:0000:0000:0000:0000:0000":
+            continue
+        gtype = _read(os.path.join(port, "gid_attrs", "types", entry))
+        ndev = _read(os.path.join(port, "gid_attrs", "ndevs", entry))
+        gids.append({"index": idx, "gid": gid, "type": gtype, "ndev": ndev,
+                     "ipv4": gid_ipv4(gid)})
+    gids.sort(key=lambda g: g["index"])
+    state = _read(os.path.join(port, "state"))
+    return {
+        "state": state.split(":", 1)[-1].strip() if state else None,
+        "phys_state": (_read(os.path.join(port, "phys_state")) or "").split(":", 1)[-1].strip() or None,
+        "link_layer": _read(os.path.join(port, "link_layer")),
+        "rate": _read(os.path.join(port, "rate")),
+        "gids": gids,
+        "roce_v2_gid_index": roce_v2_index(gids),
+    }
+
+
+def gid_ipv4(gid):
+    """``0000:...:ffff:0a00:0001`` -> ``10.0.0.1``; None for other GIDs."""
+    parts = gid.split(":")
+    if len(parts) != 8 or parts[:5] != ["0000"] * 5 or parts[5] != "ffff":
+        return None
+    a, b = int(parts[6], 16), int(parts[7], 16)
+    return "%d.%d.%d.%d" % (a >> 8, a & 0xff, b >> 8, b & 0xff)
+
+
+def roce_v2_index(gids):
+    """The GID index NCCL and perftest should use: the RoCE v2 entry with an
+    IPv4 address if there is one, else the first RoCE v2 entry."""
+    v2 = [g for g in gids if g.get("type") == "RoCE v2"]
+    with_ip = [g for g in v2 if g.get("ipv4")]
+    pick = (with_ip or v2 or [None])[0]
+    return pick["index"] if pick else None
+
+
+def _rdma_of_pci(fs, bdf):
+    devs = _listdir(fs.pci(bdf, "infiniband"))
+    return devs[0] if devs else None
+
+
+def _netdev_of_pci(fs, bdf):
+    names = _listdir(fs.pci(bdf, "net"))
+    if len(names) > 1:
+        # switchdev puts representors here too: the uplink has phys_port_name pN
+        uplink = [n for n in names if re.match(r"^p\d+$", _read(fs.pci(bdf, "net", n, "phys_port_name"), "") or "")]
+        if uplink:
+            return uplink[0]
+    return names[0] if names else None
+
+
+def vf_list(fs, pf_bdf):
+    vfs = []
+    for entry in _listdir(fs.pci(pf_bdf)):
+        idx = _virtfn_index(entry)
+        if idx is None:
+            continue
+        vf_bdf = _link_base(fs.pci(pf_bdf, entry))
+        netdev = _netdev_of_pci(fs, vf_bdf) if vf_bdf else None
+        vfs.append({
+            "index": idx,
+            "pci_address": vf_bdf,
+            "netdev": netdev,
+            "rdma_device": _rdma_of_pci(fs, vf_bdf) if vf_bdf else None,
+            "driver": _link_base(fs.pci(vf_bdf, "driver")) if vf_bdf else None,
+            "mtu": _int(_read(fs.netdev(netdev, "mtu"))) if netdev else None,
+        })
+    vfs.sort(key=lambda v: v["index"])
+    return vfs
+
+
+def sriov_info(fs, bdf):
+    total = _read(fs.pci(bdf, "sriov_totalvfs"))
+    if total is None:
+        return {"capable": False, "totalvfs": None, "numvfs": None}
+    return {
+        "capable": True,
+        "totalvfs": _int(total),
+        "numvfs": _int(_read(fs.pci(bdf, "sriov_numvfs"))),
+        "vf_device": _read(fs.pci(bdf, "sriov_vf_device")),
+        "offset": _int(_read(fs.pci(bdf, "sriov_offset"))),
+        "stride": _int(_read(fs.pci(bdf, "sriov_stride"))),
+        "drivers_autoprobe": _read(fs.pci(bdf, "sriov_drivers_autoprobe")) == "1",
+    }
+
+
+def pf_facts(fs, bdf, netdev=None):
+    """Everything about one PCI function that is a PF (or a plain NIC)."""
+    vendor = (_read(fs.pci(bdf, "vendor")) or "").replace("0x", "")
+    device = (_read(fs.pci(bdf, "device")) or "").replace("0x", "")
+    driver = _link_base(fs.pci(bdf, "driver"))
+    netdev = netdev or _netdev_of_pci(fs, bdf)
+    rdma = _rdma_of_pci(fs, bdf)
+    ntype = _read(fs.netdev(netdev, "type")) if netdev else None
+    speed = _int(_read(fs.netdev(netdev, "speed"))) if netdev else None
+    facts = {
+        "name": netdev,
+        "pci_address": bdf,
+        "vendor": vendor,
+        "device": device,
+        "vendor_device": "%s:%s" % (vendor, device),
+        "driver": driver,
+        "bound": driver is not None,
+        "numa_node": _int(_read(fs.pci(bdf, "numa_node"))),
+        "link_type": {ETH_TYPE: "ETH", IB_TYPE: "IB"}.get(ntype),
+        "speed_mbps": speed if speed is not None and speed > 0 else None,
+        "operstate": _read(fs.netdev(netdev, "operstate")) if netdev else None,
+        "mtu": _int(_read(fs.netdev(netdev, "mtu"))) if netdev else None,
+        "mac": _read(fs.netdev(netdev, "address")) if netdev else None,
+        "iommu_group": _link_base(fs.pci(bdf, "iommu_group")),
+        "driver_flavor": ("ofed" if (netdev and os.path.isdir(fs.netdev(netdev, "ecn")))
+                          or os.path.exists(fs.pci(bdf, "mlx5_num_vfs")) else "inbox"),
+        "sriov": sriov_info(fs, bdf),
+        "vfs": vf_list(fs, bdf),
+        "rdma_device": rdma,
+        "rdma": rdma_port_info(fs, rdma) if rdma else None,
+    }
+    if facts["link_type"] is None and facts["rdma"]:
+        facts["link_type"] = {"Ethernet": "ETH", "InfiniBand": "IB"}.get(facts["rdma"]["link_layer"])
+    return facts
+
+
+def discover(sysfs_root="/sys"):
+    """Every NIC PF on the host, keyed by nothing: a list sorted by PCI address.
+
+    A PF is a PCI network function that is not itself a VF.  PFs whose driver
+    is unbound have no netdev but are still found on the PCI bus when their
+    class is a network or InfiniBand controller.
+    """
+    fs = Sysfs(sysfs_root)
+    if not os.path.isdir(fs.p("bus", "pci", "devices")):
+        raise SysfsError("%s is not a sysfs tree (no bus/pci/devices)" % fs.root)
+    found = {}
+    for name in _listdir(fs.p("class", "net")):
+        dev = fs.netdev(name, "device")
+        bdf = _link_base(dev)
+        if not bdf or not re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", bdf):
+            continue
+        if os.path.exists(fs.pci(bdf, "physfn")):
+            continue
+        found.setdefault(bdf, name)
+    for bdf in _listdir(fs.p("bus", "pci", "devices")):
+        if bdf in found or os.path.exists(fs.pci(bdf, "physfn")):
+            continue
+        cls = _read(fs.pci(bdf, "class"), "")
+        if cls.startswith("0x0200") or cls.startswith("0x0207"):
+            found[bdf] = None
+    return [pf_facts(fs, bdf, found[bdf]) for bdf in sorted(found)]
+
+
+def iommu_active(sysfs_root="/sys"):
+    fs = Sysfs(sysfs_root)
+    return bool(_listdir(fs.p("class", "iommu")))

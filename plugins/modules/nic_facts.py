@@ -1,0 +1,110 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: nic_facts
+short_description: Report NIC physical functions, their SR-IOV state, VFs and RDMA devices from sysfs
+version_added: "0.1.0"
+description:
+  - Reads sysfs and returns every NIC physical function (PF) of the host with its netdev, PCI address,
+    vendor:device, driver, NUMA node, link type and speed, SR-IOV capability and VF counts, its VFs
+    (netdev, PCI address, RDMA device) and the RDMA device of the PF with its RoCE v2 GID index.
+  - netdev, PCI function and RDMA device are tied together through the links sysfs provides, never by
+    name patterns, so C(mlx5_N) and C(rocep59s0f0) style RDMA names both work.
+  - Read-only; safe in check mode.
+options:
+  sysfs_root:
+    description:
+      - Where sysfs is mounted. C(/sys) on a host; the rack twin serves its own tree elsewhere.
+    type: path
+    default: /sys
+  vendor:
+    description:
+      - Only report PFs of this PCI vendor id (hex, without C(0x)), for example C(15b3) for NVIDIA/Mellanox.
+      - Empty reports every PCI network function.
+    type: str
+    default: ""
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+author:
+  - gpufabric.stack contributors
+"""
+
+EXAMPLES = r"""
+- name: Read the NICs of a GPU node
+  gpufabric.stack.nic_facts:
+    vendor: "15b3"
+  register: nics
+
+- name: Show the RoCE v2 GID index of every PF
+  ansible.builtin.debug:
+    msg: "{{ item.name }} {{ item.rdma_device }} gid {{ item.rdma.roce_v2_gid_index }}"
+  loop: "{{ nics.nics }}"
+"""
+
+RETURN = r"""
+nics:
+  description: One entry per PF, sorted by PCI address.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    name: {description: Netdev name (null when no driver is bound), type: str}
+    pci_address: {description: PCI address, type: str, sample: "0000:3b:00.0"}
+    vendor_device: {description: PCI vendor and device id, type: str, sample: "15b3:1021"}
+    driver: {description: Bound PCI driver or null, type: str}
+    numa_node: {description: NUMA node of the PCI device, type: int}
+    link_type: {description: ETH or IB, type: str}
+    speed_mbps: {description: Link speed in Mb/s, null when the link is down, type: int}
+    sriov:
+      description: C(capable) is false when SR-IOV is off in the NIC firmware (no sriov_* files).
+      type: dict
+      sample: {capable: true, totalvfs: 16, numvfs: 8}
+    vfs:
+      description: VFs with index, pci_address, netdev, rdma_device, driver, mtu.
+      type: list
+    rdma_device: {description: RDMA device of the PF, type: str, sample: mlx5_0}
+    rdma:
+      description: Port 1 of the RDMA device: state, link_layer, gids, roce_v2_gid_index.
+      type: dict
+iommu_active:
+  description: Whether the kernel has an active IOMMU (entries under class/iommu).
+  returned: always
+  type: bool
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysfs_root=dict(type="path", default="/sys"),
+            vendor=dict(type="str", default=""),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        nics = sysfs_nic.discover(module.params["sysfs_root"])
+    except sysfs_nic.SysfsError as exc:
+        module.fail_json(msg=str(exc))
+    vendor = module.params["vendor"].lower().replace("0x", "")
+    if vendor:
+        nics = [n for n in nics if n["vendor"] == vendor]
+    module.exit_json(changed=False, nics=nics,
+                     iommu_active=sysfs_nic.iommu_active(module.params["sysfs_root"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: sriov_vf
+short_description: Create SR-IOV virtual functions and set their MAC, VLAN, trust, spoof-check, link state, MTU and GUIDs
+version_added: "0.1.0"
+description:
+  - Selects PFs by netdev name, PCI address or vendor:device and brings each to the wanted VF count and per-VF
+    settings in one call for all PFs of a host.
+  - Follows the kernel's order of operations: C(sriov_numvfs) is written only when the count changes, 0 first
+    and then N; the module waits until every VF has its C(physfn) link and netdev, then sets per-VF settings
+    through the PF (C(ip link set dev <pf> vf N ...)) and VF MTUs.
+  - Every value is checked before anything changes; a count above C(sriov_totalvfs), SR-IOV off in the NIC
+    firmware, a PF without a bound driver and MMIO exhaustion (ENOMEM) are reported as different causes, naming
+    the PF and the value.
+  - Defaults are the safe ones for NICs shared by tenants, spoof-check on and trust off.
+options:
+  pfs:
+    description: PF selections and the VF layout wanted on each.
+    type: list
+    elements: dict
+    required: true
+    suboptions:
+      name:
+        description: Netdev name of the PF. Exactly one of I(name), I(pci_address), I(vendor_device).
+        type: str
+      pci_address:
+        description: PCI address of the PF, for example C(0000:3b:00.0).
+        type: str
+      vendor_device:
+        description: PCI vendor:device in hex, for example C(15b3:1021); selects every matching PF.
+        type: str
+      num_vfs:
+        description: Number of VFs wanted. C(0) removes all VFs.
+        type: int
+        required: true
+      vf_defaults:
+        description: Settings applied to every VF unless I(vfs) overrides them.
+        type: dict
+        suboptions:
+          trust: {description: Trust mode (lets the VF set promiscuous mode and change its MAC)., type: bool, default: false}
+          spoofchk: {description: MAC spoof checking., type: bool, default: true}
+          link_state: {description: VF link state policy., type: str, choices: [auto, enable, disable], default: auto}
+          vlan: {description: VLAN tag the PF inserts (0 for none)., type: int}
+          qos: {description: 802.1p priority with I(vlan)., type: int}
+          max_tx_rate: {description: Maximum transmit rate in Mb/s (0 for unlimited)., type: int}
+      vfs:
+        description: Per-VF settings, by VF index.
+        type: list
+        elements: dict
+        suboptions:
+          index: {description: VF index (0 to num_vfs - 1)., type: int, required: true}
+          mac: {description: Administrative MAC address., type: str}
+          vlan: {description: VLAN tag., type: int}
+          qos: {description: 802.1p priority., type: int}
+          trust: {description: Trust mode., type: bool}
+          spoofchk: {description: MAC spoof checking., type: bool}
+          link_state: {description: Link state policy., type: str, choices: [auto, enable, disable]}
+          node_guid: {description: IB node GUID (InfiniBand PFs only)., type: str}
+          port_guid: {description: IB port GUID (InfiniBand PFs only)., type: str}
+          max_tx_rate: {description: Maximum transmit rate in Mb/s., type: int}
+          mtu: {description: MTU of this VF's netdev., type: int}
+      vf_mtu:
+        description: MTU of every VF netdev (a per-VF I(mtu) overrides it). Unset leaves MTUs alone.
+        type: int
+  sysfs_root:
+    description: Where sysfs is mounted.
+    type: path
+    default: /sys
+  wait_timeout:
+    description: Seconds to wait for new VFs to get their physfn links and netdevs.
+    type: int
+    default: 120
+  ip_command:
+    description: The iproute2 C(ip) binary used to set per-VF settings through the PF.
+    type: str
+    default: ip
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+author:
+  - gpufabric.stack contributors
+"""
+
+EXAMPLES = r"""
+- name: Eight VFs on every ConnectX-7 PF, tenant-safe defaults, jumbo MTU
+  gpufabric.stack.sriov_vf:
+    pfs:
+      - vendor_device: "15b3:1021"
+        num_vfs: 8
+        vf_mtu: 9000
+
+- name: A VF with a fixed MAC and VLAN on one PF
+  gpufabric.stack.sriov_vf:
+    pfs:
+      - name: enp59s0f0np0
+        num_vfs: 4
+        vfs:
+          - {index: 0, mac: "02:00:00:00:3b:00", vlan: 100, qos: 3}
+"""
+
+RETURN = r"""
+pfs:
+  description: Per PF, the VF count before and after and the VFs with their settings.
+  returned: always
+  type: list
+  elements: dict
+commands:
+  description: The sysfs writes and ip commands run (or, in check mode, that would run).
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_tools import parse_ip_json_vfinfo
+
+VF_DEFAULTS_SPEC = dict(
+    trust=dict(type="bool", default=False),
+    spoofchk=dict(type="bool", default=True),
+    link_state=dict(type="str", choices=["auto", "enable", "disable"], default="auto"),
+    vlan=dict(type="int"),
+    qos=dict(type="int"),
+    max_tx_rate=dict(type="int"),
+)
+VF_SPEC = dict(
+    index=dict(type="int", required=True),
+    mac=dict(type="str"),
+    vlan=dict(type="int"),
+    qos=dict(type="int"),
+    trust=dict(type="bool"),
+    spoofchk=dict(type="bool"),
+    link_state=dict(type="str", choices=["auto", "enable", "disable"]),
+    node_guid=dict(type="str"),
+    port_guid=dict(type="str"),
+    max_tx_rate=dict(type="int"),
+    mtu=dict(type="int"),
+)
+PF_SPEC = dict(
+    name=dict(type="str"),
+    pci_address=dict(type="str"),
+    vendor_device=dict(type="str"),
+    num_vfs=dict(type="int", required=True),
+    vf_defaults=dict(type="dict", options=VF_DEFAULTS_SPEC),
+    vfs=dict(type="list", elements="dict", options=VF_SPEC),
+    vf_mtu=dict(type="int"),
+)
+
+
+class IpBackend(object):
+    """Reads and sets per-VF settings through the PF with iproute2."""
+
+    def __init__(self, module):
+        self.module = module
+        self.ip = module.get_bin_path(module.params["ip_command"], required=True) \
+            if "/" not in module.params["ip_command"] else module.params["ip_command"]
+
+    def get_vfs(self, pf_name):
+        rc, out, err = self.module.run_command([self.ip, "-j", "link", "show", "dev", pf_name])
+        if rc != 0:
+            raise sriov.SriovError("pf %s: ip -j link show failed: %s" % (pf_name, err.strip()))
+        return dict((v["vf"], v) for v in parse_ip_json_vfinfo(out))
+
+    def set_vf(self, args):
+        rc, out, err = self.module.run_command([self.ip] + args)
+        if rc != 0:
+            raise sriov.SriovError("%s failed: %s" % (" ".join(["ip"] + args), err.strip() or out.strip()))
+
+
+def run(module, backend):
+    p = module.params
+    fs = sysfs_nic.Sysfs(p["sysfs_root"])
+    pfs = sysfs_nic.discover(p["sysfs_root"])
+    plan = sriov.build_plan(pfs, p["pfs"])
+    commands, results, before, after = [], [], {}, {}
+    changed = False
+    # 1. VF counts on every PF (the kernel's 0-then-N), then wait for the VFs.
+    for pf, want in plan:
+        label = pf["name"] or pf["pci_address"]
+        have = pf["sriov"]["numvfs"] or 0
+        if have != want["num_vfs"]:
+            changed = True
+            if module.check_mode:
+                path = fs.pci(pf["pci_address"], "sriov_numvfs")
+                commands += ["echo %d > %s" % (v, path) for v in ([0] if have else []) + ([want["num_vfs"]] if want["num_vfs"] else [])]
+            else:
+                sriov.set_numvfs(fs, pf, want["num_vfs"], commands)
+        before[label] = {"num_vfs": have}
+        after[label] = {"num_vfs": want["num_vfs"]}
+    for pf, want in plan:
+        label = pf["name"] or pf["pci_address"]
+        num = want["num_vfs"]
+        if num and not module.check_mode:
+            autoprobe = pf["sriov"].get("drivers_autoprobe", True)
+            vfs = sriov.wait_vfs(fs, pf, num, p["wait_timeout"], autoprobe=autoprobe)
+        else:
+            vfs = sysfs_nic.vf_list(fs, pf["pci_address"]) if pf["sriov"]["capable"] else []
+        counts_match = (pf["sriov"]["numvfs"] or 0) == num
+        current = backend.get_vfs(pf["name"]) if (num and pf["name"] and (counts_match or not module.check_mode)) else {}
+        by_index = dict((v["index"], v) for v in vfs)
+        vf_results, vf_before, vf_after = [], {}, {}
+        # 2. Per-VF settings through the PF.
+        for idx in range(num):
+            desired = want["vfs"][idx]
+            cur = current.get(idx) or {}
+            delta = sriov.vf_changes(cur, desired)
+            if delta:
+                changed = True
+                args = sriov.ip_args(pf["name"], idx, delta)
+                commands.append(" ".join(["ip"] + args))
+                if not module.check_mode:
+                    backend.set_vf(args)
+            # 3. VF MTU on its netdev.
+            mtu = desired.get("mtu", want["vf_mtu"])
+            info = by_index.get(idx, {})
+            if mtu is not None and info.get("netdev") and info.get("mtu") != mtu:
+                changed = True
+                path = fs.netdev(info["netdev"], "mtu")
+                commands.append("echo %d > %s" % (mtu, path))
+                if not module.check_mode:
+                    try:
+                        sriov.write_sysfs(path, mtu)
+                    except OSError as exc:
+                        raise sriov.SriovError("%s: VF %d (%s): setting MTU %d failed: %s"
+                                               % (sriov.pf_label(pf), idx, info["netdev"], mtu, exc.strerror))
+            keys = [k for k in sriov.VF_KEYS if k in desired]
+            vf_before[idx] = dict((k, cur.get(k)) for k in keys)
+            vf_after[idx] = dict((k, desired[k]) for k in keys)
+            if mtu is not None:
+                vf_before[idx]["mtu"] = info.get("mtu")
+                vf_after[idx]["mtu"] = mtu
+            vf_results.append(dict(index=idx, pci_address=info.get("pci_address"), netdev=info.get("netdev"),
+                                   rdma_device=info.get("rdma_device"), **vf_after[idx]))
+        before[label]["vfs"] = vf_before
+        after[label]["vfs"] = vf_after
+        results.append(dict(name=pf["name"], pci_address=pf["pci_address"], vendor_device=pf["vendor_device"],
+                            num_vfs_before=pf["sriov"]["numvfs"] or 0, num_vfs=num, vfs=vf_results))
+    return changed, results, commands, before, after
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pfs=dict(type="list", elements="dict", required=True, options=PF_SPEC),
+            sysfs_root=dict(type="path", default="/sys"),
+            wait_timeout=dict(type="int", default=120),
+            ip_command=dict(type="str", default="ip"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        changed, results, commands, before, after = run(module, IpBackend(module))
+    except (sriov.SriovError, sysfs_nic.SysfsError) as exc:
+        module.fail_json(msg=str(exc))
+    out = dict(changed=changed, pfs=results, commands=commands)
+    if module._diff:
+        out["diff"] = dict(before=json.dumps(before, indent=2, sort_keys=True) + "\n",
+                           after=json.dumps(after, indent=2, sort_keys=True) + "\n")
+    module.exit_json(**out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Roles bmc (layer 1) and bios (layer 2) against the twin's BMCs, with the
+in-memory power driver; the managed hosts use the local connection."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from simlab.bmc import faults, state
+from simlab.bmc.power import FakePowerDriver
+from simlab.bmc.server import BmcLab
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOK_BIN = Path(sys.executable).with_name("ansible-playbook")
+
+SPEC = [
+    {"name": "dell1", "port": 0, "vendor": "dell", "username": "root", "password": "calvin",
+     "container": "c-dell1"},
+    {"name": "hpe1", "port": 0, "vendor": "hpe", "username": "Administrator",
+     "password": "hpe-pw", "container": "c-hpe1", "cpu_vendor": "amd"},
+    {"name": "smc1", "port": 0, "vendor": "supermicro", "username": "ADMIN",
+     "password": "smc-pw", "container": "c-smc1"},
+]
+
+PLAYBOOK = """
+- name: Doctor before
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
+    - ansible.builtin.set_fact: {r1: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
+    - ansible.builtin.set_fact: {r2: "{{ gpufabric_layer_result }}"}
+- name: Converge
+  hosts: nodes
+  gather_facts: false
+  roles: [gpufabric.stack.bmc, gpufabric.stack.bios]
+- name: Doctor after
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
+    - ansible.builtin.set_fact: {a1: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
+    - ansible.builtin.set_fact: {a2: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.copy:
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        content: "{{ {'before': [r1, r2], 'after': [a1, a2], 'system': bmc_system} | to_json }}"
+      delegate_to: localhost
+      changed_when: false
+"""
+
+
+def _inventory(lab, overrides=None):
+    hosts = {}
+    for e in SPEC:
+        h = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+             "bmc_address": f"127.0.0.1:{lab.bmcs[e['name']].port}",
+             "bmc_username": e["username"], "bmc_password": e["password"],
+             "bmc_vendor": "auto", "bios_cpu_vendor": e.get("cpu_vendor", "intel"),
+             "bmc_reset_delay": 0, "bmc_reset_timeout": 30}
+        h.update((overrides or {}).get(e["name"], {}))
+        hosts[e["name"]] = h
+    return {"all": {"children": {"nodes": {"hosts": hosts}}}}
+
+
+def _run(tmp_path, lab, playbook, *extra, overrides=None):
+    inv = tmp_path / "inv.json"
+    inv.write_text(json.dumps(_inventory(lab, overrides)))
+    pb = tmp_path / "pb.yml"
+    pb.write_text(playbook)
+    out = tmp_path / "out"
+    out.mkdir(exist_ok=True)
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_RETRY_FILES_ENABLED="0",
+               ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"), ANSIBLE_FORKS="3",
+               ANSIBLE_HOST_KEY_CHECKING="0")
+    return subprocess.run([str(PLAYBOOK_BIN), "-i", str(inv), str(pb), "-e", f"out={out}", *extra],
+                          env=env, capture_output=True, text=True, timeout=180)
+
+
+def _recap(stdout):
+    return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+            for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", stdout, re.M)}
+
+
+@pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
+def test_roles_converge_idempotent_and_doctor(tmp_path):
+    driver = FakePowerDriver(initial="On", states={"c-dell1": "Off"})
+    lab = BmcLab(tmp_path / "lab", SPEC, driver)
+    lab.start()
+    try:
+        # bad input fails before any change, naming the variable
+        bad = _run(tmp_path, lab,
+                   "- hosts: nodes\n  gather_facts: false\n  roles: [gpufabric.stack.bios]\n",
+                   "--limit", "hpe1,smc1",
+                   overrides={"smc1": {"bmc_vendor": "lenovo"}, "hpe1": {"bmc_password": ""}})
+        assert bad.returncode != 0
+        assert "bmc_vendor" in bad.stdout and "lenovo" in bad.stdout
+        assert "hpe1: bmc_password must not be empty" in bad.stdout
+        assert "hpe-pw" not in bad.stdout and "calvin" not in bad.stdout
+        assert driver.events == []
+
+        # check mode changes nothing
+        chk = _run(tmp_path, lab, PLAYBOOK, "--check")
+        assert chk.returncode == 0, chk.stdout[-4000:] + chk.stderr[-2000:]
+        assert driver.events == []
+        assert state.load_bios(tmp_path / "lab/nodes/dell1")["pending"] == {}
+
+        first = _run(tmp_path, lab, PLAYBOOK)
+        assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+        res = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in
+               ("dell1", "hpe1", "smc1")}
+        second = _run(tmp_path, lab, PLAYBOOK)
+        assert second.returncode == 0, second.stdout[-4000:]
+        res2 = {n: json.loads((tmp_path / "out" / f"{n}.json").read_text()) for n in res}
+        events_after_second = list(driver.events)
+
+        # doctor after a fault
+        faults.inject(tmp_path / "lab", "smc1", "bios-sriov-off")
+        faults.inject(tmp_path / "lab", "hpe1", "bmc-unreachable")
+        third = _run(tmp_path, lab, PLAYBOOK.split("- name: Converge")[0]
+                     + "    - ansible.builtin.copy:\n"
+                       "        dest: \"{{ out }}/{{ inventory_hostname }}.f.json\"\n"
+                       "        content: \"{{ [r1, r2] | to_json }}\"\n"
+                       "      delegate_to: localhost\n")
+        assert third.returncode == 0, third.stdout[-4000:]
+    finally:
+        lab.stop()
+
+    # layer 1 before: dell was off
+    assert res["dell1"]["before"][0]["reason"] == "power off"
+    assert res["dell1"]["before"][0]["status"] == "fail"
+    assert res["hpe1"]["before"][0]["status"] == "pass"
+    # layer 2 before: factory BIOS has SR-IOV off
+    assert {r["before"][1]["reason"] for r in res.values()} == {"SR-IOV disabled in BIOS"}
+    # converge: dell powered on, one reset per node, everything passes
+    assert ("on", "c-dell1") in driver.events
+    for c in ("c-dell1", "c-hpe1", "c-smc1"):
+        assert [e for e in events_after_second if e[1] == c and "restart" in e[0]] == [
+            ("force-restart", c)]
+    for n, r in res.items():
+        assert [x["status"] for x in r["after"]] == ["pass", "pass"], (n, r["after"])
+    assert res["smc1"]["system"]["model"] == "SYS-821GE-TNHR"
+    assert res["dell1"]["system"]["power_state"] == "On"
+    data = state.load_bios(tmp_path / "lab/nodes/hpe1")
+    assert data["current"]["ProcAmdIoVt"] == "Enabled" and data["current"]["Sriov"] == "Enabled"
+    assert data["current"]["AcsControl"] == "Disabled"
+    # second run: nothing changed
+    recap = _recap(second.stdout)
+    assert set(recap) == {"dell1", "hpe1", "smc1"}
+    assert all(v["changed"] == 0 for v in recap.values()), recap
+    assert events_after_second == driver.events[:len(events_after_second)]
+    # the doctor after faults
+    f_smc = json.loads((tmp_path / "out" / "smc1.f.json").read_text())
+    assert f_smc[0]["status"] == "pass" and f_smc[1]["reason"] == "SR-IOV disabled in BIOS"
+    assert "SR_IOVSupport_" in f_smc[1]["evidence"]
+    f_hpe = json.loads((tmp_path / "out" / "hpe1.f.json").read_text())
+    assert f_hpe[0]["reason"] == "BMC unreachable" and f_hpe[1]["status"] == "fail"

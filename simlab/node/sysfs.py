@@ -69,17 +69,21 @@ class Tree:
             self._key = key
 
     def lookup(self, path: str):
-        self.refresh()
-        return self.entries.get(path)
+        """The entry at path, following symlinks in every component but the
+        last (lstat semantics); None when it does not exist."""
+        try:
+            return self._walk(path, follow_last=False)
+        except KernelError:
+            return None
 
     def listdir(self, path: str) -> list[str]:
-        self.refresh()
-        if not isinstance(self.entries.get(path), Dir):
+        real = self._real(path)
+        if not isinstance(self.entries.get(real), Dir):
             raise KernelError(errno.ENOTDIR)
-        return sorted(self.children.get(path, []))
+        return sorted(self.children.get(real, []))
 
     def read(self, path: str) -> bytes:
-        e = self._resolve(path)
+        e = self._walk(path, follow_last=True)
         if isinstance(e, Dir):
             raise KernelError(errno.EISDIR)
         if e.read is None:
@@ -87,7 +91,7 @@ class Tree:
         return e.read()
 
     def write(self, path: str, data: bytes) -> None:
-        e = self._resolve(path)
+        e = self._walk(path, follow_last=True)
         if isinstance(e, Dir):
             raise KernelError(errno.EISDIR)
         if e.write is None:
@@ -100,24 +104,29 @@ class Tree:
             raise KernelError(errno.EINVAL)
         return e.target
 
-    def _resolve(self, path: str, depth: int = 0):
-        """Follow symlinks in every component, as path walk does."""
+    def _real(self, path: str, follow_last: bool = True, depth: int = 0) -> str:
+        """The link-free path that path names, as the kernel's path walk does."""
         self.refresh()
         parts = [p for p in path.split("/") if p]
         cur = "/"
         for i, part in enumerate(parts):
-            nxt = (cur.rstrip("/") + "/" + part)
+            nxt = cur.rstrip("/") + "/" + part
             e = self.entries.get(nxt)
             if e is None:
                 raise KernelError(errno.ENOENT)
-            if isinstance(e, Link):
+            last = i == len(parts) - 1
+            if isinstance(e, Link) and (follow_last or not last):
                 if depth > 20:
                     raise KernelError(errno.ELOOP)
                 target = os.path.normpath(os.path.join(os.path.dirname(nxt), e.target))
                 rest = "/".join(parts[i + 1:])
-                return self._resolve(target + ("/" + rest if rest else ""), depth + 1)
+                return self._real(target + ("/" + rest if rest else ""), follow_last, depth + 1)
             cur = nxt
-        e = self.entries.get(cur)
+        return cur
+
+    def _walk(self, path: str, follow_last: bool):
+        real = self._real(path, follow_last)
+        e = self.entries.get(real)
         if e is None:
             raise KernelError(errno.ENOENT)
         return e

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what the rack twin needs on a Debian/Ubuntu machine: podman with
+# runc, fuse3 for the twin sysfs, debootstrap for the node image.  Runs apt
+# as root, or through sudo.
+set -euo pipefail
+need=()
+command -v podman >/dev/null || need+=(podman)
+command -v runc >/dev/null || need+=(runc)
+command -v fusermount3 >/dev/null || need+=(fuse3)
+dpkg -s libfuse3-3 >/dev/null 2>&1 || need+=(libfuse3-3)
+command -v debootstrap >/dev/null || need+=(debootstrap)
+[ ${#need[@]} -eq 0 ] && exit 0
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup-host: run as root or install sudo" >&2; exit 1; }
+  SUDO=sudo
+fi
+echo "setup-host: installing ${need[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null

@@ -1,0 +1,126 @@
+"""nic_facts discovery and the sriov_vf plan against twin sysfs trees."""
+
+import errno
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from test_twin_kernel import make
+
+
+def facts(tmp_path, **kw):
+    k, t, clock = make(**kw)
+    return k, t, clock
+
+
+def discover(t, tmp_path):
+    root = tmp_path / "sys"
+    t.materialize(str(root))
+    return sysfs_nic.discover(str(root)), str(root)
+
+
+def test_discover_maps_netdev_pci_rdma_through_links(tmp_path):
+    k, t, clock = make()
+    t.write("/bus/pci/devices/0000:3b:00.0/sriov_numvfs", b"2")
+    clock.t += 1
+    pfs, root = discover(t, tmp_path)
+    assert [p["name"] for p in pfs] == ["enp59s0f0np0", "enp134s0f0np0"]
+    pf = pfs[0]
+    assert pf["pci_address"] == "0000:3b:00.0"
+    assert pf["vendor_device"] == "15b3:1021"
+    assert pf["driver"] == "mlx5_core" and pf["numa_node"] == 0 and pf["link_type"] == "ETH"
+    assert pf["speed_mbps"] == 400000
+    assert pf["sriov"] == {"capable": True, "totalvfs": 16, "numvfs": 2, "vf_device": "101e",
+                           "offset": 1, "stride": 1, "drivers_autoprobe": True}
+    assert [(v["index"], v["pci_address"], v["netdev"], v["rdma_device"]) for v in pf["vfs"]] == [
+        (0, "0000:3b:00.1", "enp59s0f0v0", "rocep59s0f1"), (1, "0000:3b:00.2", "enp59s0f0v1", "rocep59s0f2")]
+    assert pf["rdma_device"] == "rocep59s0f0"
+    assert pf["rdma"]["roce_v2_gid_index"] == 3
+    assert pf["rdma"]["gids"][3]["ipv4"] == "172.30.0.1"
+    assert pfs[1]["numa_node"] == 1
+    assert sysfs_nic.iommu_active(root)
+
+
+def test_discover_kernel_rdma_names_and_unbound_pf(tmp_path):
+    k, t, _ = make(driver="ofed")
+    t.write("/bus/pci/drivers/mlx5_core/unbind", b"0000:86:00.0")
+    pfs, _ = discover(t, tmp_path)
+    assert pfs[0]["rdma_device"] == "mlx5_0" and pfs[0]["driver_flavor"] == "ofed"
+    unbound = pfs[1]
+    assert unbound["pci_address"] == "0000:86:00.0"
+    assert unbound["name"] is None and unbound["driver"] is None and not unbound["bound"]
+
+
+def test_discover_reports_sriov_off_in_firmware(tmp_path):
+    k, t, _ = make(preset="factory")
+    pfs, _ = discover(t, tmp_path)
+    assert pfs[0]["sriov"] == {"capable": False, "totalvfs": None, "numvfs": None}
+
+
+def plan(pfs, **entry):
+    entry.setdefault("num_vfs", 4)
+    return sriov.build_plan(pfs, [entry])
+
+
+@pytest.fixture
+def pfs(tmp_path):
+    k, t, _ = make()
+    return discover(t, tmp_path)[0]
+
+
+def test_plan_selects_by_name_pci_and_vendor_device(pfs):
+    assert len(plan(pfs, vendor_device="15b3:1021")) == 2
+    assert plan(pfs, pci_address="3b:00.0")[0][0]["name"] == "enp59s0f0np0"
+    got = plan(pfs, name="enp134s0f0np0", vfs=[{"index": 1, "trust": True}])
+    assert got[0][1]["vfs"][1] == {"spoofchk": True, "trust": True, "link_state": "auto"}
+    assert got[0][1]["vfs"][0] == {"spoofchk": True, "trust": False, "link_state": "auto"}
+
+
+@pytest.mark.parametrize("entry, words", [
+    ({"name": "ens9"}, ["no PF matches name=ens9", "enp59s0f0np0"]),
+    ({"name": "enp59s0f0np0", "num_vfs": 32}, ["enp59s0f0np0", "32 VFs requested", "sriov_totalvfs is 16"]),
+    ({"name": "enp59s0f0np0", "vfs": [{"index": 0, "mac": "02:00:00:00:00"}]}, ["enp59s0f0np0", "vf 0", "mac"]),
+    ({"name": "enp59s0f0np0", "vfs": [{"index": 0, "mac": "01:00:5e:00:00:01"}]}, ["multicast"]),
+    ({"name": "enp59s0f0np0", "vfs": [{"index": 9}]}, ["index 9 is outside 0-3"]),
+    ({"name": "enp59s0f0np0", "vfs": [{"index": 0, "trust": "yes"}]}, ["trust 'yes' is not a boolean"]),
+    ({"name": "enp59s0f0np0", "vfs": [{"index": 0, "vlan": 5000}]}, ["vlan 5000"]),
+    ({"name": "enp59s0f0np0", "vfs": [{"index": 0, "node_guid": "11:22:33:44:55:66:77:88"}]}, ["InfiniBand PFs only"]),
+    ({"vendor_device": "15b3"}, ["vendor_device '15b3'"]),
+    ({"name": "a", "pci_address": "0000:3b:00.0"}, ["exactly one of"]),
+])
+def test_plan_rejects_bad_input_naming_pf_and_value(pfs, entry, words):
+    with pytest.raises(sriov.SriovError) as e:
+        plan(pfs, **entry)
+    for w in words:
+        assert w in str(e.value)
+
+
+def test_plan_tells_firmware_off_and_unbound_apart(tmp_path):
+    k, t, _ = make(preset="factory")
+    pfs, _ = discover(t, tmp_path / "a")
+    with pytest.raises(sriov.SriovError, match="SR-IOV is disabled in the NIC firmware.*layer 4"):
+        plan(pfs, name="enp59s0f0np0")
+    k, t, _ = make()
+    t.write("/bus/pci/drivers/mlx5_core/unbind", b"0000:3b:00.0")
+    pfs, _ = discover(t, tmp_path / "b")
+    with pytest.raises(sriov.SriovError, match=r"0000:3b:00.0.*no driver is bound.*layer 5"):
+        plan(pfs, pci_address="0000:3b:00.0")
+
+
+def test_numvfs_errors_name_the_cause():
+    pf = {"name": "enp59s0f0np0", "pci_address": "0000:3b:00.0"}
+    msg = str(sriov.numvfs_error(pf, 8, OSError(errno.ENOMEM, "x")))
+    assert "enp59s0f0np0" in msg and "MMIO" in msg and "pci=realloc" in msg
+    assert "EBUSY" in str(sriov.numvfs_error(pf, 8, OSError(errno.EBUSY, "x")))
+
+
+def test_vf_changes_and_ip_args():
+    cur = {"vf": 0, "mac": "00:00:00:00:00:00", "vlan": 0, "qos": 0, "spoofchk": True, "trust": False,
+           "link_state": "auto"}
+    want = {"spoofchk": True, "trust": True, "link_state": "auto", "vlan": 100, "qos": 3, "mac": "02:AA:00:00:00:01"}
+    delta = sriov.vf_changes(cur, want)
+    assert delta == {"trust": True, "vlan": 100, "qos": 3, "mac": "02:AA:00:00:00:01"}
+    assert sriov.ip_args("enp59s0f0np0", 0, delta) == [
+        "link", "set", "dev", "enp59s0f0np0", "vf", "0", "mac", "02:AA:00:00:00:01",
+        "vlan", "100", "qos", "3", "trust", "on"]
+    assert sriov.vf_changes(cur, {"spoofchk": True, "trust": False, "mac": "00:00:00:00:00:00"}) == {}

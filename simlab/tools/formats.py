@@ -23,6 +23,7 @@ Standard library only; nothing here imports the collection.
 from __future__ import annotations
 
 __all__ = [
+    "MLXCFG_LAYOUTS",
     "mlxconfig_query",
     "mlxconfig_set",
     "mstflint_query",
@@ -66,7 +67,56 @@ def _mlxcfg_values(values):
     return " ".join("%-*s" % (MLXCFG_VALUE_WIDTH, v) for v in values)
 
 
-def mlxconfig_query(device_type, name, description, device, params, extended=False, index=1):
+#: Table layouts.  ``doc``: the layout of host-interfaces.md section 3.1
+#: (name ``%-48s``, 19-wide values one space apart).  ``classic``: what
+#: MFT/mstflint up to 4.35 print (mlxcfg_ui.cpp before the 4.36 layout
+#: change): name ``%-44s``, values ``%-20s`` each followed by the space
+#: of PRINT_SPACE_IF_NEEDED (printf's count is never below 20), header
+#: ``"%-20s%46s"`` (Next Boot
+#: only) or ``"%-20s%44s%20s%18s"`` (-e), ``"       New"`` for set; the
+#: published MFT 4.30 ConnectX-7 query has exactly this layout.
+MLXCFG_LAYOUTS = ("doc", "classic")
+
+
+def _classic_values(values):
+    # printParam returns printf's count, which is >= 20 for "%-20s", so
+    # PRINT_SPACE_IF_NEEDED always separates the columns: 21 apart.
+    return " ".join("%-20s" % v for v in values)
+
+
+def _mlxcfg_header(layout, extended, new=False):
+    if layout == "classic":
+        if extended:
+            out = "%-20s%44s%20s%18s" % ("Configurations:", "Default", "Current", "Next Boot")
+        else:
+            out = "%-20s%46s" % ("Configurations:", "Next Boot")
+        if new:
+            out += "       %s" % "New"
+        return out + "\n"
+    out = "%-*s" % (MLXCFG_NAME_WIDTH, "Configurations:")
+    if extended:
+        out += "%-*s " % (MLXCFG_VALUE_WIDTH, "Default")
+        out += "%-*s " % (MLXCFG_VALUE_WIDTH, "Current")
+    out += "%-*s" % (MLXCFG_VALUE_WIDTH, "Next Boot")
+    if new:
+        out += " %-*s" % (MLXCFG_VALUE_WIDTH, "New")
+    return out + "\n"
+
+
+def _mlxcfg_row(layout, name, values, diff, ro):
+    marks = "%s%s     " % ("*" if diff else " ", "RO" if ro else "  ")
+    if layout == "classic":
+        return marks + "%-44s" % name + _classic_values(values) + "\n"
+    return marks + "%-48s" % name + _mlxcfg_values(values) + "\n"
+
+
+def _check_layout(layout):
+    if layout not in MLXCFG_LAYOUTS:
+        raise ValueError("mlxconfig layout must be one of %s, not %r" % (MLXCFG_LAYOUTS, layout))
+
+
+def mlxconfig_query(device_type, name, description, device, params, extended=False, index=1,
+                    layout="doc"):
     """``mlxconfig -d <dev> q`` (``extended=False``: Next Boot column only)
     or ``mlxconfig -d <dev> -e q`` (Default, Current, Next Boot).
 
@@ -74,15 +124,12 @@ def mlxconfig_query(device_type, name, description, device, params, extended=Fal
     read_only}`` with display strings (``'True(1)'``, ``'ETH(2)'``,
     ``'16'``, ``'Array[0..7]'``).  The ``*`` marker is set, as the tool
     does, only in extended mode when Next Boot differs from Default or
-    Current.
+    Current.  ``layout``: ``'doc'`` or ``'classic'`` (MFT <= 4.35), see
+    ``MLXCFG_LAYOUTS``.
     """
+    _check_layout(layout)
     out = _mlxcfg_opening(device_type, name, description, device, index)
-    out += "%-*s" % (MLXCFG_NAME_WIDTH, "Configurations:")
-    if extended:
-        out += "%-*s " % (MLXCFG_VALUE_WIDTH, "Default")
-        out += "%-*s " % (MLXCFG_VALUE_WIDTH, "Current")
-    out += "%-*s" % (MLXCFG_VALUE_WIDTH, "Next Boot")
-    out += "\n"
+    out += _mlxcfg_header(layout, extended)
     any_diff = False
     any_ro = False
     for p in params:
@@ -97,8 +144,7 @@ def mlxconfig_query(device_type, name, description, device, params, extended=Fal
         ro = bool(p.get("read_only"))
         any_diff |= diff
         any_ro |= ro
-        out += "%s%s     %-48s" % ("*" if diff else " ", "RO" if ro else "  ", p["name"])
-        out += _mlxcfg_values(values) + "\n"
+        out += _mlxcfg_row(layout, p["name"], values, diff, ro)
     if any_diff:
         out += "The '*' shows parameters with next value different from default/current value.\n"
     if any_ro:
@@ -113,23 +159,21 @@ _RESET_LINES = {
 
 
 def mlxconfig_set(changes, reboot_kind="reboot", device_type="ConnectX7", name=None,
-                  description=None, device="0000:3b:00.0"):
+                  description=None, device="0000:3b:00.0", layout="doc"):
     """``mlxconfig -d <dev> -y set NAME=VAL ...`` output.
 
     ``changes`` is a list of ``(name, next_boot_str, new_str)``;
     ``reboot_kind`` is ``'reboot'`` or ``'power cycle'`` (the ``-I-``
-    line printed after ``Applying... Done!``).
+    line printed after ``Applying... Done!``); ``layout`` as for
+    :func:`mlxconfig_query`.
     """
+    _check_layout(layout)
     if reboot_kind not in _RESET_LINES:
         raise ValueError("reboot_kind must be 'reboot' or 'power cycle'")
     out = _mlxcfg_opening(device_type, name, description, device)
-    out += "%-*s" % (MLXCFG_NAME_WIDTH, "Configurations:")
-    out += "%-*s" % (MLXCFG_VALUE_WIDTH, "Next Boot")
-    out += " %-*s" % (MLXCFG_VALUE_WIDTH, "New")
-    out += "\n"
+    out += _mlxcfg_header(layout, False, new=True)
     for pname, nxt, new in changes:
-        out += "%s%s     %-48s" % (" ", "  ", pname)
-        out += _mlxcfg_values([str(nxt), str(new)]) + "\n"
+        out += _mlxcfg_row(layout, pname, [str(nxt), str(new)], False, False)
     out += "\n Apply new Configuration? (y/n) [n] : y\n"
     out += "Applying... Done!\n"
     out += _RESET_LINES[reboot_kind]
@@ -214,7 +258,8 @@ def mlnx_qos(state):
     ``state`` keys: ``dcbx`` (``'os'``/``'fw'``, default ``'os'``),
     ``trust`` (``'pcp'``/``'dscp'``/``'none'``), ``dscp2prio`` ({prio:
     [dscp, ...]}, default map when trust is dscp and none given),
-    ``buffer_sizes`` (8 ints) and ``buffer_total_size`` (optional),
+    ``buffer_sizes`` (8 ints) and ``buffer_total_size`` (optional, printed
+    as ``max_buffer_size=N``),
     ``cable_len``, ``pfc`` (8 ints 0/1), ``buffer`` (prio2buffer, 8 ints,
     or ``None`` when there is no buffer support: no ``buffer`` row, and
     with ``buffers_supported=False`` the tool's notice is printed first, as
@@ -247,7 +292,7 @@ def mlnx_qos(state):
         msg = "Receive buffer size (bytes): "
         msg += "".join("%1d," % b for b in state["buffer_sizes"])
         if state.get("buffer_total_size") is not None:
-            msg += "total_size=%d" % state["buffer_total_size"]
+            msg += "max_buffer_size=%d" % state["buffer_total_size"]
         out += msg + "\n"
     out += "Cable len: %d\n" % state.get("cable_len", 7)
     out += "PFC configuration:\n"
@@ -357,7 +402,8 @@ def ibv_devinfo(devices):
 def rdma_link(rows):
     """``rdma link show`` output.  ``rows``: ``{dev, port, state,
     physical_state, netdev}``; InfiniBand ports may add ``subnet_prefix``,
-    ``lid``, ``sm_lid``, ``lmc`` (printed before the state)."""
+    ``lid``, ``sm_lid``, ``lmc`` (printed before the state).  Like
+    iproute2, each line ends with a space before the newline."""
     out = ""
     for r in rows:
         parts = ["link %s/%d" % (r["dev"], r["port"])]
@@ -368,7 +414,7 @@ def rdma_link(rows):
                                                      r.get("physical_state", "LINK_UP")))
         if r.get("netdev"):
             parts.append("netdev %s" % r["netdev"])
-        out += " ".join(parts) + "\n"
+        out += " ".join(parts) + " \n"
     return out
 
 
@@ -404,6 +450,8 @@ def ip_vf_lines(vfs):
         if v["vlan_proto"] and v["vlan_proto"] != "802.1Q":
             s += ", vlan protocol %s" % v["vlan_proto"]
         if v["max_tx_rate"]:
+            # the kernel copies max_tx_rate into the legacy IFLA_VF_TX_RATE
+            s += ", tx rate %d (Mbps)" % v["max_tx_rate"]
             s += ", max_tx_rate %dMbps" % v["max_tx_rate"]
         if v["min_tx_rate"]:
             s += ", min_tx_rate %dMbps" % v["min_tx_rate"]
@@ -437,8 +485,10 @@ def ip_json_vfinfo(vfs):
         if v["vlan_proto"] and v["vlan_proto"] != "802.1Q":
             vlan["protocol"] = v["vlan_proto"]
         item = {"vf": v["vf"], "link_type": v["link_type"], "address": v["mac"],
-                "broadcast": v["broadcast"], "vlan_list": [vlan],
-                "rate": {"max_tx": v["max_tx_rate"], "min_tx": v["min_tx_rate"]}}
+                "broadcast": v["broadcast"], "vlan_list": [vlan]}
+        if v["max_tx_rate"]:
+            item["tx_rate"] = v["max_tx_rate"]
+        item["rate"] = {"max_tx": v["max_tx_rate"], "min_tx": v["min_tx_rate"]}
         if v["spoofchk"] is not None:
             item["spoofchk"] = bool(v["spoofchk"])
         if v["node_guid"]:
@@ -466,6 +516,14 @@ def _onoff(v):
     return "ON" if v else "OFF"
 
 
+def _c_alt_hex(value, width):
+    """C ``%#0<width>x``: ``0x`` plus zero padding, but no prefix for 0
+    (perftest prints LID 0 as ``0000``, LID 5 as ``0x05``)."""
+    if value == 0:
+        return "%0*x" % (width, 0)
+    return "%#0*x" % (width, value)
+
+
 def ib_write_bw(header, rows, gbits=True, closed=True):
     """``ib_write_bw`` report (client or server).
 
@@ -473,8 +531,11 @@ def ib_write_bw(header, rows, gbits=True, closed=True):
     ``connection`` ('RC'), ``tx_depth`` (128), ``cq_moderation`` (1),
     ``cqe_poll_batch`` (16), ``mtu`` (4096), ``link_type`` ('Ethernet'),
     ``gid_index`` (omitted when None), ``rdma_cm`` (False), ``local`` and
-    ``remote`` (lists of ``{qpn, psn, rkey, vaddr, gid}``), ``warnings``
-    (lines printed before the report), ``title`` ('RDMA_Write BW Test').
+    ``remote`` (lists of ``{lid, qpn, psn, rkey, vaddr, gid}``), ``warnings``
+    (lines printed before the report), ``title`` ('RDMA_Write BW Test'),
+    ``machine`` ('client' or 'server': the server prints no TX depth and,
+    with rdma_cm, waits for the client), ``tos`` (``-T``, shown with
+    rdma_cm).
     ``rows``: ``{bytes, iterations, bw_peak, bw_average, msg_rate}``.
     ``gbits`` selects ``--report_gbits`` (Gb/sec) or MiB/sec;
     ``closed=False`` leaves out the closing line, as an interrupted
@@ -494,7 +555,9 @@ def ib_write_bw(header, rows, gbits=True, closed=True):
                                                               _onoff(h.get("lock_free")))
     out += " ibv_wr* API     : %s\t\tUsing Enhanced Reorder      : %s\n" % (
         _onoff(h.get("ibv_wr_api", True)), _onoff(h.get("enhanced_reorder")))
-    out += " TX depth        : %d\n" % h.get("tx_depth", 128)
+    server = h.get("machine", "client") == "server"
+    if not server:
+        out += " TX depth        : %d\n" % h.get("tx_depth", 128)
     out += " CQ Moderation   : %d\n" % h.get("cq_moderation", 1)
     out += " CQE Poll Batch  : %d\n" % h.get("cqe_poll_batch", 16)
     out += " Mtu             : %d[B]\n" % h.get("mtu", 4096)
@@ -503,12 +566,22 @@ def ib_write_bw(header, rows, gbits=True, closed=True):
         out += " GID index       : %d\n" % h["gid_index"]
     out += " Max inline data : %d[B]\n" % h.get("max_inline", 0)
     out += " rdma_cm QPs\t : %s\n" % _onoff(rdma_cm)
-    out += " Data ex. method : %s\n" % ("rdma_cm" if rdma_cm else "Ethernet")
+    out += " Data ex. method : %s" % ("rdma_cm" if rdma_cm else "Ethernet")
+    if rdma_cm:
+        if h.get("tos") is not None:
+            out += " \tTOS    : %d" % h["tos"]
+        if server:
+            out += "\n" + PERFTEST_DASHES + "\n"
+            out += " Waiting for client rdma_cm QP to connect\n"
+            out += " Please run the same command with the IB/RoCE interface IP"
+    out += "\n"
     out += PERFTEST_DASHES + "\n"
     for side, key in (("local", "local"), ("remote", "remote")):
         for a in h.get(key, []):
-            out += " %s address: LID %04x QPN 0x%04x PSN 0x%06x RKey 0x%06x VAddr 0x%014x\n" % (
-                side, a.get("lid", 0), a["qpn"], a["psn"], a.get("rkey", 0), a.get("vaddr", 0))
+            # BASIC_ADDR_FMT " %s address: LID %#04x QPN %#06x PSN %#06x" + RDMA_FMT
+            out += " %s address: LID %s QPN %s PSN %s RKey %s VAddr %s\n" % (
+                side, _c_alt_hex(a.get("lid", 0), 4), _c_alt_hex(a["qpn"], 6), _c_alt_hex(a["psn"], 6),
+                _c_alt_hex(a.get("rkey", 0), 8), _c_alt_hex(a.get("vaddr", 0), 16))
             out += " GID: %s\n" % a["gid"]
     out += PERFTEST_DASHES + "\n"
     unit = "Gb/sec" if gbits else "MiB/sec"
@@ -580,15 +653,19 @@ def nccl_net_info_lines(host, pid, transport="IB", devices=("mlx5_0",), oob="eth
 
 
 def _fit(value, width):
+    """nccl-tests ``getFloatStr``: ``%.2f``, ``%.1f``, ``%.0f`` while the
+    text fits ``width``, else ``%.1e`` (width >= 7) or ``%.0e``, cut to
+    ``width`` as its ``snprintf(str, width+1, ...)`` does."""
     for prec in (2, 1, 0):
-        s = "%.*f" % (prec, value)
+        s = "%*.*f" % (width, prec, value)
         if len(s) <= width:
             return s
-    return "%.0e" % value
+    return (("%*.1e" if width >= 7 else "%*.0e") % (width, value))[:width]
 
 
 def _check(wrong):
-    return "%6s" % "N/A" if wrong is None else "%6g" % wrong
+    # "  %6g" for a count, the literal "    N/A" when run with -c 0
+    return "  N/A" if wrong is None else "%6g" % wrong
 
 
 def _nccl_row(r):

@@ -261,7 +261,10 @@ def test_rdma_link_round_trip():
             {"dev": "ibp21s0f0", "port": 1, "subnet_prefix": "fe80:0000:0000:0000", "lid": 5, "sm_lid": 1,
              "lmc": 0, "state": "DOWN", "physical_state": "POLLING"}]
     out = F.rdma_link(rows)
-    assert out.split("\n")[0] == "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0"
+    # rdma/link.c prints every pair as "key %s " and then the newline
+    assert out.split("\n")[0] == "link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0 "
+    assert out.split("\n")[1] == ("link ibp21s0f0/1 subnet_prefix fe80:0000:0000:0000 lid 5 sm_lid 1 lmc 0 "
+                                  "state DOWN physical_state POLLING ")
     got = R.parse_rdma_link(out)
     assert got[0] == dict(rows[0])
     assert got[1]["lid"] == 5 and got[1]["state"] == "DOWN" and got[1]["netdev"] is None
@@ -416,3 +419,120 @@ def test_nccl_gate_socket_and_wrong_from_twin():
     assert g["passed"] is False and "wrong" in g["reason"]
     na = P.parse_all_reduce_perf(F.all_reduce_perf({}, F.nccl_rows([1 << 30], 400.0, 16, wrong=None)))
     assert na["rows"][0]["ip"]["wrong"] is None and P.nccl_gate(na, 50.0)["passed"] is True
+
+
+# ------------------------------------------- fidelity to the tools' sources
+
+def test_mlxconfig_classic_layout_byte_exact_with_real_mft_4_30(real_output):
+    """MFT <= 4.35 layout: the egrep'd ConnectX-7 capture (MFT 4.30) line by
+    line; its last row was trimmed when published, so it is compared
+    without trailing blanks."""
+    body = real_output("mlxconfig/schmaustech-cx7-query-egrep-sriov.txt").split("\n")
+    desc = body[2][len("Description:"):].strip()
+    out = F.mlxconfig_query("ConnectX7", "MCX715105AS-WEAT_Ax", desc, "37:00.0",
+                            [{"name": "NUM_OF_VFS", "next": "8"}, {"name": "SRIOV_EN", "next": "True(1)"},
+                             {"name": "LINK_TYPE_P1", "next": "ETH(2)"}], extended=False, layout="classic")
+    keep = ("Device type:", "Name:", "Description:", "Configurations:", "NUM_OF_VFS", "SRIOV_EN", "LINK_TYPE_P1")
+    rendered = [ln for ln in out.split("\n") if ln.strip().startswith(keep)]
+    assert rendered[:6] == body[:6]
+    assert rendered[6].rstrip() == body[6].rstrip()
+    assert M.parse_mlxconfig_query(out)["params"]["SRIOV_EN"]["next_int"] == 1
+
+
+def test_mlxconfig_classic_extended_and_set_layout():
+    params = [{"name": "NUM_OF_VFS", "default": "8", "current": "8", "next": "16"},
+              {"name": "VF_VPD_ENABLE", "default": "A_VALUE_OF_TWENTY_CH", "current": "x", "next": "x",
+               "read_only": True}]
+    out = F.mlxconfig_query("ConnectX7", None, None, "0000:3b:00.0", params, extended=True, layout="classic")
+    lines = out.split("\n")
+    cfg = lines.index(next(ln for ln in lines if ln.startswith("Configurations:")))
+    assert lines[cfg] == "Configurations:".ljust(20) + "Default".rjust(44) + "Current".rjust(20) + "Next Boot".rjust(18)
+    # printf("%-20s") returns >= 20, so PRINT_SPACE_IF_NEEDED always adds
+    # the separating space: value columns start 21 apart
+    assert lines[cfg + 1] == "*" + "  " + "     " + "NUM_OF_VFS".ljust(44) + "8".ljust(20) + " " + \
+        "8".ljust(20) + " " + "16".ljust(20)
+    assert lines[cfg + 2] == "*RO     " + "VF_VPD_ENABLE".ljust(44) + "A_VALUE_OF_TWENTY_CH" + " " + \
+        "x".ljust(20) + " " + "x".ljust(20)
+    parsed = M.parse_mlxconfig_query(out)
+    assert parsed["params"]["VF_VPD_ENABLE"]["default"] == "A_VALUE_OF_TWENTY_CH"
+    assert parsed["params"]["VF_VPD_ENABLE"]["read_only"] is True
+    assert [p["name"] for p in M.mlxconfig_pending(parsed)] == ["NUM_OF_VFS"]
+    out = F.mlxconfig_set([("SRIOV_EN", "False(0)", "True(1)")], layout="classic")
+    assert "Configurations:".ljust(20) + "Next Boot".rjust(46) + "       New" in out.split("\n")
+    assert " " * 8 + "SRIOV_EN".ljust(44) + "False(0)".ljust(20) + " " + "True(1)".ljust(20) in out.split("\n")
+    assert M.parse_mlxconfig_set(out)["changes"][0]["new_int"] == 1
+    with pytest.raises(ValueError):
+        F.mlxconfig_query("ConnectX7", None, None, "x", params, layout="mft-9")
+
+
+def test_mlnx_qos_buffer_line_as_printed_by_the_tool():
+    state = {"trust": "pcp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "buffer": [0, 0, 0, 1, 0, 0, 0, 0],
+             "buffer_sizes": [130944, 130944, 0, 0, 0, 0, 0, 0], "buffer_total_size": 524160}
+    lines = F.mlnx_qos(state).split("\n")
+    assert "Receive buffer size (bytes): 130944,130944,0,0,0,0,0,0,max_buffer_size=524160" in lines
+    assert "\tbuffer      0   0   0   1   0   0   0   0   " in lines
+    p = M.parse_mlnx_qos("\n".join(lines))
+    assert p["buffer_total_size"] == 524160 and p["prio2buffer"] == state["buffer"]
+
+
+def test_ip_vf_rate_fields_in_iproute2_order_and_json():
+    vf = {"vf": 1, "mac": "02:00:00:00:00:02", "max_tx_rate": 10000, "min_tx_rate": 1000, "link_state": "enable"}
+    assert F.ip_vf_lines([vf]) == [
+        "    vf 1     link/ether 02:00:00:00:00:02 brd ff:ff:ff:ff:ff:ff, tx rate 10000 (Mbps), "
+        "max_tx_rate 10000Mbps, min_tx_rate 1000Mbps, spoof checking on, link-state enable, trust off, "
+        "query_rss off"]
+    js = F.ip_json_vfinfo([vf])[0]
+    assert list(js)[:6] == ["vf", "link_type", "address", "broadcast", "vlan_list", "tx_rate"]
+    assert js["tx_rate"] == 10000 and js["rate"] == {"max_tx": 10000, "min_tx": 1000}
+    text = R.parse_ip_link_vfs("\n".join(F.ip_vf_lines([vf])))[0]
+    from_json = R.parse_ip_json_vfinfo([{"ifname": "ens1f0np0", "vfinfo_list": [js]}])[0]
+    from_json.pop("pf")
+    assert text == from_json
+    assert (text["max_tx_rate"], text["min_tx_rate"], text["link_state"]) == (10000, 1000, "enable")
+    assert "tx_rate" not in F.ip_json_vfinfo([{"vf": 0, "mac": "02:00:00:00:00:01"}])[0]
+
+
+def test_ib_write_bw_server_rdma_cm_lines_match_real_server(real_output):
+    real = real_output("perftest/schmaustech-write-bw-server-cuda-16qp-roce-gbits.txt").split("\n")
+    out = F.ib_write_bw({"device": "mlx5_1", "num_qps": 16, "machine": "server", "rdma_cm": True, "tos": 41,
+                         "mtu": 1024, "gid_index": 3,
+                         "local": [{"qpn": 0xc6, "psn": 0xb1023e, "gid": "00:00:00:00:00:00:00:00:00:00:255:255:10:06:145:32"}],
+                         "remote": [{"qpn": 0xc6, "psn": 0x2986aa, "gid": "00:00:00:00:00:00:00:00:00:00:255:255:10:06:145:33"}]},
+                        [{"bytes": 65536, "iterations": 10384867, "bw_peak": 0.0, "bw_average": 181.46,
+                          "msg_rate": 0.346100}]).split("\n")
+    i = out.index(" Data ex. method : rdma_cm \tTOS    : 41")
+    j = real.index(" Data ex. method : rdma_cm \tTOS    : 41")
+    assert out[i:i + 5] == real[j:j + 5]      # dashes, the two waiting lines, dashes
+    assert not any(ln.startswith(" TX depth") for ln in out)
+    assert not any(ln.startswith(" TX depth") for ln in real)
+    p = P.parse_ib_write_bw("\n".join(out))
+    assert p["rdma_cm"] is True and p["num_qps"] == 16 and p["rows"][0]["bw_average"] == 181.46
+
+
+def test_ib_write_bw_address_lines_use_c_alternate_hex():
+    out = F.ib_write_bw({"device": "mlx5_0", "link_type": "IB",
+                         "local": [{"lid": 5, "qpn": 0x137, "psn": 0x3c5d65, "rkey": 0x370e,
+                                    "vaddr": 0x7FF44BF1D000, "gid": "00"}],
+                         "remote": [{"lid": 0, "qpn": 0x136, "psn": 0, "rkey": 0x2c23,
+                                     "vaddr": 0x7FD3D83CB000, "gid": "00"}]},
+                        [], gbits=True)
+    assert " local address: LID 0x05 QPN 0x0137 PSN 0x3c5d65 RKey 0x00370e VAddr 0x007ff44bf1d000" in out
+    assert " remote address: LID 0000 QPN 0x0136 PSN 000000 RKey 0x002c23 VAddr 0x007fd3d83cb000" in out
+
+
+def test_nccl_na_column_and_wide_numbers_as_nccl_tests_prints_them(real_output):
+    real = real_output("nccl_tests/empovit-allreduce-v100-nocheck-wrong-NA.txt")
+    real_row = next(ln for ln in real.split("\n") if ln.strip().startswith("33554432"))
+    row = {"size": 33554432, "count": 8388608, "type": "float", "redop": "sum", "root": -1,
+           "oop": {"time_us": 5963.4, "algbw": 5.63, "busbw": 5.63, "wrong": None},
+           "ip": {"time_us": 5837.9, "algbw": 5.75, "busbw": 5.75, "wrong": None}}
+    rendered = F.all_reduce_perf({"nranks": 2}, [row], nranks=2).split("\n")
+    got = next(ln for ln in rendered if ln.strip().startswith("33554432"))
+    # "  %7s  %6s  %6s    N/A": four blanks before N/A, as in the published row
+    assert got.endswith("   5.75    5.75    N/A") and real_row.endswith("   5.75    5.75    N/A")
+    assert "   5.63    5.63    N/A  " in got and "   5.63    5.63    N/A  " in real_row
+    assert P.parse_all_reduce_perf("\n".join(rendered))["rows"][0]["ip"]["wrong"] is None
+    # getFloatStr falls back to %7.1e / %6.0e when %.0f does not fit
+    big = dict(row, oop={"time_us": 12345678.0, "algbw": 1234567.0, "busbw": 0.5, "wrong": 0})
+    got = next(ln for ln in F.all_reduce_perf({}, [big], nranks=2).split("\n") if ln.strip().startswith("33554432"))
+    assert "  1.2e+07   1e+06    0.50       0  " in got

@@ -265,7 +265,8 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False):
     single good half cannot hide a bad one.  (The ``# Avg bus bandwidth``
     footer is a mean over every size and is not comparable with line
     rate.)  The run fails, with the reason given, when: no data rows were
-    printed (timeout, crash, truncated log); NCCL used its socket transport;
+    printed, or the rows stop before the ``# Avg bus bandwidth`` footer
+    (timeout, crash, truncated log); NCCL used its socket transport;
     any row reports ``#wrong`` > 0 (or an old-format error above
     ``MAX_OLD_FORMAT_ERROR``); the out-of-bounds or average-bandwidth
     footer says FAILED; or the busbw is below ``expected_busbw_gbs *
@@ -304,6 +305,13 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False):
         return out
     largest = max(rows, key=lambda r: r["size"])
     out["largest_size"] = largest["size"]
+    if parsed.get("complete") is False:
+        out["busbw_oop"] = largest["oop"]["busbw"]
+        out["busbw_ip"] = largest["ip"]["busbw"]
+        out["busbw"] = min(out["busbw_oop"], out["busbw_ip"])
+        out["reason"] = ("the output stops after %d result rows without the '# Avg bus bandwidth' "
+                         "footer: the test timed out, crashed or the log is truncated" % len(rows))
+        return out
     out["busbw_oop"] = largest["oop"]["busbw"]
     out["busbw_ip"] = largest["ip"]["busbw"]
     out["busbw"] = min(out["busbw_oop"], out["busbw_ip"])

@@ -199,20 +199,48 @@ def parse_ibv_devinfo(text):
 _RDMA_INT_KEYS = ("lid", "sm_lid", "lmc", "netdev_index")
 
 
+def _rdma_link_json(data):
+    links = []
+    for entry in data:
+        if not isinstance(entry, dict) or "ifname" not in entry or "port" not in entry:
+            raise ValueError("rdma -j link: entry without ifname/port: %r" % (entry,))
+        item = {"dev": entry["ifname"], "port": int(entry["port"]), "state": None,
+                "physical_state": None, "netdev": None}
+        for k, v in entry.items():
+            if k not in ("ifname", "port", "ifindex"):
+                item[k] = v
+        links.append(item)
+    return links
+
+
 def parse_rdma_link(text):
     """Parse ``rdma link show`` lines such as
     ``link mlx5_0/1 state ACTIVE physical_state LINK_UP netdev ens1f0np0``
-    (IB ports add ``subnet_prefix``, ``lid``, ``sm_lid``, ``lmc``).
+    (IB ports add ``subnet_prefix``, ``lid``, ``sm_lid``, ``lmc``), the
+    older iproute2 form ``1/1: mlx5_0/1: state ACTIVE ...`` and the JSON
+    of ``rdma -j link show``.
 
     Returns a list of ``{dev, port, state, physical_state, netdev, ...}``
     with every further ``key value`` pair kept (integers converted).
     """
+    if isinstance(text, str) and text.lstrip().startswith("["):
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise ValueError("rdma -j link: not JSON: %s" % e)
+        links = _rdma_link_json(data)
+        if not links:
+            raise ValueError("rdma link: no links")
+        return links
     links = []
     for line in _lines(text, "rdma link"):
         s = line.strip()
         if not s:
             continue
         t = s.split()
+        if re.match(r"^\d+/\d+:$", t[0]) and len(t) > 1 and t[1].endswith(":"):
+            # iproute2 before 5.x: "<index>/<port>: <dev>/<port>: state ..."
+            t = ["link", t[1][:-1]] + t[2:]
         if t[0] != "link" or len(t) < 2 or "/" not in t[1]:
             raise ValueError("rdma link: unexpected line %r" % s)
         dev, _, port = t[1].rpartition("/")

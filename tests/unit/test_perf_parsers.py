@@ -184,3 +184,16 @@ def test_ib_write_bw_rejects(real_output):
     body = real_output("perftest/deepops-roce-cx5-write-bw-gbits.txt")
     with pytest.raises(ValueError, match="result header"):
         P.parse_ib_write_bw(body.split(" #bytes")[0])
+
+
+def test_nccl_gate_fails_when_rows_stop_before_the_footer(real_output):
+    """A run killed mid-sweep still prints rows; the largest printed size is
+    not the size asked for, so the gate must not pass on it."""
+    body = real_output("nccl_tests/oci-oke-allreduce-2node-a100-nccl2.25-kueue.txt")
+    cut = body.split("# Out of bounds")[0]
+    p = P.parse_all_reduce_perf(cut)
+    assert len(p["rows"]) == 3 and p["complete"] is False
+    g = P.nccl_gate(p, 200.0)
+    assert g["passed"] is False and "footer" in g["reason"] and g["largest_size"] == 4294967296
+    assert g["busbw"] == 190.02
+    assert P.nccl_gate(P.parse_all_reduce_perf(body), 200.0)["passed"] is True

@@ -117,3 +117,21 @@ def test_ip_json_vfinfo():
         R.parse_ip_json_vfinfo("not json")
     with pytest.raises(ValueError):
         R.parse_ip_json_vfinfo('[{"vfinfo_list": [{"address": "x"}]}]')
+
+
+def test_rdma_link_old_iproute2_form_and_json():
+    old = ("1/1: mlx5_0/1: state ACTIVE physical_state LINK_UP netdev ens1f0np0 \n"
+           "2/1: mlx5_1/1: subnet_prefix fe80:0000:0000:0000 lid 5 sm_lid 1 lmc 0 state DOWN physical_state POLLING \n")
+    got = R.parse_rdma_link(old)
+    assert got[0] == {"dev": "mlx5_0", "port": 1, "state": "ACTIVE", "physical_state": "LINK_UP",
+                      "netdev": "ens1f0np0"}
+    assert got[1]["lid"] == 5 and got[1]["netdev"] is None and got[1]["state"] == "DOWN"
+    js = ('[{"ifindex":0,"ifname":"mlx5_0","port":1,"state":"ACTIVE","physical_state":"LINK_UP",'
+          '"netdev":"ens1f0np0","netdev_index":4}]')
+    got = R.parse_rdma_link(js)
+    assert got == [{"dev": "mlx5_0", "port": 1, "state": "ACTIVE", "physical_state": "LINK_UP",
+                    "netdev": "ens1f0np0", "netdev_index": 4}]
+    with pytest.raises(ValueError):
+        R.parse_rdma_link('[{"state": "ACTIVE"}]')
+    with pytest.raises(ValueError):
+        R.parse_rdma_link("[not json")

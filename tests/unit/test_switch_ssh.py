@@ -1,0 +1,209 @@
+"""The twin's leaf switches over SSH, driven by netmiko with the real device types."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+netmiko = pytest.importorskip("netmiko")
+from netmiko import ConnectHandler  # noqa: E402
+from netmiko.exceptions import ConfigInvalidException, NetmikoAuthenticationException  # noqa: E402
+
+from simlab.switches import SwitchFleet, inject_fault, load_switch  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+SPECS = [
+    {"name": "onyx1", "nos": "onyx", "ports": ["1/1", "1/2"]},
+    {"name": "eos1", "nos": "eos", "ports": ["Ethernet1", "Ethernet2"]},
+    {"name": "nxos1", "nos": "nxos", "ports": ["Ethernet1/1", "Ethernet1/2"]},
+    {"name": "cl1", "nos": "nvue", "username": "cumulus", "password": "CumulusLinux!", "ports": ["swp1", "swp2"]},
+    {"name": "sonic1", "nos": "sonic", "ports": ["Eth1/1", "Eth1/2"]},
+]
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    d = tmp_path_factory.mktemp("switches")
+    f = SwitchFleet(d, SPECS).start()
+    f.write_known_hosts(d / "known_hosts")
+    yield f
+    f.stop()
+
+
+def connect(fleet, name, **kw):
+    s = fleet.servers[name]
+    params = dict(device_type=s.model.device_type, host="127.0.0.1", port=s.port, username=s.username,
+                  password=s.password, ssh_strict=True, system_host_keys=False, alt_host_keys=True,
+                  alt_key_file=str(fleet.state_dir / "known_hosts"), conn_timeout=5)
+    params.update(kw)
+    return ConnectHandler(**params)
+
+
+def test_ready_file_and_host_keys(fleet):
+    ready = json.loads((fleet.state_dir / "ready").read_text())
+    assert {n: r["device_type"] for n, r in ready.items()} == {
+        "onyx1": "mellanox_mlnxos", "eos1": "arista_eos", "nxos1": "cisco_nxos", "cl1": "cumulus_linux",
+        "sonic1": "dell_sonic"}
+    lines = (fleet.state_dir / "known_hosts").read_text().splitlines()
+    assert len(lines) == 5 and all(l.startswith("[127.0.0.1]:") for l in lines)
+    # the host key survives a server restart
+    key = fleet.servers["eos1"].host_key.get_base64()
+    again = SwitchFleet(fleet.state_dir, [SPECS[1]])
+    assert again.servers["eos1"].host_key.get_base64() == key
+
+
+def test_wrong_password_rejected(fleet):
+    with pytest.raises(NetmikoAuthenticationException):
+        connect(fleet, "eos1", password="wrong")
+
+
+def test_eos_push_session_save_show(fleet):
+    c = connect(fleet, "eos1")
+    try:
+        assert c.find_prompt() == "eos1>"
+        c.enable()
+        cmds = ["qos map dscp 26 to traffic-class 3", "interface Ethernet1", "mtu 9214", "qos trust dscp",
+                "priority-flow-control on", "priority-flow-control priority 3 no-drop", "uc-tx-queue 3",
+                "random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 kbytes", "commit"]
+        c.send_config_set(cmds, config_mode_command="configure session roce", error_pattern=r"% Invalid")
+        assert "Copy completed successfully." in c.save_config()
+        run = c.send_command("show running-config interfaces Ethernet1")
+        assert "   priority-flow-control priority 3 no-drop" in run.splitlines()
+        with pytest.raises(ConfigInvalidException):
+            c.send_config_set(["interface Ethernet2", "mtu 9216"], error_pattern=r"% Invalid")
+    finally:
+        c.disconnect()
+    m = load_switch(fleet.state_dir, "eos1")
+    assert m.port_view("Ethernet1")["pfc_priorities"] == [3]
+    assert m.startup == m.running
+
+
+def test_nxos_push_and_save(fleet):
+    c = connect(fleet, "nxos1")
+    try:
+        out = c.send_config_set(["interface Ethernet1/1", "mtu 9216", "priority-flow-control mode on"],
+                                error_pattern=r"% Invalid")
+        assert "(config-if)#" in out
+        assert "Copy complete." in c.save_config()
+        pfc = c.send_command("show interface priority-flow-control")
+        assert any(l.split()[:2] == ["Ethernet1/1", "On"] for l in pfc.splitlines())
+    finally:
+        c.disconnect()
+
+
+def test_nvue_apply_save_and_sudo(fleet):
+    c = connect(fleet, "cl1")
+    try:
+        c.send_config_set(["nv set qos roce mode lossless", "nv set interface swp1-2 link mtu 9216"],
+                          enter_config_mode=False, exit_config_mode=False, error_pattern=r"Error:")
+        assert "applied [rev_id: 2]" in c.send_command("nv config apply -y")
+        assert "saved" in c.send_command("nv config save")
+        assert c.send_command("nv config show -o commands").splitlines()[0] == \
+            "nv set interface swp1-2 link mtu 9216"
+        with pytest.raises(ConfigInvalidException):
+            c.send_config_set(["nv set interface swp1 link mtu 9999"], enter_config_mode=False,
+                              exit_config_mode=False, error_pattern=r"Error:")
+        c.secret = "CumulusLinux!"
+        c.config_mode()  # sudo -s, answering the password prompt
+        assert c.find_prompt().startswith("root@cl1")
+        c.exit_config_mode()
+    finally:
+        c.disconnect()
+    assert load_switch(fleet.state_dir, "cl1").port_view("swp2")["pfc_priorities"] == [3]
+
+
+def test_onyx_push_save_and_state_survives_restart(fleet):
+    c = connect(fleet, "onyx1", global_delay_factor=0.2)
+    try:
+        assert c.find_prompt() == "onyx1 [standalone: master] >"
+        c.enable()
+        c.send_config_set(["dcb priority-flow-control enable force", "dcb priority-flow-control priority 3 enable",
+                           "interface ethernet 1/1-1/2 dcb priority-flow-control mode on force",
+                           "interface ethernet 1/1-1/2 mtu 9216 force"], error_pattern=r"% Unrecognized")
+        c.save_config()
+        assert "interface ethernet 1/1-1/2 mtu 9216 force" in c.send_command("show running-config")
+        with pytest.raises(ConfigInvalidException):
+            c.send_config_set(["interface ethernet 1/1 bogus"], error_pattern=r"% Unrecognized")
+    finally:
+        c.disconnect()
+    restarted = SwitchFleet(fleet.state_dir, [SPECS[0]])
+    assert restarted.servers["onyx1"].model.port_view("1/1")["mtu"] == 9216
+    assert restarted.servers["onyx1"].model.startup == restarted.servers["onyx1"].model.running
+
+
+def test_sonic_push_and_write_memory(fleet):
+    c = connect(fleet, "sonic1")
+    try:
+        assert c.find_prompt() == "sonic1#"
+        # leaving with an explicit 'end' spares netmiko's timing-based exit check (2 s each)
+        out = c.send_config_set(["interface Eth1/1", "mtu 9216", "priority-flow-control priority 3", "end"],
+                                exit_config_mode=False, error_pattern=r"% Error")
+        assert "sonic1(conf-if-Eth1/1)#" in out
+        assert c.find_prompt() == "sonic1#"
+        c.save_config()
+        out = c.send_command("show running-configuration interface Eth1/1")
+        assert " priority-flow-control priority 3" in out.splitlines()
+    finally:
+        c.disconnect()
+    m = load_switch(fleet.state_dir, "sonic1")
+    assert m.startup == m.running and m.port_view("Eth1/1")["mtu"] == 9216
+
+
+def test_faults_over_ssh(fleet):
+    d = fleet.state_dir
+    inject_fault(d, "nxos1", "switch-rejects-command")
+    c = connect(fleet, "nxos1")
+    try:
+        c.send_config_set(["policy-map type queuing Q", "class type queuing c-out-8q-q3"])
+        with pytest.raises(ConfigInvalidException):
+            c.send_config_set(["policy-map type queuing Q", "class type queuing c-out-8q-q3",
+                               "random-detect minimum-threshold 150 kbytes maximum-threshold 1500 kbytes ecn"],
+                              error_pattern=r"% Invalid")
+        # one-shot: the retry goes through
+        c.send_config_set(["policy-map type queuing Q", "class type queuing c-out-8q-q3",
+                           "random-detect minimum-threshold 150 kbytes maximum-threshold 1500 kbytes ecn"],
+                          error_pattern=r"% Invalid")
+    finally:
+        c.disconnect()
+    inject_fault(d, "nxos1", "switch-ssh-drops-mid-push", after=2)
+    c = connect(fleet, "nxos1")
+    with pytest.raises(Exception):
+        c.send_config_set(["interface Ethernet1/2", "mtu 9000", "mtu 9100", "mtu 9200"], read_timeout=1)
+    c.disconnect()
+    assert load_switch(d, "nxos1").port_view("Ethernet1/2")["mtu"] == 9000
+    inject_fault(d, "nxos1", "clear")
+    # a fault injected from another process takes effect on the running server at once
+    subprocess.run([sys.executable, "-m", "simlab.switches", "fault", "--state-dir", str(d), "nxos1",
+                    "switch-pfc-off", "--ports", "Ethernet1/1"], check=True, cwd=REPO, capture_output=True)
+    c = connect(fleet, "nxos1")
+    try:
+        out = c.send_command("show running-config interface Ethernet1/1")
+        assert "priority-flow-control mode on" not in out and "mtu 9216" in out
+    finally:
+        c.disconnect()
+
+
+def test_serve_entry_point(tmp_path):
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps([{"name": "leafx", "nos": "eos", "port": 0, "ports": ["Ethernet1"]}]))
+    p = subprocess.Popen([sys.executable, "-m", "simlab.switches", "serve", "--state-dir", str(tmp_path / "st"),
+                          "--spec", str(spec)], cwd=REPO)
+    try:
+        ready = tmp_path / "st" / "ready"
+        for _ in range(100):
+            if ready.exists():
+                break
+            time.sleep(0.05)
+        port = json.loads(ready.read_text())["leafx"]["port"]
+        c = ConnectHandler(device_type="arista_eos", host="127.0.0.1", port=port, username="admin",
+                           password="admin")
+        c.enable()
+        c.send_config_set(["interface Ethernet1", "mtu 9000"])
+        c.disconnect()
+        assert load_switch(tmp_path / "st", "leafx").port_view("Ethernet1")["mtu"] == 9000
+    finally:
+        p.terminate()
+        p.wait(5)

@@ -1,0 +1,56 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that turn the inventory's NIC intent into module arguments."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: sriov_module_pfs
+short_description: One gpufabric_nics entry as a pfs entry of gpufabric.stack.sriov_vf
+description:
+  - Flattens C(match) (name, pci_address or vendor_device) into the entry and keeps num_vfs, vf_mtu,
+    vf_defaults and vfs.
+positional: _input
+options:
+  _input:
+    description: One entry of gpufabric_nics.
+    type: dict
+    required: true
+"""
+
+EXAMPLES = r"""
+pfs: "{{ gpufabric_nics | map('gpufabric.stack.sriov_module_pfs') | list }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The pfs entry.
+  type: dict
+"""
+
+from ansible.errors import AnsibleFilterError
+
+KEEP = ("num_vfs", "vf_mtu", "vf_defaults", "vfs")
+
+
+def sriov_module_pfs(entry):
+    if not isinstance(entry, dict):
+        raise AnsibleFilterError("sriov_module_pfs: each NIC entry must be a mapping, got %r" % (entry,))
+    match = entry.get("match") or {}
+    keys = [k for k in ("name", "pci_address", "vendor_device") if match.get(k)]
+    if len(keys) != 1:
+        raise AnsibleFilterError("sriov_module_pfs: 'match' must have exactly one of name, pci_address, "
+                                 "vendor_device; got %r" % (match,))
+    out = {keys[0]: match[keys[0]]}
+    for key in KEEP:
+        if entry.get(key) is not None:
+            out[key] = entry[key]
+    return out
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"sriov_module_pfs": sriov_module_pfs}

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The doctor's verdicts: per-layer checks as plain functions over facts the
+playbook has gathered, and the report (verdict per host, first failing layer,
+upper layers blocked).  Plain Python, unit-tested without Ansible."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+LAYERS = {
+    1: "bmc", 2: "bios", 3: "kernel", 4: "nic_firmware", 5: "rdma_drivers", 6: "sriov_vfs",
+    7: "roce_switch", 8: "roce_host", 9: "rdma_check", 10: "container_runtime", 11: "kubeadm",
+    12: "cni", 13: "multus", 14: "sriov_operator", 15: "nccl_validate",
+}
+STATUSES = ("pass", "fail", "warn", "blocked", "skipped")
+
+
+def result(layer, status, reason, evidence=None, remediation=None):
+    if status not in STATUSES:
+        raise ValueError("status %r is not one of %s" % (status, ", ".join(STATUSES)))
+    return {"layer": layer, "name": LAYERS.get(layer, str(layer)), "status": status, "reason": reason,
+            "evidence": evidence or [], "remediation": remediation or ""}
+
+
+def _selected(pfs, match):
+    for key in ("name", "pci_address", "vendor_device"):
+        if match.get(key):
+            want = str(match[key]).lower()
+            if key == "pci_address" and len(want) == 7:
+                want = "0000:" + want
+            return [p for p in pfs if str(p.get(key) or "").lower() == want]
+    return []
+
+
+def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
+                    uptime_seconds=None):
+    """Layer 6: VF counts and netdevs as the inventory wants, persistence and
+    NetworkManager exclusion in place, trust off where tenants share a NIC."""
+    evidence, warnings = [], []
+    missing_after_reboot = []
+    for entry in nics:
+        match = entry.get("match") or {}
+        selected = _selected(pfs, match)
+        if not selected:
+            return result(6, "fail", "no PF matches %s" % _fmt(match),
+                          ["PFs: %s" % ", ".join("%s %s %s" % (p.get("name"), p["pci_address"], p["vendor_device"])
+                                                 for p in pfs) or "none"],
+                          "fix gpufabric_nics for this host, or check layers 4-5 (firmware, driver)")
+        want = int(entry.get("num_vfs") or 0)
+        for pf in selected:
+            name = pf.get("name") or pf["pci_address"]
+            have = pf["sriov"].get("numvfs") or 0
+            evidence.append("pf %s: %d VFs (sriov_totalvfs %s), inventory wants %d"
+                            % (name, have, pf["sriov"].get("totalvfs"), want))
+            if have == want:
+                no_netdev = [v["index"] for v in pf.get("vfs", []) if not v.get("netdev")]
+                if no_netdev:
+                    return result(6, "fail", "pf %s: VF %s without a netdev" % (name, ", ".join(map(str, no_netdev[:8]))),
+                                  evidence, "check sriov_drivers_autoprobe and the VF driver binding (mlx5_core)")
+                trusted = [v for v in (entry.get("vfs") or []) if v.get("trust")]
+                defaults_trust = (entry.get("vf_defaults") or {}).get("trust")
+                if defaults_trust or trusted:
+                    warnings.append("pf %s: trust is on for %s VFs; tenants sharing this NIC can snoop"
+                                    % (name, "all" if defaults_trust else len(trusted)))
+                continue
+            if have == 0 and want > 0:
+                missing_after_reboot.append(name)
+                continue
+            return result(6, "fail", "pf %s: %d VFs, inventory wants %d" % (name, have, want), evidence,
+                          "run site.yml --tags layer06 on this host (the count is set 0 then N)")
+    if missing_after_reboot:
+        names = ", ".join(missing_after_reboot)
+        if persist and not unit_enabled:
+            return result(6, "fail", "VFs missing after reboot: persistence unit not enabled (pf %s)" % names,
+                          evidence + ["gpufabric-sriov.service is not enabled"],
+                          "run site.yml --tags layer06 (installs and enables the unit), or "
+                          "systemctl enable gpufabric-sriov.service && reboot")
+        if persist:
+            return result(6, "fail", "VFs missing on pf %s although the persistence unit is enabled" % names,
+                          evidence, "journalctl -b -u gpufabric-sriov.service shows why the boot script failed")
+        return result(6, "fail", "pf %s: no VFs, inventory wants some" % names, evidence,
+                      "run site.yml --tags layer06")
+    if persist and not unit_enabled:
+        return result(6, "fail", "VFs present but will be lost on reboot: persistence unit not enabled",
+                      evidence, "run site.yml --tags layer06")
+    if nm_unmanaged and not udev_rule_present:
+        return result(6, "fail", "NetworkManager may manage the VFs: the NM_UNMANAGED udev rule is missing",
+                      evidence, "run site.yml --tags layer06 (installs the rule)")
+    if warnings:
+        return result(6, "warn", warnings[0], evidence + warnings, "set trust off unless a tenant owns the whole NIC")
+    return result(6, "pass", "%d PF(s) with the VFs the inventory wants" % len(evidence), evidence)
+
+
+def _fmt(match):
+    return ", ".join("%s=%s" % kv for kv in sorted(match.items()) if kv[1])
+
+
+def verdict(results):
+    """Results sorted by layer, with every layer above the first failure
+    turned into 'blocked by N'.  Returns (verdict, results)."""
+    out, first = [], None
+    for r in sorted(results, key=lambda r: r["layer"]):
+        if first is not None and r["status"] not in ("skipped",):
+            r = dict(r, status="blocked", reason="blocked by layer %d" % first["layer"], remediation="")
+        out.append(r)
+        if first is None and r["status"] == "fail":
+            first = r
+    if first is None:
+        worst = "warn" if any(r["status"] == "warn" for r in out) else "pass"
+        return {"status": worst, "layer": None, "reason": "all checked layers healthy"}, out
+    return {"status": "fail", "layer": first["layer"], "reason": first["reason"],
+            "remediation": first["remediation"]}, out
+
+
+def unreachable(host, message="host unreachable"):
+    return {"status": "fail", "layer": 1, "reason": "%s: %s" % (host, message)}, [
+        result(1, "fail", message, [], "check power and the BMC (layer 1), then the connection settings")]

@@ -103,8 +103,8 @@ def inject(lab: Lab, target: str, kind: str) -> str:
     if kind in SWITCH_FAULTS:
         if what != "switch":
             raise FaultError(f"{kind} is a switch fault; {target} is a {what}")
-        from .switches import faults as sw_faults
-        sw_faults.inject_fault(lab.dir / "switches", name, kind)
+        from .switches.server import inject_fault
+        inject_fault(lab.dir / "switches", name, kind)
         return f"{target}: {kind} (layer 7)"
     if kind not in NODE_FAULTS:
         raise FaultError(f"unknown fault {kind!r}; known: {', '.join(ALL)}, clear")
@@ -154,8 +154,8 @@ def inject(lab: Lab, target: str, kind: str) -> str:
 
 def clear(lab: Lab, what: str, name: str) -> str:
     if what == "switch":
-        from .switches import faults as sw_faults
-        sw_faults.inject_fault(lab.dir / "switches", name, "clear")
+        from .switches.server import inject_fault
+        inject_fault(lab.dir / "switches", name, "clear")
         return f"{name}: faults cleared"
     from .bmc import faults as bmc_faults
     bmc_faults.clear(lab.dir, name)

@@ -167,15 +167,16 @@ class Lab:
                         data["current"][attr] = "Enable" if off == "Disable" else "Enabled"
             bmc_state.save_bios(bmc_state.bios_path(self.dir, hw["name"]), data)
 
-    def _service(self, module: str, spec: dict, ready: str, tag: str, log) -> None:
+    def _service(self, module: str, spec: dict, ready: str, tag: str, log, state_dir: Path | None = None,
+                 extra: tuple = ()) -> None:
         spec_path = self.dir / f"{tag}-spec.json"
         spec_path.write_text(json.dumps(spec, indent=2))
         ready_path = self.dir / ready
         if ready_path.exists():
             ready_path.unlink()
         out = open(self.dir / "logs" / f"{tag}.log", "ab")
-        proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--state-dir", str(self.dir),
-                                 "--spec", str(spec_path)], stdout=out, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen([sys.executable, "-m", module, "serve", "--state-dir", str(state_dir or self.dir),
+                                 "--spec", str(spec_path), *extra], stdout=out, stderr=subprocess.STDOUT,
                                 cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)},
                                 start_new_session=True)
         (self.dir / f"{tag}.pid").write_text(str(proc.pid))
@@ -199,7 +200,9 @@ class Lab:
                                   "username": s["username"], "password": s["password"],
                                   "ports": s["ports"]} for s in doc["switches"]]}
             (self.dir / "switches").mkdir(exist_ok=True)
-            self._service("simlab.switches", spec, "switches/ready", "switches", log)
+            self._service("simlab.switches", spec, "switches/ready", "switches", log,
+                          state_dir=self.dir / "switches",
+                          extra=("--known-hosts", str(self.dir / "switches" / "known_hosts")))
 
     def _run_node(self, ref: str, hw: dict) -> None:
         name = container_name(self.name, hw["name"])

@@ -1,0 +1,124 @@
+"""Layer 6 end to end on a live twin: modules, role, reboot persistence,
+the doctor's verdicts, bad input."""
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import recap, set_inventory_var
+
+pytestmark = pytest.mark.twin
+
+SYSFS = "/run/simlab/sys"
+PF0 = f"{SYSFS}/bus/pci/devices/0000:3b:00.0"
+
+
+def test_nic_facts_on_a_live_node(twin):
+    res = twin.module("node01", "gpufabric.stack.nic_facts", {"sysfs_root": SYSFS, "vendor": "15b3"})
+    assert res.get("failed") is not True, res
+    names = [n["name"] for n in res["nics"]]
+    assert names == ["enp59s0f0np0", "enp134s0f0np0"]
+    pf = res["nics"][0]
+    assert pf["vendor_device"] == "15b3:1021" and pf["sriov"]["totalvfs"] == 16
+    assert pf["rdma"]["roce_v2_gid_index"] == 3 and res["iommu_active"] is True
+
+
+def test_sriov_vf_module_check_mode_apply_idempotence_and_errors(twin):
+    args = {"sysfs_root": SYSFS, "pfs": [{"name": "enp59s0f0np0", "num_vfs": 3, "vf_mtu": 9000,
+                                           "vfs": [{"index": 2, "mac": "02:00:00:00:3b:02", "vlan": 10, "qos": 3}]}]}
+    before = twin.sh("node02", f"cat {PF0}/sriov_numvfs").stdout.strip()
+    res = twin.module("node02", "gpufabric.stack.sriov_vf", args, "--check", "--diff")
+    assert res["changed"] and any("sriov_numvfs" in c for c in res["commands"])
+    assert twin.sh("node02", f"cat {PF0}/sriov_numvfs").stdout.strip() == before
+    res = twin.module("node02", "gpufabric.stack.sriov_vf", args)
+    assert res["changed"], res
+    assert twin.sh("node02", f"cat {PF0}/sriov_numvfs").stdout.strip() == "3"
+    show = twin.sh("node02", "ip link show enp59s0f0np0").stdout
+    assert "vf 2     link/ether 02:00:00:00:3b:02 brd ff:ff:ff:ff:ff:ff, vlan 10, qos 3, spoof checking on" in show
+    assert twin.sh("node02", f"cat {SYSFS}/class/net/enp59s0f0v1/mtu").stdout.strip() == "9000"
+    res = twin.module("node02", "gpufabric.stack.sriov_vf", args)
+    assert res["changed"] is False and res["commands"] == []
+    # a count change goes 0 then N
+    args["pfs"][0]["num_vfs"] = 4
+    res = twin.module("node02", "gpufabric.stack.sriov_vf", args)
+    assert [c.split(" > ")[0] for c in res["commands"][:2]] == ["echo 0", "echo 4"]
+    # too many VFs: named PF, value and limit; nothing changed
+    args["pfs"][0]["num_vfs"] = 40
+    res = twin.module("node02", "gpufabric.stack.sriov_vf", args)
+    assert res["failed"] and "enp59s0f0np0" in res["msg"] and "40" in res["msg"] and "16" in res["msg"]
+    assert twin.sh("node02", f"cat {PF0}/sriov_numvfs").stdout.strip() == "4"
+    # clean up for the role tests
+    twin.module("node02", "gpufabric.stack.sriov_vf", {"sysfs_root": SYSFS, "pfs": [{"vendor_device": "15b3:1021", "num_vfs": 0}]})
+
+
+def test_site_converges_idempotent_survives_reboot_and_validates(twin):
+    first = twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    assert all(r["failed"] == 0 for r in recap(first.stdout).values())
+    second = twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    assert {h: r["changed"] for h, r in recap(second.stdout).items()} == {"node01": 0, "node02": 0}
+    twin.sh("node01", "systemctl reboot", check=False)
+    import time
+    for _ in range(100):
+        out = twin.sh("node01", f"cat {PF0}/sriov_numvfs 2>/dev/null", check=False).stdout.strip()
+        if out == "8":
+            break
+        time.sleep(0.2)
+    assert out == "8", "VFs did not come back after reboot"
+    twin.playbook("playbooks/validate.yml", check=True)
+    report = twin.report()
+    for node in ("node01", "node02"):
+        assert report[node]["verdict"]["status"] == "pass", report[node]
+        layer6 = [r for r in report[node]["layers"] if r["layer"] == 6][0]
+        assert layer6["status"] == "pass"
+
+
+def test_doctor_names_vfs_lost_on_reboot_only_on_that_node_and_site_repairs(twin):
+    twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    twin.fault("node02", "vfs-lost-on-reboot")
+    twin.playbook("playbooks/validate.yml")
+    report = twin.report()
+    assert report["node01"]["verdict"]["status"] == "pass"
+    v = report["node02"]["verdict"]
+    assert v["layer"] == 6 and "VFs missing after reboot: persistence unit not enabled" in v["reason"]
+    twin.fault("node02", "clear")
+    twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    twin.playbook("playbooks/validate.yml", check=True)
+    assert twin.report()["node02"]["verdict"]["status"] == "pass"
+
+
+def test_doctor_names_wrong_count(twin):
+    twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    twin.sh("node01", f"echo 0 > {PF0}/sriov_numvfs; echo 4 > {PF0}/sriov_numvfs")
+    twin.playbook("playbooks/validate.yml")
+    v = twin.report()["node01"]["verdict"]
+    assert v["layer"] == 6 and v["reason"] == "pf enp59s0f0np0: 4 VFs, inventory wants 8"
+    assert twin.report()["node02"]["verdict"]["status"] == "pass"
+    twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda n: n[0].update(num_vfs=99), ["node01", "enp59s0f0np0", "99", "sriov_totalvfs is 16"]),
+    (lambda n: n[0].update(match={"name": "ens9f9"}), ["node01", "no PF matches name=ens9f9"]),
+    (lambda n: n[0].update(vfs=[{"index": 0, "mac": "zz:00:00:00:00:01"}]), ["node01", "mac", "zz:00:00:00:00:01"]),
+    (lambda n: n[0].update(vf_defaults={"trust": "maybe"}), ["trust", "maybe"]),
+])
+def test_bad_inventory_fails_naming_host_pf_value_and_changes_nothing(twin, mutate, words):
+    twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    state = {n: twin.sh(n, f"cat {PF0}/sriov_numvfs; ip link show enp59s0f0np0").stdout for n in ("node01", "node02")}
+    host_vars = twin.inventory / "host_vars" / "node01.yml"
+    group = yaml.safe_load((twin.inventory / "group_vars" / "gpu_workers.yml").read_text())
+    nics = copy.deepcopy(group["gpufabric_nics"])
+    mutate(nics)
+    host_vars.parent.mkdir(exist_ok=True)
+    host_vars.write_text(yaml.safe_dump({"gpufabric_nics": nics}))
+    try:
+        proc = twin.playbook("playbooks/site.yml", "--tags", "layer06")
+    finally:
+        host_vars.unlink()
+    assert proc.returncode != 0
+    text = proc.stdout + proc.stderr
+    for w in words:
+        assert w in text, (w, text[-3000:])
+    after = {n: twin.sh(n, f"cat {PF0}/sriov_numvfs; ip link show enp59s0f0np0").stdout for n in ("node01", "node02")}
+    assert after == state

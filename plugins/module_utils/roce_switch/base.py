@@ -1,0 +1,114 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What every NOS driver provides, and the assembly of mode-scoped commands
+into the lines a CLI session types."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from .model import build_model, default_dscp_map
+
+
+class Driver:
+    """One NOS.  Subclasses set the class attributes and implement
+    ``canon_port``, ``parse_views``, ``item_commands`` and ``parse_verify``."""
+
+    nos = ""
+    label = ""
+    device_type = ""
+    min_mtu, max_mtu, default_mtu = 68, 9216, 1500
+    default_trust = "pcp"
+    error_pattern = r"^%.*$"
+    show_running = "show running-config"
+    show_verify = ""
+    transaction = ""  # session | pending | checkpoint | inverse
+
+    # -- ports -------------------------------------------------------------
+    def canon_port(self, text):
+        raise NotImplementedError
+
+    # -- intent checks the NOS adds -----------------------------------------
+    def check(self, want):
+        return []
+
+    # -- defaults ----------------------------------------------------------
+    def default_map(self):
+        return default_dscp_map()
+
+    def default_strict(self, tc):
+        return False
+
+    def port_default(self, cprio):
+        return {"mtu": self.default_mtu, "pfc": False, "trust": self.default_trust, "ecn": None,
+                "cnp_strict": self.default_strict(cprio)}
+
+    # -- reading -----------------------------------------------------------
+    def parse_views(self, text):
+        """-> (view(port) function, ports the config names, switch-wide values, raw parse)."""
+        raise NotImplementedError
+
+    def read(self, text, scope=None):
+        """-> (data model, raw parse) of a running configuration."""
+        view, seen, switch, raw = self.parse_views(text)
+        names = (scope or {}).get("ports")
+        names = seen if names is None else names
+        return build_model(dict((p, view(p)) for p in names), switch, scope), raw
+
+    def parse(self, text, scope=None):
+        return self.read(text, scope)[0]
+
+    def parse_verify(self, text):
+        """Operational PFC per port from the verification show: {port: [prio, ...]}."""
+        return {}
+
+    # -- writing -----------------------------------------------------------
+    def item_commands(self, ch, want, have, raw):
+        """-> list of (context tuple, line) for the changes ``ch``."""
+        raise NotImplementedError
+
+    def commands(self, ch, want, have, raw=None):
+        return assemble(self.item_commands(ch, want, have, raw or {}), self.exit_word)
+
+    exit_word = "exit"
+    # settings the NOS can set on one port (the others are switch-wide there)
+    per_port = ("mtu", "pfc", "trust", "ecn", "cnp_strict")
+
+
+def assemble(items, exit_word="exit"):
+    """[(ctx, line)] -> CLI lines: enter each context (a tuple of mode commands)
+    once per run of commands in it, leave sub-modes with ``exit_word``."""
+    out, cur = [], ()
+    for ctx, line in items:
+        ctx = tuple(ctx)
+        if ctx != cur:
+            common = 0
+            while common < min(len(ctx), len(cur)) and ctx[common] == cur[common]:
+                common += 1
+            if exit_word:
+                out += [exit_word] * (len(cur) - common)
+            elif common < len(cur):
+                common = 0  # no exit word: re-enter from the top, the CLI leaves sub-modes itself
+            out += list(ctx[common:])
+            cur = ctx
+        out.append(line)
+    if exit_word:
+        out += [exit_word] * len(cur)
+    return out
+
+
+def dedupe(items):
+    seen, out = set(), []
+    for it in items:
+        key = (tuple(it[0]), it[1])
+        if key not in seen:
+            seen.add(key)
+            out.append(it)
+    return out
+
+
+def natural_key(text):
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", text)]

@@ -1,0 +1,217 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA Cumulus Linux 5.x with NVUE, netmiko ``cumulus_linux``.
+
+Explicit ``default-global`` profiles: ``qos mapping default-global trust l3``
+and ``dscp D switch-priority P``; ``qos pfc default-global switch-priority P``
+with tx/rx; ``qos congestion-control default-global traffic-class T`` ecn,
+min/max-threshold (bytes) and probability; ``qos egress-scheduler default-global
+traffic-class C mode strict``; ``interface swpN link mtu M``.  QoS is
+switch-wide on NVUE (a port differs only when bound to another profile).
+``nv set`` lines stage a pending revision applied by ``nv config apply -y``;
+a failure detaches it.  Read-back: ``nv config show -o commands`` (ranges are
+expanded); a ``qos roce`` profile is read with its documented defaults."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from .base import Driver, dedupe
+from .model import compress_ints, default_dscp_map
+
+TRUST_IN = {"l3": "dscp", "l2": "pcp", "both": "both", "port": "port"}
+TRUST_OUT = {"dscp": "l3", "pcp": "l2", "both": "both"}
+ROCE_ECN = (150000, 1500000)
+G = "default-global"
+
+
+class NvueDriver(Driver):
+    nos = "nvue"
+    label = "Cumulus NVUE"
+    device_type = "cumulus_linux"
+    min_mtu, max_mtu, default_mtu = 552, 9216, 9216
+    error_pattern = r"^Error:.*$"
+    show_running = "nv config show -o commands"
+    show_verify = "nv show qos roce"
+    transaction = "pending"
+    per_port = ("mtu",)
+
+    def canon_port(self, text):
+        m = re.fullmatch(r"swp(\d+)", text.strip())
+        if not m:
+            raise ValueError(text)
+        return "swp" + m.group(1)
+
+    def expand(self, text):
+        out = []
+        for piece in text.split(","):
+            m = re.fullmatch(r"(?:swp)?(\d+)(?:-(?:swp)?(\d+))?", piece)
+            if not m:
+                return []
+            out += ["swp%d" % i for i in range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1)]
+        return out
+
+    def default_strict(self, tc):
+        return False
+
+    # -- reading -------------------------------------------------------------
+    def parse_raw(self, text):
+        cfg = {}
+        for line in text.splitlines():
+            s = line.strip()
+            m = re.fullmatch(r"nv set (.+)", s)
+            if not m:
+                continue
+            words = m.group(1).split()
+            if words[:2] == ["qos", "roce"]:
+                if len(words) == 2 or words[2:] == ["enable", "on"]:
+                    cfg["qos roce enable"] = "on"
+                elif len(words) == 4:
+                    cfg["qos roce " + words[2]] = words[3]
+                continue
+            if words[0] == "interface" and len(words) >= 3:
+                path = words[2:]
+                keylen = {"link": 2, "qos": 3, "type": 1}.get(path[0], len(path) - 1)
+                val = " ".join(path[keylen:]) or None
+                for p in self.expand(words[1]):
+                    cfg["interface %s %s" % (p, " ".join(path[:keylen]))] = val
+                continue
+            if len(words) >= 2:
+                cfg[" ".join(words[:-1])] = words[-1]
+        return cfg
+
+    def parse_views(self, text):
+        cfg = self.parse_raw(text)
+        roce_on = cfg.get("qos roce enable") == "on" or "qos roce mode" in cfg
+        lossless = roce_on and cfg.get("qos roce mode", "lossless").startswith("lossless")
+
+        def prof(port, kind):
+            return cfg.get("interface %s qos %s profile" % (port, kind), G) if port else G
+
+        def trust(mp):
+            t = cfg.get("qos mapping %s trust" % mp)
+            return TRUST_IN.get(t, t) if t else ("both" if roce_on else "pcp")
+
+        def dmap(mp):
+            m = default_dscp_map()
+            for k, v in cfg.items():
+                r = re.fullmatch(r"qos mapping %s dscp (\d+) switch-priority" % re.escape(mp), k)
+                if r:
+                    m[int(r.group(1))] = int(v)
+            return m
+
+        def prios(pp):
+            sp = cfg.get("qos pfc %s switch-priority" % pp)
+            return [int(x) for x in sp.split(",")] if sp else ([3] if lossless else [])
+
+        def ecn(cc):
+            tcs = {3: list(ROCE_ECN) + [100]} if lossless else {}
+            for tc in range(8):
+                pre = "qos congestion-control %s traffic-class %d " % (cc, tc)
+                if cfg.get(pre + "ecn") == "enable":
+                    tcs.setdefault(tc, list(ROCE_ECN) + [100])
+                if cfg.get(pre + "ecn") == "disable":
+                    tcs.pop(tc, None)
+                if tc in tcs:
+                    for i, k in enumerate(("min-threshold", "max-threshold", "probability")):
+                        if pre + k in cfg:
+                            tcs[tc][i] = int(cfg[pre + k])
+            if not tcs:
+                return None
+            tc = min(tcs)
+            return {"tc": tc, "min_bytes": tcs[tc][0], "max_bytes": tcs[tc][1], "probability": tcs[tc][2]}
+
+        def strict(es):
+            st = set(tc for tc in range(8)
+                     if cfg.get("qos egress-scheduler %s traffic-class %d mode" % (es, tc)) == "strict")
+            return st or ({6} if roce_on else set())
+
+        def view(port):
+            return {"mtu": int(cfg.get("interface %s link mtu" % port) or self.default_mtu),
+                    "trust": trust(prof(port, "mapping")), "pfc_priorities": prios(prof(port, "pfc")),
+                    "ecn": ecn(prof(port, "congestion-control")), "strict_tcs": strict(prof(port, "egress-scheduler"))}
+        explicit = sorted(int(r.group(1)) for r in (re.fullmatch(r"qos mapping %s dscp (\d+) switch-priority" % G, k)
+                                                    for k in cfg) if r)
+        gp = prios(G)
+        switch = {"pfc_priority": min(gp) if gp else None, "trust": trust(G), "ecn": ecn(G),
+                  "strict_tcs": strict(G), "dscp_map": dmap(G), "explicit_dscps": explicit}
+        seen = sorted(set(k.split()[1] for k in cfg if k.startswith("interface ")), key=lambda p: int(p[3:]))
+        return view, seen, switch, {"cfg": cfg, "roce": roce_on}
+
+    def parse_verify(self, text):
+        for line in text.splitlines():
+            m = re.match(r"\s*pfc-priority\s+(\S+)", line)
+            if m:
+                return {"*": [int(x) for x in m.group(1).split(",") if x.isdigit()]}
+        return {}
+
+    # -- writing -------------------------------------------------------------
+    def ports_arg(self, ports):
+        return "swp" + compress_ints(int(p[3:]) for p in ports)
+
+    def item_commands(self, ch, want, have, raw):
+        cfg = raw.get("cfg", {})
+        state = ch.get("state")
+        out = []
+        g = ch["global"]
+        if state == "deleted" and raw.get("roce"):
+            out.append("nv unset qos roce")
+        if "trust" in g:
+            w = g["trust"][0]
+            out.append("nv unset qos mapping %s trust" % G if state == "deleted"
+                       else "nv set qos mapping %s trust %s" % (G, TRUST_OUT[w]))
+        if "dscp_map" in g:
+            for d, p in sorted(g["dscp_map"][0].items()):
+                if state != "deleted":
+                    out.append("nv set qos mapping %s dscp %d switch-priority %d" % (G, d, p))
+        for d in ch["dscp_unset"]:
+            out.append("nv unset qos mapping %s dscp %d" % (G, d))
+        if "pfc_priority" in g:
+            w = g["pfc_priority"][0]
+            if w is None:
+                out.append("nv unset qos pfc %s" % G)
+            else:
+                out += ["nv set qos pfc %s switch-priority %d" % (G, w), "nv set qos pfc %s tx enable" % G,
+                        "nv set qos pfc %s rx enable" % G]
+        if "ecn" in g:
+            w, h = g["ecn"]
+            if h and (not w or h["tc"] != w["tc"]):
+                out.append("nv unset qos congestion-control %s traffic-class %d" % (G, h["tc"]))
+            if w:
+                pre = "nv set qos congestion-control %s traffic-class %d " % (G, w["tc"])
+                out += [pre + "ecn enable", pre + "min-threshold %d" % w["min_bytes"],
+                        pre + "max-threshold %d" % w["max_bytes"], pre + "probability %d" % w["probability"]]
+        if "cnp" in g:
+            w, h = g["cnp"]
+            c = (w or h)["priority"]
+            out.append("nv set qos egress-scheduler %s traffic-class %d mode strict" % (G, c) if w and w["strict"]
+                       else "nv unset qos egress-scheduler %s traffic-class %d" % (G, c))
+        by_line = {}
+        order = []
+        kinds = {"pfc": "pfc", "trust": "mapping", "ecn": "congestion-control", "cnp_strict": "egress-scheduler"}
+        for port, diff in ch["ports"].items():
+            lines = []
+            if "mtu" in diff:
+                w = diff["mtu"][0]
+                lines.append("nv unset interface {} link mtu" if state == "deleted" and w == self.default_mtu
+                             else "nv set interface {} link mtu %d" % w)
+            for key, kind in kinds.items():
+                if key in diff and "interface %s qos %s profile" % (port, kind) in cfg:
+                    lines.append("nv unset interface {} qos %s profile" % kind)
+            for line in lines:
+                if line not in by_line:
+                    order.append(line)
+                    by_line[line] = []
+                by_line[line].append(port)
+        for line in order:
+            out.append(line.format(self.ports_arg(by_line[line])))
+        return dedupe([((), x) for x in out])
+
+    def commit_commands(self):
+        return ["nv config apply -y"]
+
+    def abort_commands(self):
+        return ["nv config detach"]

@@ -1,0 +1,222 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""NVIDIA Onyx (MLNX-OS), netmiko ``mellanox_mlnxos``.
+
+Explicit per-port commands (no ``roce`` macro): ``qos trust L3``,
+``dcb priority-flow-control mode on force``, ``traffic-class T congestion-control
+ecn minimum-absolute KB maximum-absolute KB``, ``traffic-class C dcb ets strict``,
+``mtu N force``; switch-wide ``dcb priority-flow-control enable force`` and
+``dcb priority-flow-control priority P enable``.  Onyx maps DSCP to switch
+priority by DSCP>>3 and has no ECN marking probability, so the intent must
+agree with both.  The running config is flat and compresses port ranges
+(``interface ethernet 1/7-1/8 ...``); a ``roce`` macro line is read with its
+documented effect.  Rollback point: a named configuration file."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from .base import Driver, dedupe
+from .model import default_dscp_map, ranges
+
+TRUST_IN = {"L3": "dscp", "L2": "pcp", "both": "both"}
+TRUST_OUT = {"dscp": "L3", "pcp": "L2", "both": "both"}
+ROCE_ECN_KB = (150, 1500)
+
+
+class OnyxDriver(Driver):
+    nos = "onyx"
+    label = "Onyx"
+    device_type = "mellanox_mlnxos"
+    min_mtu, max_mtu, default_mtu = 1500, 9216, 1500
+    error_pattern = r"^% .*$"
+    show_running = "show running-config"
+    show_verify = "show dcb priority-flow-control"
+    transaction = "checkpoint"
+
+    def canon_port(self, text):
+        m = re.fullmatch(r"(?:ethernet|eth)?\s*(\d+/\d+)", text.strip(), re.I)
+        if not m:
+            raise ValueError(text)
+        return "ethernet " + m.group(1)
+
+    def expand(self, text):
+        m = re.fullmatch(r"(\d+)/(\d+)(?:-(\d+)/(\d+))?", text)
+        if not m:
+            return []
+        if not m.group(3):
+            return ["ethernet " + text]
+        return ["ethernet %s/%d" % (m.group(1), i) for i in range(int(m.group(2)), int(m.group(4)) + 1)]
+
+    def check(self, want):
+        g, out = want["global"], []
+        for d, p in sorted(g["dscp_map"].items()):
+            if d >> 3 != p:
+                out.append("Onyx maps DSCP %d to priority %d (DSCP>>3) and cannot map it to %d" % (d, d >> 3, p))
+        e = g["ecn"]
+        if e:
+            if e["probability"] != 100:
+                out.append("Onyx has no ECN marking probability; probability %d cannot be set (use 100)"
+                           % e["probability"])
+            for k in ("min_bytes", "max_bytes"):
+                if e[k] % 1000 or not 1 <= e[k] // 1000 <= 16000:
+                    out.append("Onyx ECN thresholds are whole KB in 1-16000; %s %d bytes is not" % (k, e[k]))
+        return out
+
+    # -- reading -------------------------------------------------------------
+    def parse_raw(self, text):
+        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "active": None}
+        for line in text.splitlines():
+            m = re.match(r'## Running database "([^"]+)"', line)
+            if m:
+                raw["active"] = m.group(1)
+            s = line.strip()
+            if not s or s.startswith("#"):
+                continue
+            m = re.fullmatch(r"roce(?: (lossless|lossy|semi-lossless))?", s)
+            if m:
+                raw["roce"] = m.group(1) or "lossless"
+                continue
+            if re.fullmatch(r"dcb priority-flow-control enable(?: force)?", s):
+                raw["pfc_enable"] = True
+                continue
+            m = re.fullmatch(r"dcb priority-flow-control priority (\d) enable", s)
+            if m:
+                raw["pfc_prios"].add(int(m.group(1)))
+                continue
+            m = re.fullmatch(r"interface ethernet (\S+) (.+)", s)
+            if not m:
+                continue
+            rest = m.group(2)
+            for p in self.expand(m.group(1)):
+                pc = raw["ports"].setdefault(p, {})
+                r = re.fullmatch(r"mtu (\d+)(?: force)?", rest)
+                if r:
+                    pc["mtu"] = int(r.group(1))
+                r = re.fullmatch(r"qos trust (L2|L3|both)", rest)
+                if r:
+                    pc["trust"] = r.group(1)
+                if re.fullmatch(r"dcb priority-flow-control mode on(?: force)?", rest):
+                    pc["pfc"] = True
+                r = re.fullmatch(r"traffic-class (\d) congestion-control ecn minimum-absolute (\d+) "
+                                 r"maximum-absolute (\d+)", rest)
+                if r:
+                    pc.setdefault("ecn", {})[int(r.group(1))] = (int(r.group(2)), int(r.group(3)))
+                r = re.fullmatch(r"traffic-class (\d) dcb ets strict", rest)
+                if r:
+                    pc.setdefault("strict", set()).add(int(r.group(1)))
+                if rest == "shutdown":
+                    pc["shutdown"] = True
+        return raw
+
+    def parse_views(self, text):
+        raw = self.parse_raw(text)
+        roce = raw["roce"] in ("lossless", "semi-lossless")
+        enabled = raw["pfc_enable"] or roce
+        prios = set(raw["pfc_prios"]) | ({3} if roce else set())
+
+        def view(port):
+            pc = raw["ports"].get(port, {})
+            ecn = dict(pc.get("ecn", {}))
+            if not ecn and roce:
+                ecn = {3: ROCE_ECN_KB}
+            ev = None
+            if ecn:
+                tc = min(ecn)
+                ev = {"tc": tc, "min_bytes": ecn[tc][0] * 1000, "max_bytes": ecn[tc][1] * 1000, "probability": 100}
+            return {"mtu": pc.get("mtu", self.default_mtu),
+                    "trust": TRUST_IN[pc.get("trust") or ("L3" if raw["roce"] else "L2")],
+                    "pfc_priorities": sorted(prios) if enabled and (pc.get("pfc") or roce) else [],
+                    "ecn": ev, "strict_tcs": set(pc.get("strict", set())) | ({6} if raw["roce"] else set())}
+        switch = {"pfc_priority": min(prios) if enabled and prios else None,
+                  "dscp_map": default_dscp_map(), "explicit_dscps": []}
+        return view, list(raw["ports"]), switch, raw
+
+    def parse_verify(self, text):
+        prios, out = [], {}
+        for line in text.splitlines():
+            m = re.match(r"\s*Priority Enabled List\s*:\s*([\d ]*)$", line)
+            if m:
+                prios = [int(x) for x in m.group(1).split()]
+            m = re.match(r"\s*Eth(\d+/\d+)\s+\S+\s+(Enabled|Disabled)", line)
+            if m:
+                out["ethernet " + m.group(1)] = prios if m.group(2) == "Enabled" else []
+        return out
+
+    # -- writing -------------------------------------------------------------
+    def item_commands(self, ch, want, have, raw):
+        lines = []
+        g = ch["global"]
+        if raw.get("roce") and want["global"]["pfc_priority"] is None:
+            lines.append("no roce")
+        if "pfc_priority" in g:
+            w, h = g["pfc_priority"]
+            if w is None:
+                if h is not None:
+                    lines += ["no dcb priority-flow-control priority %d enable" % h,
+                              "no dcb priority-flow-control enable force"]
+            else:
+                lines += ["dcb priority-flow-control enable force",
+                          "dcb priority-flow-control priority %d enable" % w]
+                if h is not None and h != w:
+                    lines.append("no dcb priority-flow-control priority %d enable" % h)
+        cprio = (want["global"]["cnp"] or have["global"]["cnp"] or {}).get("priority", 6)
+        per_port = []
+        for port, diff in ch["ports"].items():
+            for key in ("mtu", "trust", "ecn", "cnp_strict", "pfc"):
+                if key not in diff:
+                    continue
+                w, h = diff[key]
+                if key == "mtu":
+                    per_port.append((port, "mtu %d force" % w))
+                elif key == "trust":
+                    per_port.append((port, "qos trust %s" % TRUST_OUT[w]))
+                elif key == "pfc":
+                    per_port.append((port, "dcb priority-flow-control mode on force" if w
+                                     else "no dcb priority-flow-control mode force"))
+                elif key == "ecn":
+                    if h and (not w or h["tc"] != w["tc"]):
+                        per_port.append((port, "no traffic-class %d congestion-control" % h["tc"]))
+                    if w:
+                        per_port.append((port, "traffic-class %d congestion-control ecn minimum-absolute %d "
+                                               "maximum-absolute %d" % (w["tc"], w["min_bytes"] // 1000,
+                                                                        w["max_bytes"] // 1000)))
+                elif key == "cnp_strict":
+                    per_port.append((port, "traffic-class %d dcb ets strict" % cprio if w
+                                     else "no traffic-class %d dcb ets" % cprio))
+        lines += self.group_ports(per_port)
+        return dedupe([((), x) for x in lines])
+
+    def group_ports(self, per_port):
+        """Same suffix on several ports -> one line per port range, in first-seen order."""
+        order, groups = [], {}
+        for port, suffix in per_port:
+            if suffix not in groups:
+                order.append(suffix)
+                groups[suffix] = []
+            groups[suffix].append(port)
+        out = []
+        for suffix in order:
+            by_slot = {}
+            for p in groups[suffix]:
+                slot, num = p.split()[1].split("/")
+                by_slot.setdefault(slot, []).append(int(num))
+            for slot, nums in by_slot.items():
+                for a, b in ranges(nums):
+                    rng = "%s/%d" % (slot, a) if a == b else "%s/%d-%s/%d" % (slot, a, slot, b)
+                    out.append("interface ethernet %s %s" % (rng, suffix))
+        return out
+
+    # -- rollback point --------------------------------------------------------
+    def checkpoint_commands(self, name):
+        return ["configuration write to %s no-switch" % name]
+
+    def restore_commands(self, name, active):
+        return ["configuration switch-to %s" % name, "configuration write to %s" % (active or "initial"),
+                "configuration delete %s" % name]
+
+    def drop_checkpoint_commands(self, name):
+        return ["configuration delete %s" % name]

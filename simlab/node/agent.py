@@ -166,6 +166,62 @@ class Agent:
         self.kernel.set_faults(faults)
         return {"faults": faults}
 
+    def op_fw_activate(self, req):
+        """mstfwreset level 0 (live patch): the burned image starts running;
+        the NV configuration, the driver and the VFs stay as they are."""
+        k = self.kernel
+        with self.fw_lock, k.lock:
+            pf = k.pf_by_bdf(req["bdf"])
+            if pf is None:
+                raise KernelError(errno.ENODEV, f"no device {req['bdf']}")
+            state = k.firmware[pf.bdf]
+            state["running_fw_version"] = state["fw_version"]
+            k.generation += 1
+            boot.write_json(boot.LAB / "firmware.json", k.firmware)
+        return {}
+
+    def op_dcb(self, req):
+        """DCB settings mlnx_qos reads and writes that the kernel model does
+        not carry (ETS prio->tc map, TSA, TC bandwidth, rate limits, receive
+        buffers), per PF netdev; ``set`` merges values in.  Returns them with
+        the mlx5 defaults filled in."""
+        pf, vf = self._pf_by_netdev(req["dev"])
+        if vf is not None:
+            raise KernelError(errno.EOPNOTSUPP, "Operation not supported on a VF")
+        store = self.__dict__.setdefault("_dcb", {})
+        # mlx5e_ets_init: vendor TSA everywhere, priority 0 on TC 1 and 1 on TC 0
+        cur = store.setdefault(pf.bdf, {"prio_tc": [1, 0, 2, 3, 4, 5, 6, 7], "tsa": ["vendor"] * 8,
+                                        "tcbw": [0] * 8, "ratelimit": [0] * 8,
+                                        "prio2buffer": None, "buffer_size": None, "dcbx": "os"})
+        with self.kernel.lock:
+            for key, value in (req.get("set") or {}).items():
+                if key not in cur:
+                    raise KernelError(errno.EINVAL, f"unknown DCB setting {key}")
+                cur[key] = value
+        return {"dcb": dict(cur)}
+
+    def op_driver_modules(self, req):
+        """modprobe / modprobe -r of the mlx5 and RDMA modules.  Unloading
+        mlx5_core removes its PCI driver: every PF is unbound (SR-IOV is
+        disabled first); loading it probes the PFs again.  RDMA devices exist
+        only while mlx5_ib is loaded (the sysfs tree follows ``modules``)."""
+        k = self.kernel
+        with k.lock:
+            for m in req.get("unload", []):
+                if m == "mlx5_core":
+                    for pf in k.pfs:
+                        if pf.bound:
+                            k.unbind(pf.bdf)
+                k.modules.discard(m)
+            for m in req.get("load", []):
+                if m == "mlx5_core" and m not in k.modules:
+                    for pf in k.pfs:
+                        if not pf.bound:
+                            k.bind(pf.bdf)
+                k.modules.add(m)
+            k.generation += 1
+        return {"modules": sorted(k.modules)}
+
     def handle(self, req: dict) -> dict:
         fn = getattr(self, "op_" + str(req.get("op", "")), None)
         if fn is None:

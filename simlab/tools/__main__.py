@@ -9,6 +9,21 @@ import sys
 MODULES = {
     "ip": "simlab.tools.ip",
     "update-grub": "simlab.tools.grub",
+    "mlxconfig": "simlab.tools.mlxconfig",
+    "mstconfig": "simlab.tools.mlxconfig",
+    "mstflint": "simlab.tools.mstflint",
+    "flint": "simlab.tools.mstflint",
+    "mstfwreset": "simlab.tools.mstfwreset",
+    "mlxfwreset": "simlab.tools.mstfwreset",
+    "mlnx_qos": "simlab.tools.mlnx_qos",
+    "cma_roce_mode": "simlab.tools.cma_roce",
+    "cma_roce_tos": "simlab.tools.cma_roce",
+    "ibv_devinfo": "simlab.tools.rdma",
+    "show_gids": "simlab.tools.rdma",
+    "rdma": "simlab.tools.rdma",
+    "modprobe": "simlab.tools.modprobe",
+    "grubby": "simlab.tools.grubby",
+    "nmcli": "simlab.tools.nmcli",
 }
 
 

@@ -1,0 +1,311 @@
+"""The node's tool twins run in-process against an Agent: their output is
+parsed by the collection's own parsers, their errors are the real tools'."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from plugins.module_utils import mlx_tools, rdma_tools
+from simlab.node import agent as agent_mod
+from simlab.node import boot, hardware
+from simlab.tools import (agentclient, cma_roce, grubby, mlnx_qos, mlxconfig, modprobe, mstflint, mstfwreset,
+                          nmcli, rdma)
+
+BDF = "0000:3b:00.0"
+PF = "enp59s0f0np0"
+
+
+def make_state(driver="inbox", link_type="ETH", preset="ready"):
+    hw = hardware.default_spec("node01", 1, nics=2, driver=driver, link_type=link_type)
+    hw["preset"] = preset
+    fw = hardware.factory_firmware(hw)
+    if preset == "ready":
+        for nic in hardware.nic_specs(hw):
+            for col in ("current", "next"):
+                fw[nic.bdf][col].update(SRIOV_EN=1, NUM_OF_VFS=nic.totalvfs)
+    return {"hw": hw, "firmware": fw, "cmdline": "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro",
+            "bios": {"sriov": True, "iommu": True, "acs": False}, "faults": {}}
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    monkeypatch.setattr(boot, "LAB", tmp_path)
+    a = agent_mod.Agent(make_state())
+
+    def request(req, sock_path=None, timeout=30):
+        return json.loads(json.dumps(a.handle(json.loads(json.dumps(req)))))
+
+    monkeypatch.setattr(agentclient, "request", request)
+    return a
+
+
+def run(capsys, module, argv, prog=None, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    rc = module.main(argv, prog=prog) if prog else module.main(argv)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def enable_vfs(a, n=2, pf_index=0):
+    k = a.kernel
+    pf = k.pfs[pf_index]
+    k.write_numvfs(pf, f"{n}\n".encode())
+    for vf in pf.vfs:
+        vf.probed_at = 0
+    k.generation += 1
+    return pf
+
+
+# ----------------------------------------------------------------- mlxconfig
+def test_mlxconfig_extended_query_parses(agent, capsys):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-e", "q"], prog="mlxconfig")
+    assert rc == 0
+    parsed = mlx_tools.parse_mlxconfig_query(out)
+    p = parsed["params"]
+    assert p["SRIOV_EN"]["current"] == "True(1)" and p["NUM_OF_VFS"]["next_int"] == 16
+    assert p["LINK_TYPE_P1"]["default"] == "ETH(2)"
+    assert "Device:             0000:3b:00.0" in out
+    assert "*" in out.split("Configurations:")[1]     # SRIOV_EN/NUM_OF_VFS differ from the defaults
+
+
+def test_mlxconfig_short_bdf_and_specific_params(agent, capsys):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", "3b:00.0", "q", "SRIOV_EN"], prog="mstconfig")
+    assert rc == 0
+    assert "SRIOV_EN" in out and "NUM_OF_VFS" not in out
+    assert "Next Boot" in out and "Default" not in out
+
+
+def test_mlxconfig_set_then_pending(agent, capsys):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-y", "set", "NUM_OF_VFS=8", "SRIOV_EN=True"],
+                     prog="mlxconfig")
+    assert rc == 0
+    res = mlx_tools.parse_mlxconfig_set(out)
+    assert res["applied"] and res["reset_required"] == "reboot"
+    assert {c["name"]: c["new"] for c in res["changes"]} == {"NUM_OF_VFS": "8", "SRIOV_EN": "True(1)"}
+    assert agent.kernel.firmware[BDF]["next"]["NUM_OF_VFS"] == 8
+    assert agent.kernel.firmware[BDF]["current"]["NUM_OF_VFS"] == 16
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-e", "q"], prog="mlxconfig")
+    pending = mlx_tools.mlxconfig_pending(mlx_tools.parse_mlxconfig_query(out))
+    assert "NUM_OF_VFS" in json.dumps(pending)
+
+
+def test_mlxconfig_link_type_label(agent, capsys):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-y", "set", "LINK_TYPE_P1=IB"], prog="mlxconfig")
+    assert rc == 0 and agent.kernel.firmware[BDF]["next"]["LINK_TYPE_P1"] == 1
+    assert "IB(1)" in out
+
+
+def test_mlxconfig_prompt_reads_stdin(agent, capsys, monkeypatch):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "set", "NUM_OF_VFS=4"], prog="mlxconfig",
+                     stdin="n\n", monkeypatch=monkeypatch)
+    assert rc == 2
+    assert " Apply new Configuration? (y/n) [n] : -E- Aborted by user." in out
+    assert agent.kernel.firmware[BDF]["next"]["NUM_OF_VFS"] == 16
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "set", "NUM_OF_VFS=4"], prog="mlxconfig",
+                     stdin="y\n", monkeypatch=monkeypatch)
+    assert rc == 0 and "Applying... Done!" in out
+    assert agent.kernel.firmware[BDF]["next"]["NUM_OF_VFS"] == 4
+
+
+def test_mlxconfig_errors(agent, capsys):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-y", "set", "NUM_OF_VFS=128"], prog="mlxconfig")
+    assert rc == 3
+    assert "Applying... Failed!\n-E- Parameter NUM_OF_VFS' value is larger than maximum allowed 127\n" in out
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-y", "set", "FOO_BAR=1"], prog="mlxconfig")
+    assert rc == 3 and out.endswith("-E- Failed to find Param / TLV with name 'FOO_BAR' port 0 module -1\n")
+    res = mlx_tools.parse_mlxconfig_set(out)
+    assert res["failed"] and not res["applied"]
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-y", "set", "SRIOV_EN=maybe"], prog="mlxconfig")
+    assert rc == 3 and "-E- Unknown value maybe" in out
+    rc, out, _ = run(capsys, mlxconfig, ["-d", "0000:3c:00.0", "q"], prog="mlxconfig")
+    assert rc == 3 and out == "-E- Failed to open the device\n-E- Failed to open the device\n"
+    rc, out, _ = run(capsys, mlxconfig, ["-d", "/dev/mst/mt4129_pciconf0", "q"], prog="mstconfig")
+    assert rc == 3
+    rc, out, _ = run(capsys, mlxconfig, ["-d", "/dev/mst/mt4129_pciconf1", "q"], prog="mlxconfig")
+    assert rc == 0 and "/dev/mst/mt4129_pciconf1" in out
+
+
+def test_mlxconfig_reset(agent, capsys):
+    rc, out, _ = run(capsys, mlxconfig, ["-d", BDF, "-y", "reset"], prog="mlxconfig")
+    assert rc == 0
+    assert out == ("\n Reset configuration for device 0000:3b:00.0? (y/n) [n] : y\nApplying... Done!\n"
+                   "-I- Please reboot machine to load new configurations.\n")
+    assert agent.kernel.firmware[BDF]["next"]["SRIOV_EN"] == 0
+
+
+# ----------------------------------------------------------------- mstflint / mstfwreset
+def test_mstflint_query_and_running_version(agent, capsys):
+    rc, out, _ = run(capsys, mstflint, ["-d", BDF, "q"], prog="mstflint")
+    q = mlx_tools.parse_mstflint_query(out)
+    assert rc == 0 and q["fw_version"] == "28.39.1002" and q["psid"] == "MT_0000000838"
+    assert q["base_mac"]["value"] == "0c42a1000100" and not q["reset_pending"]
+    agent.kernel.firmware[BDF]["fw_version"] = "28.41.1000"
+    rc, out, _ = run(capsys, mstflint, ["-d", BDF, "q"], prog="flint")
+    q = mlx_tools.parse_mstflint_query(out)
+    assert q["fw_version_running"] == "28.39.1002" and q["reset_pending"]
+    rc, out, _ = run(capsys, mstflint, ["-d", "0000:3c:00.0", "q"], prog="mstflint")
+    assert rc == 1 and out.startswith("-E- Cannot open Device: 0000:3c:00.0.")
+
+
+def test_mstfwreset_query_levels(agent, capsys):
+    rc, out, _ = run(capsys, mstfwreset, ["-d", BDF, "q"], prog="mstfwreset")
+    assert rc == 0
+    desc = 'Driver, PCI link, network link will remain up ("live-Patch")'
+    assert "0: %-62s-Supported     (default)\n" % desc in out
+    assert "1: %-62s-Not Supported \n" % 'Only ARM side will not remain up ("Immediate reset").' in out
+    agent.kernel.firmware[BDF]["next"]["NUM_OF_VFS"] = 4
+    rc, out, _ = run(capsys, mstfwreset, ["-d", BDF, "q"], prog="mstfwreset")
+    assert "3: Driver restart and PCI reset" in out and "-Supported     (default)" in out.split("\n3:")[1]
+
+
+def test_mstfwreset_reset_applies_next_boot(agent, capsys):
+    pf = enable_vfs(agent, 2)
+    agent.kernel.firmware[BDF]["next"]["NUM_OF_VFS"] = 4
+    rc, out, _ = run(capsys, mstfwreset, ["-d", BDF, "--skip_driver", "-l", "3", "-y", "reset"],
+                     prog="mstfwreset")
+    assert rc == 0, out
+    assert "Continue with reset?[y/N] y" in out and out.endswith("-I- FW was loaded successfully.\n")
+    assert "Stopping Driver" not in out
+    assert agent.kernel.firmware[BDF]["current"]["NUM_OF_VFS"] == 4 and pf.numvfs == 0 and pf.vfs == []
+    rc, out, _ = run(capsys, mstfwreset, ["-d", BDF, "-l", "1", "-y", "reset"], prog="mstfwreset")
+    assert rc == 1 and "-E- Reset-level '1' is not supported in the current state of this device." in out
+    rc, out, _ = run(capsys, mstfwreset, ["-d", "0000:3c:00.0", "q"], prog="mstfwreset")
+    assert rc == 1 and "Failed to re-open device (0000:3c:00.0)" in out
+
+
+# ----------------------------------------------------------------- mlnx_qos
+def test_mlnx_qos_roce_recipe(agent, capsys, monkeypatch):
+    monkeypatch.setattr(mlnx_qos, "_lldpad_running", lambda: False)
+    rc, out, _ = run(capsys, mlnx_qos, ["-i", PF, "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0"])
+    assert rc == 0
+    q = mlx_tools.parse_mlnx_qos(out)
+    assert q["trust"] == "dscp" and q["pfc_enabled"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert agent.kernel.pfs[0].trust == "dscp" and agent.kernel.pfs[0].pfc[3] == 1
+    assert "\tprio:3 dscp:24,25,26,27,28,29,30,31," in out
+    rc, out, _ = run(capsys, mlnx_qos, ["-i", PF, "--dscp2prio", "set,48,6", "--cable_len", "20"])
+    assert rc == 0 and agent.kernel.pfs[0].cable_len == 20 and "Cable len: 20" in out
+
+
+def test_mlnx_qos_errors(agent, capsys, monkeypatch):
+    monkeypatch.setattr(mlnx_qos, "_lldpad_running", lambda: False)
+    rc, out, _ = run(capsys, mlnx_qos, ["-i", PF, "--pfc", "0,0,0,1"])
+    assert rc == 1 and out == "pfc list must have 8 items\n"
+    rc, out, _ = run(capsys, mlnx_qos, ["-i", PF, "--pfc", "0,0,0,2,0,0,0,0"])
+    assert rc == 1 and out.startswith("Bad value for PFC: 2 is not in the range 0..1\n")
+    rc, out, _ = run(capsys, mlnx_qos, ["-i", "nosuch0"])
+    assert rc == 1 and out.endswith("ETS features are not supported on your system\n")
+    rc, out, _ = run(capsys, mlnx_qos, ["-i", PF, "--trust", "foo"])
+    assert rc == 1 and out == "Invalid trust state command. Refer to the help.\n"
+    rc, out, _ = run(capsys, mlnx_qos, [])
+    assert rc == 1 and out.startswith("Interface name is required\n")
+
+
+# ----------------------------------------------------------------- cma_roce
+def test_cma_roce_mode_and_tos(agent, capsys, monkeypatch):
+    monkeypatch.setattr(cma_roce.os, "geteuid", lambda: 0)
+    rc, out, _ = run(capsys, cma_roce, ["-d", "rocep59s0f0", "-p", "1", "-m", "1"], prog="cma_roce_mode")
+    assert rc == 0 and out == "IB/RoCE v1\n" and agent.kernel.pfs[0].roce_mode == "IB/RoCE v1"
+    rc, out, _ = run(capsys, cma_roce, ["-d", "rocep59s0f0", "-m", "2"], prog="cma_roce_mode")
+    assert out == "RoCE v2\n"
+    rc, out, _ = run(capsys, cma_roce, ["-d", "rocep59s0f0", "-t", "106"], prog="cma_roce_tos")
+    assert rc == 0 and out == "106\n" and agent.kernel.pfs[0].roce_tos == 106
+    rc, out, err = run(capsys, cma_roce, ["-d", "mlx5_9"], prog="cma_roce_mode")
+    assert rc == 1 and out == "Failed to create configuration for mlx5_9\n"
+    agent.kernel.modules.discard("rdma_cm")
+    rc, out, _ = run(capsys, cma_roce, ["-d", "rocep59s0f0"], prog="cma_roce_tos")
+    assert rc == 1 and out == "Module rdma_cm is not loaded or does not support configfs\n"
+
+
+# ----------------------------------------------------------------- RDMA tools
+def test_ibv_devinfo_show_gids_rdma_link(agent, capsys):
+    enable_vfs(agent, 2)
+    rc, out, _ = run(capsys, rdma, [], prog="ibv_devinfo")
+    devs = rdma_tools.parse_ibv_devinfo(out)
+    names = [d["hca_id"] for d in devs]
+    assert names[:2] == ["rocep59s0f0", "rocep134s0f0"] and "rocep59s0f1" in names
+    assert "\tvendor_part_id:\t\t\t4129\n" in out and "\tvendor_part_id:\t\t\t4126\n" in out
+    rc, out, _ = run(capsys, rdma, ["-d", "rocep59s0f0", "-v"], prog="ibv_devinfo")
+    assert "\t\t\tGID[  3]:\t\t::ffff:172.30.0.1, RoCE v2\n" in out
+    rc, out, err = run(capsys, rdma, ["-d", "nope"], prog="ibv_devinfo")
+    assert rc == 255 and err == "IB device 'nope' wasn't found\n"
+    rc, out, _ = run(capsys, rdma, ["rocep59s0f0"], prog="show_gids")
+    g = rdma_tools.parse_show_gids(out)
+    assert "n_gids_found=4" in out and "172.30.0.1" in out and g
+    rc, out, _ = run(capsys, rdma, ["link"], prog="rdma")
+    assert "link rocep59s0f0/1 state ACTIVE physical_state LINK_UP netdev enp59s0f0np0 \n" in out
+    assert "netdev enp59s0f0v1" in out
+    rc, out, _ = run(capsys, rdma, ["-j", "link", "show"], prog="rdma")
+    assert json.loads(out)[0]["netdev"] == "enp59s0f0np0"
+    rc, out, _ = run(capsys, rdma, ["dev"], prog="rdma")
+    assert out.startswith("0: rocep59s0f0: node_type ca fw 28.39.1002 node_guid 0c42:a1ff:fe00:0100 ")
+
+
+def test_modprobe_mlx5_ib_gates_rdma(agent, capsys, monkeypatch):
+    monkeypatch.setattr(modprobe, "_real", lambda argv: pytest.fail(f"real modprobe called: {argv}"))
+    rc, _, err = run(capsys, modprobe, ["-r", "ib_core"])
+    assert rc == 1 and err == "modprobe: FATAL: Module ib_core is in use.\n"
+    rc, _, _ = run(capsys, modprobe, ["-r", "rdma_ucm"])
+    assert rc == 0 and "rdma_ucm" not in agent.kernel.modules and "rdma_cm" not in agent.kernel.modules
+    rc, _, _ = run(capsys, modprobe, ["-r", "mlx5_ib"])
+    assert rc == 0 and "mlx5_ib" not in agent.kernel.modules
+    assert agent.kernel.rdma_devices() == {}
+    assert not any(p.startswith("/class/infiniband/") for p in _tree_paths(agent))
+    rc, out, err = run(capsys, rdma, [], prog="ibv_devinfo")
+    assert rc == 255 and err == "No IB devices found\n"
+    rc, _, err = run(capsys, modprobe, ["-r", "mlx5_ib"])
+    assert rc == 1 and err == "modprobe: FATAL: Module mlx5_ib is not in kernel.\n"
+    rc, _, _ = run(capsys, modprobe, ["mlx5_ib"])
+    assert rc == 0 and {"mlx5_ib", "mlx5_core", "ib_core", "ib_uverbs"} <= agent.kernel.modules
+    assert all(p.bound for p in agent.kernel.pfs) and "rocep59s0f0" in agent.kernel.rdma_devices()
+    assert "/module/mlx5_ib/initstate" in _tree_paths(agent)
+    called = []
+    monkeypatch.setattr(modprobe, "_real", lambda argv: called.append(argv) or 0)
+    assert modprobe.main(["vfio-pci"]) == 0 and called == [["vfio-pci"]]
+
+
+def _tree_paths(a):
+    a.tree.refresh()
+    return set(a.tree.entries)
+
+
+# ----------------------------------------------------------------- grubby / nmcli
+def test_grubby_edits_cmdline_and_grub_cfg(tmp_path, monkeypatch, capsys):
+    cfg = tmp_path / "grub.cfg"
+    cfg.write_text("menuentry 'Debian GNU/Linux' {\n\tlinux\t/boot/vmlinuz-6.1.0-28-amd64 root=UUID=x ro quiet\n"
+                   "\tinitrd\t/boot/initrd.img-6.1.0-28-amd64\n}\n")
+    monkeypatch.setattr(grubby, "GRUB_CFG", cfg)
+    monkeypatch.setattr(grubby, "CMDLINE", tmp_path / "cmdline")
+    assert grubby.main(["--update-kernel=ALL", "--args=intel_iommu=on iommu=pt"]) == 0
+    assert boot.grub_cmdline_from_cfg(cfg.read_text()).endswith("root=UUID=x ro quiet intel_iommu=on iommu=pt")
+    assert grubby.main(["--update-kernel=ALL", "--remove-args=quiet", "--args=iommu=off"]) == 0
+    assert (tmp_path / "cmdline").read_text() == "root=UUID=x ro intel_iommu=on iommu=off\n"
+    capsys.readouterr()
+    assert grubby.main(["--info=ALL"]) == 0
+    out = capsys.readouterr().out
+    assert 'args="ro intel_iommu=on iommu=off"' in out and 'root="UUID=x"' in out
+    assert grubby.main(["--update-kernel=/boot/vmlinuz-9", "--args=x"]) == 1
+
+
+def test_nmcli_vf_unmanaged_by_udev_rule(agent, tmp_path, monkeypatch, capsys):
+    enable_vfs(agent, 2)
+    rules = tmp_path / "rules.d"
+    rules.mkdir()
+    (rules / "70-nm-unmanaged.rules").write_text(
+        'SUBSYSTEM=="net", ACTION=="add|change|move", KERNELS=="0000:3b:00.1", ENV{NM_UNMANAGED}="1"\n')
+    net = tmp_path / "net"
+    (net / "lo").mkdir(parents=True)
+    (net / "eth0").mkdir()
+    monkeypatch.setattr(nmcli, "RULES_DIRS", (rules,))
+    monkeypatch.setattr(nmcli, "SYS_NET", net)
+    monkeypatch.setattr(nmcli.rows, "__defaults__", ((rules,), net))
+    rc = nmcli.main(["-t", "-f", "DEVICE,TYPE,STATE", "device"])
+    out = capsys.readouterr().out
+    lines = dict(line.split(":", 1) for line in out.splitlines())
+    assert rc == 0
+    assert lines["enp59s0f0v0"] == "ethernet:unmanaged"
+    assert lines["enp59s0f0v1"] == "ethernet:connected"
+    assert lines["enp59s0f0np0"] == "ethernet:connected" and lines["lo"] == "loopback:unmanaged"

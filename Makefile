@@ -60,7 +60,7 @@ twin-test: image
 	$(BIN)/pytest -q tests/integration
 
 molecule: image
-	cd molecule/.. && $(BIN)/molecule test -s default
+	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default
 
 lint: setup
 	$(BIN)/ansible-lint --profile production playbooks roles

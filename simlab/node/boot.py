@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from pathlib import Path
 
 from . import hardware
@@ -100,9 +101,38 @@ def boot_firmware(hw: dict) -> dict:
     return fw
 
 
+def node_hardware() -> dict:
+    """The lab's description of this node; a node started outside a lab (for
+    example by Molecule) describes itself: the default GPU node, named after
+    its hostname, shaped by SIMLAB_* environment variables of PID 1."""
+    path = LAB / "hardware.json"
+    if path.exists():
+        return hardware.load(path)
+    env = _init_env()
+    name = socket.gethostname()
+    digits = "".join(ch for ch in name if ch.isdigit()) or "1"
+    hw = hardware.default_spec(name, int(digits[-3:]) or 1, nics=int(env.get("SIMLAB_NICS", 2)),
+                               model=env.get("SIMLAB_MODEL", "cx7"), driver=env.get("SIMLAB_DRIVER", "inbox"),
+                               totalvfs=int(env.get("SIMLAB_TOTALVFS", hardware.DEFAULT_TOTALVFS)))
+    hw["preset"] = env.get("SIMLAB_PRESET", "ready")
+    hw["bios_default"] = {"sriov": hw["preset"] == "ready", "iommu": hw["preset"] == "ready", "acs": False}
+    LAB.mkdir(parents=True, exist_ok=True)
+    hardware.dump(hw, path)
+    return hw
+
+
+def _init_env() -> dict:
+    """Environment of PID 1 (podman run -e ...), which systemd does not pass on."""
+    try:
+        raw = Path("/proc/1/environ").read_bytes()
+    except OSError:
+        return dict(os.environ)
+    return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
+
+
 def boot() -> dict:
     """Compute the boot state; returns the arguments for ``Kernel``."""
-    hw = hardware.load(LAB / "hardware.json")
+    hw = node_hardware()
     ensure_grub(hw.get("preset", "ready"))
     cmdline = grub_cmdline_from_cfg(GRUB_CFG.read_text()) or f"BOOT_IMAGE={KERNEL} {ROOT}"
     (RUN / "proc").mkdir(parents=True, exist_ok=True)

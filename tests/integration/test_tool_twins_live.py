@@ -1,0 +1,79 @@
+"""The tool twins on a live twin node (podman exec into a running lab).
+
+Run with a lab up: ``python -m simlab up --nodes 1 --switches 1 --name tools``;
+the node name comes from ``SIMLAB_TWIN_NODE`` (default simlab-tools-node01).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from plugins.module_utils import mlx_tools, rdma_tools
+
+pytestmark = pytest.mark.twin
+
+NODE = os.environ.get("SIMLAB_TWIN_NODE", "simlab-tools-node01")
+BDF = "0000:3b:00.0"
+
+
+def _running() -> bool:
+    if shutil.which("podman") is None:
+        return False
+    r = subprocess.run(["podman", "container", "inspect", "-f", "{{.State.Running}}", NODE],
+                       capture_output=True, text=True)
+    return r.returncode == 0 and r.stdout.strip() == "true"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def node():
+    if not _running():
+        pytest.skip(f"no running twin node {NODE}")
+
+
+def sh(*argv, stdin=None):
+    return subprocess.run(["podman", "exec", "-i", NODE, *argv], capture_output=True, text=True,
+                          input=stdin, timeout=60)
+
+
+def test_mlxconfig_query_on_node():
+    r = sh("mstconfig", "-e", "-d", BDF, "q")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert mlx_tools.parse_mlxconfig_query(r.stdout)["params"]["SRIOV_EN"]["current_int"] == 1
+
+
+def test_mlxconfig_prompt_and_unknown_device():
+    r = sh("mlxconfig", "-d", BDF, "set", "CNP_DSCP_P1=48", stdin="n\n")
+    assert r.returncode == 2 and "-E- Aborted by user." in r.stdout
+    r = sh("mlxconfig", "-d", "0000:3c:00.0", "q")
+    assert r.returncode == 3 and "-E- Failed to open the device" in r.stdout
+
+
+def test_rdma_views_agree():
+    devinfo = rdma_tools.parse_ibv_devinfo(sh("ibv_devinfo").stdout)
+    gids = rdma_tools.parse_show_gids(sh("show_gids").stdout)
+    link = sh("rdma", "link").stdout
+    assert devinfo and gids["n_gids_found"] >= 4
+    for d in devinfo:
+        assert f"link {d['hca_id']}/1 " in link
+
+
+def test_modprobe_mlx5_ib_removes_and_restores_rdma():
+    try:
+        assert sh("modprobe", "-r", "mlx5_ib").returncode == 0
+        assert sh("ls", "/run/simlab/sys/class/infiniband").stdout.strip() == ""
+        assert sh("ibv_devinfo").returncode != 0
+    finally:
+        assert sh("modprobe", "mlx5_ib").returncode == 0
+    assert sh("ls", "/run/simlab/sys/class/infiniband").stdout.strip() != ""
+    assert sh("test", "-d", "/run/simlab/sys/module/mlx5_ib").returncode == 0
+
+
+def test_mlnx_qos_and_mstflint():
+    r = sh("mlnx_qos", "-i", "enp59s0f0np0", "--trust", "dscp", "--pfc", "0,0,0,1,0,0,0,0")
+    assert r.returncode == 0, r.stdout
+    assert mlx_tools.parse_mlnx_qos(r.stdout)["pfc_enabled"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    assert mlx_tools.parse_mstflint_query(sh("mstflint", "-d", BDF, "q").stdout)["psid"]

@@ -31,13 +31,17 @@ options:
       - Empty reports every PCI network function.
     type: str
     default: ""
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: none
+  platform:
+    platforms: posix
 author:
-  - gpufabric.stack contributors
+  - gpufabric.stack maintainers (@gpufabric)
 """
 
 EXAMPLES = r"""
@@ -65,7 +69,7 @@ nics:
     driver: {description: Bound PCI driver or null, type: str}
     numa_node: {description: NUMA node of the PCI device, type: int}
     link_type: {description: ETH or IB, type: str}
-    speed_mbps: {description: Link speed in Mb/s, null when the link is down, type: int}
+    speed_mbps: {description: "Link speed in Mb/s, null when the link is down", type: int}
     sriov:
       description: C(capable) is false when SR-IOV is off in the NIC firmware (no sriov_* files).
       type: dict
@@ -75,7 +79,7 @@ nics:
       type: list
     rdma_device: {description: RDMA device of the PF, type: str, sample: mlx5_0}
     rdma:
-      description: Port 1 of the RDMA device: state, link_layer, gids, roce_v2_gid_index.
+      description: "Port 1 of the RDMA device: state, link_layer, gids, roce_v2_gid_index."
       type: dict
 iommu_active:
   description: Whether the kernel has an active IOMMU (entries under class/iommu).

@@ -15,9 +15,9 @@ version_added: "0.1.0"
 description:
   - Selects PFs by netdev name, PCI address or vendor:device and brings each to the wanted VF count and per-VF
     settings in one call for all PFs of a host.
-  - Follows the kernel's order of operations: C(sriov_numvfs) is written only when the count changes, 0 first
+  - "Follows the kernel's order of operations: C(sriov_numvfs) is written only when the count changes, 0 first
     and then N; the module waits until every VF has its C(physfn) link and netdev, then sets per-VF settings
-    through the PF (C(ip link set dev <pf> vf N ...)) and VF MTUs.
+    through the PF (C(ip link set dev <pf> vf N ...)) and VF MTUs."
   - Every value is checked before anything changes; a count above C(sriov_totalvfs), SR-IOV off in the NIC
     firmware, a PF without a bound driver and MMIO exhaustion (ENOMEM) are reported as different causes, naming
     the PF and the value.
@@ -83,13 +83,17 @@ options:
     description: The iproute2 C(ip) binary used to set per-VF settings through the PF.
     type: str
     default: ip
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
     support: full
   diff_mode:
     support: full
+  platform:
+    platforms: posix
 author:
-  - gpufabric.stack contributors
+  - gpufabric.stack maintainers (@gpufabric)
 """
 
 EXAMPLES = r"""

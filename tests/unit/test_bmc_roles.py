@@ -30,9 +30,9 @@ PLAYBOOK = """
   gather_facts: false
   tasks:
     - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
-    - ansible.builtin.set_fact: {r1: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.set_fact: {r1: "{{ bmc_doctor_result }}"}
     - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
-    - ansible.builtin.set_fact: {r2: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.set_fact: {r2: "{{ bios_doctor_result }}"}
 - name: Converge
   hosts: nodes
   gather_facts: false
@@ -42,9 +42,9 @@ PLAYBOOK = """
   gather_facts: false
   tasks:
     - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
-    - ansible.builtin.set_fact: {a1: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.set_fact: {a1: "{{ bmc_doctor_result }}"}
     - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
-    - ansible.builtin.set_fact: {a2: "{{ gpufabric_layer_result }}"}
+    - ansible.builtin.set_fact: {a2: "{{ bios_doctor_result }}"}
     - ansible.builtin.copy:
         dest: "{{ out }}/{{ inventory_hostname }}.json"
         content: "{{ {'before': [r1, r2], 'after': [a1, a2], 'system': bmc_system} | to_json }}"

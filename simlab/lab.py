@@ -214,6 +214,7 @@ class Lab:
                    "-v", f"{REPO / 'simlab'}:/opt/simlab/simlab:ro",
                    "-v", f"{nd}:/var/lib/simlab/lab",
                    "-v", f"{self.dir}/fabric:/run/simlab-fabric",
+                   "-v", f"{self.dir}:/var/lib/simlab/rack:ro",
                    ref, "/sbin/init")
 
     def wait_nodes(self, nodes: list[str], timeout: float = 120) -> None:

@@ -261,10 +261,29 @@ def install_tools() -> None:
         path.chmod(0o755)
 
 
+def publish_live(agent: "Agent", path: Path, interval: float = 0.3) -> None:
+    """Keep ``live.json`` in this node's lab directory equal to the agent's
+    summary, so the fabric model (which runs in other nodes' tool twins and on
+    the host) sees this node's PFs, VFs, QoS and link state."""
+    import time as _time
+    last = None
+    while True:
+        k = agent.kernel
+        key = (k.generation, tuple(vf.probed_at <= k.clock() for pf in k.pfs for vf in pf.vfs))
+        if key != last:
+            try:
+                boot.write_json(path, agent.op_summary({}))
+                last = key
+            except OSError:
+                pass
+        _time.sleep(interval)
+
+
 def main() -> int:
     state = boot.boot()
     agent = Agent(state)
     install_tools()
+    threading.Thread(target=publish_live, args=(agent, boot.LAB / "live.json"), daemon=True).start()
     try:
         SOCK.unlink()
     except FileNotFoundError:

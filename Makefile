@@ -13,7 +13,6 @@ TWIN_INV := out/inventories/$(LAB)
 export CONTAINERS_CONF := $(CURDIR)/simlab/containers.conf
 export ANSIBLE_CONFIG  := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
-export ANSIBLE_FORCE_COLOR ?= 1
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
 .PHONY: help setup image demo demo-down test unit twin-test molecule lint sanity build clean

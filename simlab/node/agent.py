@@ -26,7 +26,7 @@ SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"
 TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "mlnx_qos",
          "cma_roce_mode", "cma_roce_tos", "ibv_devinfo", "show_gids", "rdma", "ip", "ib_write_bw",
-         "all_reduce_perf", "update-grub", "grubby", "modprobe", "nmcli"]
+         "all_reduce_perf", "mpirun", "update-grub", "grubby", "modprobe", "nmcli"]
 TOOL_DIR = Path("/usr/local/sbin")
 
 

@@ -24,6 +24,9 @@ MODULES = {
     "modprobe": "simlab.tools.modprobe",
     "grubby": "simlab.tools.grubby",
     "nmcli": "simlab.tools.nmcli",
+    "ib_write_bw": "simlab.tools.perftest",
+    "mpirun": "simlab.tools.nccl",
+    "all_reduce_perf": "simlab.tools.nccl",
 }
 
 

@@ -1,0 +1,140 @@
+"""ib_write_bw, mpirun and all_reduce_perf twins on a live 2-node, 2-switch
+rack, driven by the fabric model: healthy RoCE chain, host PFC mismatch,
+link down, NCCL over RDMA and the socket fallback."""
+
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import ENV, REPO, Twin, have_twin
+
+pytestmark = pytest.mark.twin
+
+ONYX = ["enable", "configure terminal", "interface ethernet 1/1-1/2 qos trust L3",
+        "dcb priority-flow-control enable force", "dcb priority-flow-control priority 3 enable",
+        "interface ethernet 1/1-1/2 dcb priority-flow-control mode on force",
+        "interface ethernet 1/1-1/2 mtu 9216 force"]
+NVUE = ["nv set qos roce mode lossless", "nv set interface swp1-2 link mtu 9216", "nv config apply -y"]
+DEV = "rocep59s0f0"
+PFS = ("enp59s0f0np0", "enp134s0f0np0")
+RAIL0_NODE02 = "172.30.0.2"
+
+
+@pytest.fixture(scope="module")
+def fab(tmp_path_factory):
+    if not have_twin():
+        pytest.skip("podman and /dev/fuse are needed for twin tests")
+    name = f"fb{uuid.uuid4().hex[:6]}"
+    t = Twin(name, tmp_path_factory.mktemp("inventory"))
+    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
+                           "--nos", "onyx,nvue", "--inventory", str(t.inventory)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True)
+    if proc.returncode:
+        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    try:
+        from simlab.lab import lab_dir
+        from simlab.switches import load_switch, save_switch
+        sw = lab_dir(name) / "switches"
+        for leaf, lines in (("leaf1", ONYX), ("leaf2", NVUE)):
+            m = load_switch(sw, leaf)
+            outs = [m.handle(line) for line in lines]
+            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
+            save_switch(sw, m)
+        for node in ("node01", "node02"):
+            configure_host(t, node)
+        yield t
+    finally:
+        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
+                       capture_output=True, text=True)
+
+
+def configure_host(t, node):
+    script = "; ".join(f"mlnx_qos -i {pf} --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null && "
+                       f"ip link set dev {pf} mtu 9000" for pf in PFS)
+    t.sh(node, "set -e; " + script)
+    time.sleep(0.8)         # live.json follows within the agent's publish interval
+
+
+def write_bw(t, extra=""):
+    """Server on node02, client on node01 (rail 0); -> (client proc, server proc)."""
+    cmd = f"ib_write_bw -d {DEV} -F --report_gbits {extra}"
+    server = subprocess.Popen(["podman", "exec", t.container("node02"), "sh", "-c",
+                               f"SIMLAB_PERFTEST_WAIT=15 {cmd}"], env=ENV, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    client = t.sh("node01", f"{cmd} {RAIL0_NODE02}", check=False)
+    try:
+        out, err = server.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        out, err = server.communicate()
+    return client, subprocess.CompletedProcess(server.args, server.returncode, out, err)
+
+
+def avg_gbps(out):
+    rows = [line.split() for line in out.splitlines() if re.match(r"^ \d+\s+\d+\s", line)]
+    assert rows, out
+    return float(rows[-1][3])
+
+
+def test_healthy_chain_reaches_line_rate(fab):
+    client, server = write_bw(fab)
+    assert client.returncode == 0, client.stderr
+    assert " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]" in client.stdout
+    assert " Mtu             : 4096[B]" in client.stdout
+    assert avg_gbps(client.stdout) >= 0.90 * 400
+    assert server.returncode == 0
+
+
+def test_host_pfc_mismatch_degrades(fab):
+    fab.fault("node02", "host-pfc-mismatch")
+    try:
+        time.sleep(0.8)
+        client, _ = write_bw(fab)
+        assert client.returncode == 0, client.stderr
+        assert avg_gbps(client.stdout) < 0.90 * 400
+    finally:
+        fab.fault("node02", "clear")
+        configure_host(fab, "node02")
+
+
+def test_link_down_fails_client(fab):
+    fab.fault("node02", "link-down")
+    try:
+        time.sleep(0.8)
+        client, server = write_bw(fab)
+        assert client.returncode != 0
+        assert f"Couldn't connect to {RAIL0_NODE02}:18515" in client.stderr
+        assert server.returncode != 0 and "Port number 1 state is Down" in server.stderr
+    finally:
+        fab.fault("node02", "clear")
+        time.sleep(0.8)
+
+
+MPI = ("mpirun -np 16 -H node01:8,node02:8 -x NCCL_DEBUG=INFO --allow-run-as-root "
+       "all_reduce_perf -b 1G -e 8G -f 2 -g 1 -c 0")
+
+
+def busbw(out):
+    m = re.search(r"^# Avg bus bandwidth\s+:\s+(\S+)", out, re.M)
+    assert m, out
+    return float(m.group(1))
+
+
+def test_nccl_over_rdma_then_socket_fallback(fab):
+    healthy = fab.sh("node01", MPI)
+    assert "NET/IB : Using [0]rocep59s0f0:1/RoCE [1]rocep134s0f0:1/RoCE" in healthy.stdout
+    assert "# Using devices" in healthy.stdout and "Rank 15" in healthy.stdout
+    assert busbw(healthy.stdout) >= 0.85 * 2 * 50
+    fab.fault("node02", "nccl-socket-fallback")
+    try:
+        time.sleep(0.8)
+        fallback = fab.sh("node01", MPI)
+        assert "NET/Socket : Using" in fallback.stdout and "NET/IB : Using" not in fallback.stdout
+        assert busbw(fallback.stdout) < 5
+    finally:
+        fab.fault("node02", "clear")

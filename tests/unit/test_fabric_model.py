@@ -1,0 +1,215 @@
+"""Rules of the twin's RDMA fabric model on constructed rack data."""
+
+import copy
+
+import pytest
+
+from simlab.fabric import model as M
+from simlab.fabric.model import Rack, active_mtu, hca_filter, nccl_busbw, rdma_path
+
+
+def _pf(node_idx, i, **kw):
+    ip = f"172.30.{i}.{node_idx}"
+    v4 = "0000:0000:0000:0000:0000:ffff:ac1e:%02x%02x" % (i, node_idx)
+    ll = "fe80:0000:0000:0000:0e42:a1ff:fe00:%02x%02x" % (node_idx, i)
+    pf = {"index": i, "bdf": f"0000:{0x3b + i:02x}:00.0", "netdev": f"enp{i}np0", "rdma": f"mlx5_{i}",
+          "ipv4": ip, "speed_mbps": 400000, "operstate": "up", "bound": True, "mtu": 9000,
+          "trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "dscp2prio": {str(d): d >> 3 for d in range(64)},
+          "roce_mode": "RoCE v2", "roce_tos": 106,
+          "gids": [[ll, "IB/RoCE v1", "x"], [ll, "RoCE v2", "x"], [v4, "IB/RoCE v1", "x"], [v4, "RoCE v2", "x"]],
+          "vfs": []}
+    pf.update(kw)
+    return pf
+
+
+def _port(**kw):
+    p = {"up": True, "mtu": 9216, "trust": "dscp", "pfc_priorities": [3], "ecn": None, "cnp_strict_tc": 6,
+         "dscp_map": {d: d >> 3 for d in range(64)}}
+    p.update(kw)
+    return p
+
+
+def rack(nodes=2, nics=2, faults=None):
+    doc = {"nodes": [{"name": f"node{n:02d}"} for n in range(1, nodes + 1)], "cabling": []}
+    live, ports = {}, {}
+    for n in range(1, nodes + 1):
+        name = f"node{n:02d}"
+        live[name] = {"name": name, "faults": {}, "pfs": [_pf(n, i) for i in range(nics)]}
+        for i in range(nics):
+            port = f"p{n}"
+            doc["cabling"].append({"node": name, "pf": f"enp{i}np0", "pci_address": f"0000:{0x3b + i:02x}:00.0",
+                                   "switch": f"leaf{i + 1}", "port": port})
+            ports[(f"leaf{i + 1}", port)] = _port()
+    return Rack(doc, live, ports, faults)
+
+
+def pair(r, dev_a="mlx5_0", dev_b="mlx5_0", **kw):
+    return rdma_path(r, r.endpoint("node01", dev_a), r.endpoint("node02", dev_b), **kw)
+
+
+def test_healthy_pair_near_line_rate_and_deterministic():
+    r = rack()
+    p = pair(r)
+    assert p.ok and p.lossless and p.mtu == 4096
+    assert 0.975 * 400 <= p.bw_gbps <= 0.985 * 400
+    assert pair(rack()).bw_gbps == p.bw_gbps
+    assert pair(r, "mlx5_1", "mlx5_1").bw_gbps != p.bw_gbps   # small per-pair variation
+
+
+def test_host_pfc_mismatch_collapses_bandwidth():
+    r = rack()
+    r.live["node02"]["pfs"][0]["pfc"] = [0, 0, 0, 0, 1, 0, 0, 0]
+    p = pair(r)
+    assert p.ok and not p.lossless
+    assert 0.30 * 400 <= p.bw_gbps <= 0.45 * 400
+    assert any("PFC on priorities [4]" in x for x in p.reasons)
+    assert pair(r, "mlx5_1", "mlx5_1").lossless
+
+
+@pytest.mark.parametrize("change", [{"pfc_priorities": []}, {"trust": "pcp"},
+                                    {"dscp_map": {d: 0 for d in range(64)}}])
+def test_switch_breaks_lossless(change):
+    r = rack()
+    r.ports[("leaf1", "p2")].update(change)
+    assert not pair(r).lossless
+
+
+def test_host_trust_pcp_is_lossy():
+    r = rack()
+    r.live["node01"]["pfs"][0]["trust"] = "pcp"
+    assert not pair(r).lossless
+
+
+def test_link_down_local_and_remote():
+    r = rack()
+    r.live["node01"]["pfs"][0]["operstate"] = "down"
+    assert pair(r).error == "local-port-down"
+    r = rack()
+    r.live["node02"]["pfs"][0]["operstate"] = "down"
+    p = pair(r)
+    assert not p.ok and p.error == "unreachable"
+    r = rack()
+    r.ports[("leaf1", "p2")]["up"] = False
+    assert pair(r).error == "unreachable"
+
+
+def test_different_leaves_unreachable():
+    assert pair(rack(), "mlx5_0", "mlx5_1").error == "unreachable"
+
+
+def test_active_mtu_rule():
+    assert active_mtu(9000) == 4096 and active_mtu(4200) == 4096 and active_mtu(4191) == 2048
+    assert active_mtu(1500) == 1024
+
+
+def test_switch_mtu_below_roce_packet_fails():
+    r = rack()
+    r.ports[("leaf1", "p1")]["mtu"] = 1500
+    p = pair(r)
+    assert not p.ok and p.error == "mtu"
+
+
+def test_small_host_mtu_works_with_small_switch_mtu_at_lower_rate():
+    r = rack()
+    for n in ("node01", "node02"):
+        r.live[n]["pfs"][0]["mtu"] = 1500
+    r.ports[("leaf1", "p1")]["mtu"] = 1500
+    p = pair(r)
+    assert p.ok and p.mtu == 1024
+    assert p.bw_gbps < pair(rack()).bw_gbps
+
+
+def test_switch_mtu_between_host_and_roce_size_is_fine():
+    r = rack()
+    r.ports[("leaf1", "p1")]["mtu"] = 4500      # < host 9000, > 4096 + headers
+    assert pair(r).ok
+
+
+def test_roce_v1_is_lossy():
+    r = rack()
+    r.live["node01"]["pfs"][0]["roce_mode"] = "IB/RoCE v1"
+    assert pair(r).lossless                     # not used without rdma_cm
+    assert not pair(r, rdma_cm=True).lossless
+    assert not pair(rack(), gid_index=2).lossless   # RoCE v1 GID chosen
+
+
+def test_gid_index_missing_fails():
+    p = pair(rack(), gid_index=7)
+    assert not p.ok and p.error == "gid"
+
+
+def test_tos_outside_lossless_priority():
+    assert not pair(rack(), tos=0).lossless
+    assert pair(rack(), tos=106).lossless
+
+
+def test_vf_endpoint_follows_pf_and_rate_limit():
+    r = rack()
+    vf = {"vf": 0, "rdma": "mlx5_4", "netdev": "enp0v0", "mtu": 9000, "link_state": "auto", "ready": True,
+          "max_tx_rate": 100000, "gids": r.live["node01"]["pfs"][0]["gids"][:2]}
+    r.live["node01"]["pfs"][0]["vfs"] = [vf]
+    p = pair(r, "mlx5_4")
+    assert p.ok and p.bw_gbps <= 100 * 0.985
+    vf["link_state"] = "disable"
+    assert pair(r, "mlx5_4").error == "local-port-down"
+
+
+def test_hca_filter():
+    devs = ["mlx5_0", "mlx5_1", "mlx5_10"]
+    assert hca_filter("mlx5_1", devs) == ["mlx5_1", "mlx5_10"]
+    assert hca_filter("=mlx5_1:1", devs) == ["mlx5_1"]
+    assert hca_filter("^mlx5_1", devs) == ["mlx5_0"]
+    assert hca_filter(None, devs) == devs
+
+
+def test_nccl_healthy_multi_rail():
+    res = nccl_busbw(rack(), ["node01", "node02"], 8, {})
+    assert res.transport == "IB" and res.ok
+    per_rail = min(p.bw_gbps for p in res.rails) / 8
+    assert res.busbw_gbs == pytest.approx(per_rail * 2 * 0.92, abs=0.01)
+    one = nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_HCA": "=mlx5_0"})
+    assert one.busbw_gbs < res.busbw_gbs and one.devices["node01"] == ["mlx5_0"]
+    assert nccl_busbw(rack(), ["node01", "node02"], 1, {}).devices["node01"] == ["mlx5_0"]
+
+
+def test_nccl_socket_fallbacks():
+    r = rack(faults={"node02": {"nccl-socket-fallback": True}})
+    res = nccl_busbw(r, ["node01", "node02"], 8, {})
+    assert res.transport == "Socket" and res.busbw_gbs < 5
+    assert nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_DISABLE": "1"}).transport == "Socket"
+    assert nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_HCA": "ib"}).transport == "Socket"
+
+
+def test_nccl_lossy_rail_limits_and_failures():
+    healthy = nccl_busbw(rack(), ["node01", "node02"], 8, {}).busbw_gbs
+    r = rack()
+    r.live["node02"]["pfs"][1]["pfc"] = [0, 0, 0, 0, 1, 0, 0, 0]
+    assert nccl_busbw(r, ["node01", "node02"], 8, {}).busbw_gbs < 0.5 * healthy
+    r = rack()
+    r.ports[("leaf2", "p1")]["mtu"] = 1500
+    res = nccl_busbw(r, ["node01", "node02"], 8, {})
+    assert not res.ok and "MTU" in res.error
+    assert not nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_GID_INDEX": "9"}).ok
+    assert nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_TC": "0"}).busbw_gbs < 0.5 * healthy
+
+
+def test_single_node_is_nvlink():
+    res = nccl_busbw(rack(), ["node01"], 8, {})
+    assert res.transport == "NVLink" and res.busbw_gbs == M.NVLINK_BUSBW_GBS["H100"]
+
+
+def test_rack_load_reads_files(tmp_path):
+    import json
+    r = rack()
+    (tmp_path / "nodes" / "node01").mkdir(parents=True)
+    (tmp_path / "nodes" / "node02").mkdir(parents=True)
+    (tmp_path / "lab.json").write_text(json.dumps(r.doc))
+    for n in ("node01", "node02"):
+        (tmp_path / "nodes" / n / "live.json").write_text(json.dumps(r.live[n]))
+    (tmp_path / "nodes" / "node02" / "faults.json").write_text('{"nccl-socket-fallback": true}')
+    loaded = Rack.load(tmp_path)
+    assert loaded.node_fault("node02", "nccl-socket-fallback")
+    # no switch state files: every switch port counts as down
+    assert pair(loaded).error == "unreachable"
+    assert loaded.by_ipv4("172.30.0.2").node == "node02"
+    assert copy.deepcopy(loaded.devices("node01")) == ["mlx5_0", "mlx5_1"]

@@ -263,8 +263,10 @@ class SonicDriver(Driver):
                     neg.append(((), "no " + head))
                     add += self._block(head, old)
                 continue
+            restored = set(self._negate(x.strip()) for x in old if x not in lines)
             for x in lines:
-                if x not in old:
+                # a line the undo sets again (e.g. another mtu) needs no negation first
+                if x not in old and self._negate(x.strip()) not in restored:
                     neg.append(((head,), self._negate(x.strip())))
             for x in old:
                 if x not in lines:

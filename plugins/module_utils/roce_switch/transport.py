@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""netmiko transport: connect with host key checking, read, push inside the
+NOS's transaction (EOS/NX-OS configuration session, NVUE pending revision) or
+behind a rollback point (Onyx named configuration file, SONiC inverse
+commands), restore the running config on any rejected command or dropped
+connection, and save."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import io
+import os
+import re
+import time
+
+from .model import RoceSwitchError
+
+try:
+    from netmiko import ConnectHandler
+    from netmiko.exceptions import ConfigInvalidException
+    HAS_NETMIKO = True
+except ImportError:  # reported by the module
+    HAS_NETMIKO = False
+
+CHECKPOINT = "gpufabric-rollback"
+
+
+class PushFailed(RoceSwitchError):
+    pass
+
+
+class Switch:
+    def __init__(self, driver, name, host, port, username, password, known_hosts=None,
+                 host_key_checking=True, timeout=30):
+        self.driver, self.name = driver, name
+        self.params = dict(device_type=driver.device_type, host=host, port=port, username=username,
+                           password=password, conn_timeout=timeout, auth_timeout=timeout,
+                           banner_timeout=timeout, read_timeout_override=None)
+        if host_key_checking:
+            self.params.update(ssh_strict=True, system_host_keys=not known_hosts,
+                               alt_host_keys=bool(known_hosts), alt_key_file=known_hosts or "")
+        else:
+            self.params.update(ssh_strict=False, system_host_keys=False)
+        self.params.pop("read_timeout_override")
+        self.timeout = timeout
+        self.conn = None
+        self.log = None
+        self.shows = 0
+        self.sent = []
+
+    # -- connection --------------------------------------------------------------
+    def connect(self):
+        self.log = io.BytesIO()
+        try:
+            self.conn = ConnectHandler(session_log=self.log, **self.params)
+            if self.driver.nos in ("onyx", "eos"):
+                self.conn.enable()
+        except Exception as e:
+            self.conn = None
+            raise RoceSwitchError("%s: cannot connect to %s:%s: %s" % (self.name, self.params["host"],
+                                                                         self.params["port"], _one_line(e)))
+
+    def close(self):
+        if self.conn is not None:
+            try:
+                self.conn.disconnect()
+            except Exception:
+                pass
+            self.conn = None
+
+    def reconnect(self):
+        self.close()
+        last = None
+        for _ in range(3):
+            try:
+                self.connect()
+                return
+            except RoceSwitchError as e:
+                last = e
+                time.sleep(0.5)
+        raise last
+
+    def show(self, command):
+        self.shows += 1
+        return self.conn.send_command(command, read_timeout=self.timeout)
+
+    def config(self, lines, **kw):
+        """Send configuration lines; raise PushFailed naming the command and the device's error."""
+        self.sent += list(lines)
+        kw.setdefault("error_pattern", self.driver.error_pattern)
+        kw.setdefault("read_timeout", self.timeout)
+        try:
+            return self.conn.send_config_set(lines, **kw)
+        except ConfigInvalidException as e:
+            m = re.search(r"at command: (.*), matched error: (.*)$", str(e), re.S)
+            cmd, err = (m.group(1), m.group(2).strip()) if m else ("?", str(e))
+            raise PushFailed("%s: command '%s' rejected: %s" % (self.name, cmd, err), )
+        except Exception as e:
+            raise PushFailed("%s: connection dropped while sending '%s' (%s)"
+                             % (self.name, self._last_sent(lines), _one_line(e)))
+
+    def _last_sent(self, lines):
+        text = self.log.getvalue().decode("utf-8", "replace") if self.log else ""
+        best, pos = lines[0] if lines else "?", -1
+        for line in lines:
+            p = text.rfind(line)
+            if p > pos:
+                best, pos = line, p
+        return best
+
+    # -- the push ------------------------------------------------------------------
+    def push(self, lines, before_text):
+        """Apply ``lines`` as one unit; on failure restore the running config and raise."""
+        d = self.driver
+        try:
+            if d.transaction == "session":
+                name = "gpufabric_%d" % os.getpid()
+                self._session_name = name
+                out = self.config(list(lines) + ["commit"], config_mode_command="configure session %s" % name)
+                return out
+            if d.transaction == "pending":
+                self.config(lines, enter_config_mode=False, exit_config_mode=False)
+                out = self.conn.send_command("nv config apply -y", read_timeout=max(self.timeout, 60))
+                if re.search(d.error_pattern, out, re.M):
+                    raise PushFailed("%s: command 'nv config apply -y' rejected: %s"
+                                     % (self.name, re.search(d.error_pattern, out, re.M).group(0)))
+                return out
+            if d.transaction == "checkpoint":
+                return self.config(d.checkpoint_commands(CHECKPOINT) + list(lines))
+            return self.config(list(lines) + ["end"], exit_config_mode=False)
+        except PushFailed as failure:
+            try:
+                self.restore(before_text)
+            except Exception as e:  # the push failure is the news; name the restore failure too
+                raise PushFailed("%s; restoring the running config also failed: %s" % (failure, _one_line(e)))
+            raise PushFailed("%s; running config restored" % failure)
+
+    def restore(self, before_text):
+        d = self.driver
+        for attempt in range(10):
+            try:
+                if self.conn is None or not self.conn.is_alive():
+                    self.reconnect()
+                if d.transaction == "session":
+                    self.conn.send_config_set(["abort"], config_mode_command="configure session %s"
+                                              % self._session_name, exit_config_mode=False)
+                    self.conn.send_command("end", expect_string=r"#")
+                    return
+                if d.transaction == "pending":
+                    self.conn.send_command("nv config detach")
+                    return
+                if d.transaction == "checkpoint":
+                    # one line at a time, each retried on a fresh connection if the session drops
+                    active = re.search(r'## Running database "([^"]+)"', before_text)
+                    for line in d.restore_commands(CHECKPOINT, active.group(1) if active else None):
+                        self._retry_line(line)
+                    return
+                now = self.conn.send_command(d.show_running, read_timeout=self.timeout)
+                from .base import assemble
+                undo = assemble(d.undo_commands(before_text, now), d.exit_word)
+                if not undo:
+                    return
+                self.conn.send_config_set(undo + ["end"], exit_config_mode=False, error_pattern=d.error_pattern)
+            except Exception:
+                self.close()
+                if attempt == 9:
+                    raise
+                continue
+            if d.transaction != "inverse":
+                return
+
+    def _retry_line(self, line, tries=4):
+        for i in range(tries):
+            try:
+                if self.conn is None or not self.conn.is_alive():
+                    self.reconnect()
+                self.conn.send_config_set([line], error_pattern=self.driver.error_pattern)
+                return
+            except ConfigInvalidException:
+                raise
+            except Exception:
+                self.close()
+                if i == tries - 1:
+                    raise
+
+    def finish(self):
+        """After a verified push: drop the rollback point."""
+        if self.driver.transaction == "checkpoint":
+            self.config(self.driver.drop_checkpoint_commands(CHECKPOINT))
+
+    def save(self):
+        if self.driver.nos == "nvue":
+            return self.conn.send_command("nv config save", read_timeout=max(self.timeout, 60))
+        return self.conn.save_config()
+
+
+def _one_line(e):
+    return " ".join(str(e).split())[:300] or e.__class__.__name__

@@ -1,22 +1,17 @@
-"""The tool twins on a live twin node (podman exec into a running lab).
-
-Run with a lab up: ``python -m simlab up --nodes 1 --switches 1 --name tools``;
-the node name comes from ``SIMLAB_TWIN_NODE`` (default simlab-tools-node01).
-"""
+"""The tool twins on a live twin node (podman exec into the session's twin rack)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
 import pytest
 
-from plugins.module_utils import mlx_tools, rdma_tools
+from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools, rdma_tools
 
 pytestmark = pytest.mark.twin
 
-NODE = os.environ.get("SIMLAB_TWIN_NODE", "simlab-tools-node01")
+NODE = None
 BDF = "0000:3b:00.0"
 
 
@@ -29,9 +24,10 @@ def _running() -> bool:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def node():
-    if not _running():
-        pytest.skip(f"no running twin node {NODE}")
+def node(twin):
+    global NODE
+    NODE = twin.container("node01")
+    assert _running(), f"twin node {NODE} is not running"
 
 
 def sh(*argv, stdin=None):

@@ -107,6 +107,8 @@ def write_inventory(doc: dict, lab, out: Path) -> Path:
              "resource_prefix": "gpu_rail"},
         ],
         "gpufabric_nics_per_node": nic_count,
+        # The node image carries no rdma-core packages and has no network.
+        "rdma_drivers_install_packages": False,
     }, name)
     cfg = out / "ansible.cfg"
     cfg.write_text(

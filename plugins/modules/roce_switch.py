@@ -45,9 +45,9 @@ options:
   config:
     type: dict
     description:
-      - The intent. C(pfc_priority) (0-7), C(trust) (dscp, pcp, both), C(dscp_map) ({dscp: priority}),
-        C(ecn) ({tc, min_kbytes or min_bytes, max_kbytes or max_bytes, probability}), C(cnp) ({priority, strict}),
-        C(mtu) and C(mtu_per_nos) ({nos: mtu}, the MTU a NOS gets instead of C(mtu); EOS takes at most 9214).
+      - "The intent. C(pfc_priority) (0-7), C(trust) (dscp, pcp, both), C(dscp_map) (a mapping of DSCP to priority),
+        C(ecn) (tc, min_kbytes or min_bytes, max_kbytes or max_bytes, probability), C(cnp) (priority, strict),
+        C(mtu) and C(mtu_per_nos) (a mapping of NOS to the MTU it gets instead of C(mtu); EOS takes at most 9214)."
   state:
     type: str
     default: merged
@@ -61,6 +61,17 @@ options:
   save: {type: bool, default: true, description: Save to startup after a verified push.}
 notes:
   - Check mode and C(--diff) show the exact commands without sending them.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+author:
+  - gpufabric.stack maintainers (@gpufabric)
 """
 
 EXAMPLES = r"""
@@ -84,14 +95,41 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-before: {type: dict, returned: online states, description: Data model read before any change.}
-after: {type: dict, returned: when changed, description: Data model read after the push.}
-commands: {type: list, returned: always, description: Configuration lines sent (or that would be sent in check mode).}
-rendered: {type: list, returned: state rendered, description: Lines that take a factory switch to the intent.}
-parsed: {type: dict, returned: state parsed, description: Data model of I(running_config).}
-gathered: {type: dict, returned: state gathered, description: Data model read from the switch, with C(oper_pfc) per port.}
-drift: {type: list, returned: online states with a config, description: One line per setting or port that differs from the intent.}
-show_commands: {type: int, returned: online states, description: Show commands used.}
+before:
+  description: Data model read before any change.
+  type: dict
+  returned: online states
+after:
+  description: Data model read after the push.
+  type: dict
+  returned: when changed
+commands:
+  description: Configuration lines sent (or that would be sent in check mode).
+  type: list
+  elements: str
+  returned: always
+rendered:
+  description: Lines that take a factory switch to the intent.
+  type: list
+  elements: str
+  returned: state rendered
+parsed:
+  description: Data model of I(running_config).
+  type: dict
+  returned: state parsed
+gathered:
+  description: Data model read from the switch, with C(oper_pfc) per port.
+  type: dict
+  returned: state gathered
+drift:
+  description: One line per setting or port that differs from the intent.
+  type: list
+  elements: str
+  returned: online states with a config
+show_commands:
+  description: Show commands used.
+  type: int
+  returned: online states
 """
 
 import traceback

@@ -60,8 +60,8 @@ class Switch:
                 self.conn.enable()
         except Exception as e:
             self.conn = None
-            raise RoceSwitchError("%s: cannot connect to %s:%s: %s" % (self.name, self.params["host"],
-                                                                         self.params["port"], _one_line(e)))
+            raise RoceSwitchError("%s: cannot connect to %s:%s: %s"
+                                  % (self.name, self.params["host"], self.params["port"], _one_line(e)))
 
     def close(self):
         if self.conn is not None:

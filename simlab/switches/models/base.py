@@ -66,6 +66,9 @@ def compile_pattern(text: str) -> list[Tok]:
     return toks
 
 
+MAX_PORT = 4096  # larger than any front-panel port number
+
+
 def parse_int_set(text: str, lo: int, hi: int) -> list[int] | None:
     """'3', '3,4', '0-25,27-47' -> sorted ints, or None when malformed/out of range."""
     out: set[int] = set()

@@ -8,7 +8,7 @@ import copy
 import difflib
 import re
 
-from .base import CliError, Failure, Session, SwitchModel, compress_ints, default_dscp_map
+from .base import CliError, Failure, Session, SwitchModel, MAX_PORT, compress_ints, parse_int_set, default_dscp_map
 
 UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000000, "segments": 208}
 TRUST_VIEW = {"dscp": "dscp", "cos": "pcp", "disabled": "none"}
@@ -35,16 +35,8 @@ class EosModel(SwitchModel):
         m = re.fullmatch(r"(?:ethernet|eth|et)([\d,\-]+)", text, re.I)
         if not m:
             return None
-        out = []
-        for piece in m.group(1).split(","):
-            r = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
-            if not r:
-                return None
-            a, b = int(r.group(1)), int(r.group(2) or r.group(1))
-            if a > b:
-                return None
-            out += [f"Ethernet{i}" for i in range(a, b + 1)]
-        return out
+        nums = parse_int_set(m.group(1), 1, MAX_PORT)
+        return None if nums is None else [f"Ethernet{i}" for i in nums]
 
     def short(self, port):
         return "Et" + port[len("Ethernet"):]

@@ -8,7 +8,7 @@ import copy
 import json
 import re
 
-from .base import CliError, Session, SwitchModel, compress_ints, default_dscp_map
+from .base import CliError, Session, SwitchModel, MAX_PORT, compress_ints, parse_int_set, default_dscp_map
 
 NAME = r"[A-Za-z0-9_.\-]+"
 IF = r"(?P<if>swp[\d,\-swp]+)"
@@ -60,16 +60,9 @@ class NvueModel(SwitchModel):
         return text.strip()
 
     def expand_ports(self, text):
-        out = []
-        for piece in text.split(","):
-            m = re.fullmatch(r"(?:swp)?(\d+)(?:-(?:swp)?(\d+))?", piece)
-            if not m:
-                return None
-            a, b = int(m.group(1)), int(m.group(2) or m.group(1))
-            if a > b:
-                return None
-            out += [f"swp{i}" for i in range(a, b + 1)]
-        return out
+        # swp1-2,32 or swp1-swp2,swp32: the swp prefix is optional on each bound
+        nums = parse_int_set(re.sub(r"swp(?=\d)", "", text), 1, MAX_PORT)
+        return None if nums is None else [f"swp{i}" for i in nums]
 
     def factory_config(self):
         return {"system hostname": self.name}

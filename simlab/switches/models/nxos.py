@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 import re
 
-from .base import CliError, Failure, Session, SwitchModel, compress_ints
+from .base import CliError, Failure, Session, SwitchModel, MAX_PORT, compress_ints, parse_int_set
 
 UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000000}
 QUE_CLASSES = [f"c-out-8q-q{i}" for i in range(8)] + ["c-out-8q-q-default"]
@@ -42,16 +42,8 @@ class NxosModel(SwitchModel):
         m = re.fullmatch(r"(?:ethernet|eth|e)?(\d+)/([\d,\-]+)", text, re.I)
         if not m:
             return None
-        out = []
-        for piece in m.group(2).split(","):
-            r = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
-            if not r:
-                return None
-            a, b = int(r.group(1)), int(r.group(2) or r.group(1))
-            if a > b:
-                return None
-            out += [f"Ethernet{m.group(1)}/{i}" for i in range(a, b + 1)]
-        return out
+        nums = parse_int_set(m.group(2), 1, MAX_PORT)
+        return None if nums is None else [f"Ethernet{m.group(1)}/{i}" for i in nums]
 
     def factory_config(self):
         return {"class_maps": {}, "policy_maps": {"qos": {}, "queuing": {}, "network-qos": {}},

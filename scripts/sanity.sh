@@ -5,8 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
-dest=.build/sanity/ansible_collections/gpufabric/stack
-rm -rf .build/sanity
+# SANITY_TREE lets several checkouts or runs work side by side.
+tree=${SANITY_TREE:-.build/sanity}
+dest=$tree/ansible_collections/gpufabric/stack
+rm -rf "$tree"
 mkdir -p "$dest"
 git ls-files -z --cached --others --exclude-standard \
   | grep -zvE '^(simlab|tests|molecule|bench|scripts|\.ci|docs)/|^(Makefile|pytest\.ini|requirements.*\.txt|\.gitignore)$' \

@@ -80,19 +80,24 @@ def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7"
         if kind not in NOS_KINDS:
             raise ValueError(f"unknown NOS {kind!r}; known: {', '.join(NOS_KINDS)}")
         sw.append({"name": f"leaf{i + 1}", "nos": kind, "username": "admin", "password": f"twin-{kind}-pw"})
-    # Rail-optimised cabling: NIC r of every node goes to the leaf of rail r
-    # (modulo the leaf count); ports fill up in node order.
+    # Rail-optimised cabling: NIC r of every node goes to the leaf of rail r.
+    # With more leaves than rails the nodes are split into equal scalable
+    # units, each with its own set of rail leaves (nodes 1-16 on leaf1/leaf2,
+    # 17-32 on leaf3/leaf4, ...); ports fill up in node order.
     used = {s["name"]: 0 for s in sw}
     cabling = []
     node_docs = []
+    units = max(1, len(sw) // nics)
+    per_unit = -(-len(names) // units)
     for idx, node in enumerate(names, start=1):
+        base = nics * ((idx - 1) // per_unit)
         hw = hardware.default_spec(node, idx, nics=nics, model=model, totalvfs=totalvfs,
                                    link_type=link_type, driver=driver)
         hw["preset"] = preset
         hw["bios_default"] = {"sriov": preset == "ready", "iommu": preset == "ready", "acs": False}
         node_docs.append(hw)
         for r, nic in enumerate(hardware.nic_specs(hw)):
-            leaf = sw[r % len(sw)]
+            leaf = sw[(base + r) % len(sw)]
             used[leaf["name"]] += 1
             if used[leaf["name"]] > SWITCH_PORTS:
                 raise ValueError(f"{leaf['name']} has only {SWITCH_PORTS} ports; add switches")
@@ -103,6 +108,31 @@ def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7"
     return {"name": name, "preset": preset, "nodes": node_docs, "switches": sw, "cabling": cabling,
             "bmc": {"username": "root", "password": "twin-bmc-pw"},
             "vendors": ["dell", "hpe", "supermicro"]}
+
+
+# Each node's systemd, journald, udevd and logind hold inotify instances, all
+# counted against the host's root user; Debian's default of 128 stops systemd
+# in the 30-somethingth container ("Failed to allocate manager object").
+INOTIFY_PER_NODE = 16
+INOTIFY_SYSCTL = Path("/proc/sys/fs/inotify/max_user_instances")
+
+
+def ensure_inotify(nodes: int, log=print) -> None:
+    """Raise fs.inotify.max_user_instances for a rack of this size, or say
+    which sysctl to raise when that is not allowed."""
+    try:
+        current = int(INOTIFY_SYSCTL.read_text())
+    except (OSError, ValueError):
+        return
+    need = 256 + INOTIFY_PER_NODE * nodes
+    if current >= need:
+        return
+    try:
+        INOTIFY_SYSCTL.write_text(f"{need}\n")
+        log(f"simlab: raised fs.inotify.max_user_instances from {current} to {need} for {nodes} nodes")
+    except OSError:
+        raise ValueError(f"{nodes} nodes need fs.inotify.max_user_instances >= {need} (it is {current}): "
+                         f"run 'sysctl -w fs.inotify.max_user_instances={need}' as root") from None
 
 
 class Lab:
@@ -139,6 +169,7 @@ class Lab:
             sw["ssh_port"] = sw_ports[i]
         (self.dir / "lab.json").write_text(json.dumps(doc, indent=2) + "\n")
         self._init_bmc_state(doc)
+        ensure_inotify(len(doc["nodes"]), log)
         self._start_services(doc, log)
         for hw in doc["nodes"]:
             self._run_node(ref, hw)

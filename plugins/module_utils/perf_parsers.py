@@ -58,6 +58,11 @@ _NET_USING_RE = re.compile(r"NET/(IB|Socket)\s*:\s*Using\s+(.*)$")
 _NET_VIA_RE = re.compile(r"via NET/(IB|Socket)")
 _NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
 _IB_DEV_RE = re.compile(r"\[\d+\]([^:\s\]]+):(\d+)/(IB|RoCE)")
+# NCCL_DEBUG lines: "<host>:<pid>:<tid> [<cuda dev>] NCCL INFO|WARN <text>"
+_NCCL_LOG_RE = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[[^\]]*\]\s+NCCL\s+(?P<level>INFO|WARN)\s+(?P<msg>.*)$")
+_COLLECTIVE_RE = re.compile(r"^#\s*Collective test (starting|concluded):\s*(\S+)")
+_TEST_FAILURE_RE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*")
+MAX_LOG_LINES = 20
 
 
 def _nccl_params(line):
@@ -131,8 +136,15 @@ def parse_all_reduce_perf(text):
     (from the ``# nThread`` line), ``ranks``, ``nranks`` (highest rank + 1),
     ``transport`` (``'IB'``, ``'Socket'``, ``'mixed'`` or ``None`` when
     the log has no NCCL_DEBUG=INFO network lines), ``ib_devices``,
-    ``largest`` (the row with the largest size) and ``complete`` (the
-    footer was printed).
+    ``transports_by_host`` (``{host: ['IB'|'Socket', ...]}`` from the
+    ``<host>:<pid>:<tid> [d] NCCL INFO`` prefix of the network lines),
+    ``net_lines`` (the ``NET/IB : Using`` / ``NET/Socket : Using`` lines),
+    ``nccl_warnings`` (``host: text`` of ``NCCL WARN`` lines),
+    ``test_failures`` (nccl-tests ``Test NCCL failure`` lines),
+    ``collective`` and ``concluded`` (the 2025 ``# Collective test
+    starting/concluded`` lines), ``largest`` (the row with the largest
+    size) and ``complete`` (the footer was printed).  The log lists are
+    capped at ``MAX_LOG_LINES`` entries.
 
     Raises ``ValueError`` when the text has neither data rows nor an
     nccl-tests header/footer line.
@@ -154,6 +166,12 @@ def parse_all_reduce_perf(text):
         "transport": None,
         "transports_seen": [],
         "ib_devices": [],
+        "transports_by_host": {},
+        "net_lines": [],
+        "nccl_warnings": [],
+        "test_failures": [],
+        "collective": None,
+        "concluded": False,
         "largest": None,
         "complete": False,
     }
@@ -206,12 +224,30 @@ def parse_all_reduce_perf(text):
             res["complete"] = True
             recognised = True
             continue
+        m = _COLLECTIVE_RE.match(s)
+        if m:
+            res["collective"] = m.group(2)
+            res["concluded"] = res["concluded"] or m.group(1) == "concluded"
+            recognised = True
+            continue
+        log = _NCCL_LOG_RE.match(s)
+        if log and log.group("level") == "WARN" and len(res["nccl_warnings"]) < MAX_LOG_LINES:
+            res["nccl_warnings"].append("%s: %s" % (log.group("host"), log.group("msg").strip()))
+        m = _TEST_FAILURE_RE.search(s)
+        if m and len(res["test_failures"]) < MAX_LOG_LINES:
+            res["test_failures"].append(s)
         m = _NETWORK_RE.search(s)
         if m:
             network_choice = m.group(1)
         for m in _NET_USING_RE.finditer(s):
             if m.group(1) not in res["transports_seen"]:
                 res["transports_seen"].append(m.group(1))
+            if len(res["net_lines"]) < MAX_LOG_LINES:
+                res["net_lines"].append(s)
+            if log:
+                seen = res["transports_by_host"].setdefault(log.group("host"), [])
+                if m.group(1) not in seen:
+                    seen.append(m.group(1))
             if m.group(1) == "IB":
                 for d in _IB_DEV_RE.finditer(m.group(2)):
                     dev = {"device": d.group(1), "port": int(d.group(2)), "link": d.group(3)}
@@ -220,6 +256,10 @@ def parse_all_reduce_perf(text):
         for m in _NET_VIA_RE.finditer(s):
             if m.group(1) not in res["transports_seen"]:
                 res["transports_seen"].append(m.group(1))
+            if log:
+                seen = res["transports_by_host"].setdefault(log.group("host"), [])
+                if m.group(1) not in seen:
+                    seen.append(m.group(1))
         row = _data_row(line, header)
         if row is not None:
             res["rows"].append(row)
@@ -256,25 +296,34 @@ def expected_busbw_gbs(link_speed_gbps, nics_per_node):
 # float sums stay around 1e-6.  Above this value the results were wrong.
 MAX_OLD_FORMAT_ERROR = 1e-3
 
+SOCKET_REASON = "NCCL used NET/Socket instead of NET/IB"
 
-def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False):
+
+def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, timed_out=False,
+              timeout_s=None, exit_code=None):
     """Pass/fail decision for an all-reduce run.
 
     The figure gated on is the bus bandwidth of the largest message size,
     taking the **lower** of the out-of-place and in-place values so that a
     single good half cannot hide a bad one.  (The ``# Avg bus bandwidth``
     footer is a mean over every size and is not comparable with line
-    rate.)  The run fails, with the reason given, when: no data rows were
+    rate.)  The run fails, with the reason given, in this order: NCCL used
+    its socket transport (``NET/Socket`` on any rank; the run is then
+    meaningless whatever else happened); the run was killed by a timeout
+    (``timed_out``; ``timeout_s`` names the limit); no data rows were
     printed, or the rows stop before the ``# Avg bus bandwidth`` footer
-    (timeout, crash, truncated log); NCCL used its socket transport;
-    any row reports ``#wrong`` > 0 (or an old-format error above
-    ``MAX_OLD_FORMAT_ERROR``); the out-of-bounds or average-bandwidth
-    footer says FAILED; or the busbw is below ``expected_busbw_gbs *
-    efficiency``.  With ``require_ib`` a log that does not show the
-    transport (no NCCL_DEBUG=INFO lines) also fails.
+    (crash, truncated log); with ``require_ib``, a log that does not show
+    the transport (no NCCL_DEBUG=INFO lines); any row reports ``#wrong`` > 0
+    (or an old-format error above ``MAX_OLD_FORMAT_ERROR``); the
+    out-of-bounds or average-bandwidth footer says FAILED; the busbw is
+    below ``expected_busbw_gbs * efficiency``; the launcher exited non-zero
+    (``exit_code``) although the output looks complete.
 
-    Returns ``{passed, reason, largest_size, busbw, busbw_oop, busbw_ip,
-    threshold, expected_busbw_gbs, efficiency, transport}``.
+    Returns ``{passed, kind, reason, largest_size, busbw, busbw_oop,
+    busbw_ip, threshold, expected_busbw_gbs, efficiency, transport}``;
+    ``kind`` is one of ``pass``, ``socket``, ``timeout``, ``no_rows``,
+    ``incomplete``, ``no_transport``, ``wrong``, ``error``,
+    ``out_of_bounds``, ``avg_failed``, ``below``, ``exit_code``.
     """
     try:
         expected = float(expected_busbw_gbs)
@@ -288,6 +337,7 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False):
     threshold = round(expected * eff, 4)
     out = {
         "passed": False,
+        "kind": None,
         "reason": "",
         "largest_size": None,
         "busbw": None,
@@ -298,53 +348,54 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False):
         "efficiency": eff,
         "transport": parsed.get("transport"),
     }
-    rows = parsed.get("rows") or []
-    if not rows:
-        out["reason"] = ("no result rows in the output: the test timed out, crashed "
-                         "or the log is truncated")
+
+    def fail(kind, reason):
+        out["kind"] = kind
+        out["reason"] = reason
         return out
-    largest = max(rows, key=lambda r: r["size"])
-    out["largest_size"] = largest["size"]
-    if parsed.get("complete") is False:
+
+    rows = parsed.get("rows") or []
+    largest = max(rows, key=lambda r: r["size"]) if rows else None
+    if largest is not None:
+        out["largest_size"] = largest["size"]
         out["busbw_oop"] = largest["oop"]["busbw"]
         out["busbw_ip"] = largest["ip"]["busbw"]
         out["busbw"] = min(out["busbw_oop"], out["busbw_ip"])
-        out["reason"] = ("the output stops after %d result rows without the '# Avg bus bandwidth' "
-                         "footer: the test timed out, crashed or the log is truncated" % len(rows))
-        return out
-    out["busbw_oop"] = largest["oop"]["busbw"]
-    out["busbw_ip"] = largest["ip"]["busbw"]
-    out["busbw"] = min(out["busbw_oop"], out["busbw_ip"])
     transport = parsed.get("transport")
     if transport in ("Socket", "mixed"):
-        out["reason"] = ("NCCL used the socket transport (NET/Socket) instead of "
-                         "RDMA (NET/IB): RDMA devices not visible or NCCL_IB_DISABLE set")
-        return out
+        return fail("socket", SOCKET_REASON + (" on some ranks" if transport == "mixed" else ""))
+    if timed_out:
+        limit = (" after %s s" % timeout_s) if timeout_s is not None else ""
+        return fail("timeout", "all_reduce_perf timed out%s with %d of its result rows printed" % (limit, len(rows)))
+    warn = (parsed.get("nccl_warnings") or [None])[0]
+    if not rows:
+        return fail("no_rows", "no result rows in the output: the test timed out, crashed "
+                               "or the log is truncated" + ((" (NCCL WARN %s)" % warn) if warn else ""))
+    if parsed.get("complete") is False:
+        return fail("incomplete", "the output stops after %d result rows without the '# Avg bus bandwidth' "
+                                  "footer: the test timed out, crashed or the log is truncated" % len(rows))
     if require_ib and transport != "IB":
-        out["reason"] = ("the log does not show which transport NCCL used; run with "
-                         "NCCL_DEBUG=INFO to see the NET/IB lines")
-        return out
+        return fail("no_transport", "the log does not show which transport NCCL used; run with "
+                                    "NCCL_DEBUG=INFO to see the NET/IB lines")
     for r in rows:
         for half_name, half in (("out-of-place", r["oop"]), ("in-place", r["ip"])):
             if half.get("wrong") not in (None, 0):
-                out["reason"] = "%d wrong values (%s) at size %d" % (half["wrong"], half_name, r["size"])
-                return out
+                return fail("wrong", "%d wrong values (%s) at size %d" % (half["wrong"], half_name, r["size"]))
             if half.get("error") is not None and half["error"] > MAX_OLD_FORMAT_ERROR:
-                out["reason"] = "error %g (%s) at size %d exceeds %g" % (
-                    half["error"], half_name, r["size"], MAX_OLD_FORMAT_ERROR)
-                return out
+                return fail("error", "error %g (%s) at size %d exceeds %g" % (
+                    half["error"], half_name, r["size"], MAX_OLD_FORMAT_ERROR))
     oob = parsed.get("out_of_bounds")
     if oob and (oob.get("status") == "FAILED" or oob.get("count", 0) > 0):
-        out["reason"] = "out of bounds values: %d %s" % (oob.get("count", 0), oob.get("status") or "")
-        return out
+        return fail("out_of_bounds", "out of bounds values: %d %s" % (oob.get("count", 0), oob.get("status") or ""))
     if parsed.get("avg_status") == "FAILED":
-        out["reason"] = "nccl-tests reported the average bus bandwidth as FAILED (NCCL_TESTS_MIN_BW)"
-        return out
+        return fail("avg_failed", "nccl-tests reported the average bus bandwidth as FAILED (NCCL_TESTS_MIN_BW)")
     if out["busbw"] < threshold:
-        out["reason"] = ("busbw %.2f GB/s at %d bytes is below %.2f GB/s (%.0f%% of %.2f GB/s)" % (
+        return fail("below", "busbw %.2f GB/s at %d bytes is below %.2f GB/s (%.0f%% of %.2f GB/s)" % (
             out["busbw"], largest["size"], threshold, eff * 100, expected))
-        return out
+    if exit_code not in (None, 0):
+        return fail("exit_code", "the test exited with status %s although its output is complete" % exit_code)
     out["passed"] = True
+    out["kind"] = "pass"
     out["reason"] = "busbw %.2f GB/s at %d bytes >= %.2f GB/s (%.0f%% of %.2f GB/s)" % (
         out["busbw"], largest["size"], threshold, eff * 100, expected)
     return out

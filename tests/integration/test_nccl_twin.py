@@ -1,0 +1,151 @@
+"""Layer 15 on a live 2-node, 2-switch twin rack configured lossless (as
+test_fabric_twin.py does): nccl_validate in hosts mode (the default where
+no Kubernetes runs) starts the twin's mpirun/all_reduce_perf and passes the
+gate; with the nccl-socket-fallback fault on one node the role and the
+doctor's layer 15 check fail with the socket reason, and the doctor writes
+report.json, report.xml and report.html."""
+
+import json
+import subprocess
+import sys
+import uuid
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import ENV, REPO, Twin, have_twin, recap
+from test_fabric_twin import NVUE, ONYX, configure_host
+
+pytestmark = pytest.mark.twin
+
+SITE = """
+- name: Layer 15
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.nccl_validate
+"""
+
+# What validate.yml does for a layer, for layer 15 alone.
+DOCTOR = """
+- name: Check every GPU node, layer 15
+  hosts: gpu_workers
+  gather_facts: false
+  tasks:
+    - name: Read the NICs once for every layer
+      gpufabric.stack.nic_facts:
+        sysfs_root: "{{ gpufabric_sysfs_root | default('/sys') }}"
+      register: gpufabric_doctor_nics
+
+    - name: Layer 15
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: layer
+      vars:
+        doctor_layer: 15
+        doctor_role: nccl_validate
+
+    - name: Report on every host of the play
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        apply:
+          delegate_to: localhost
+          run_once: true
+      vars:
+        doctor_hosts: "{{ ansible_play_hosts_all }}"
+"""
+SOCKET = "NCCL used NET/Socket instead of NET/IB"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not have_twin():
+        pytest.skip("podman and /dev/fuse are needed for twin tests")
+    name = f"nc{uuid.uuid4().hex[:6]}"
+    t = Twin(name, tmp_path_factory.mktemp("inventory"))
+    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
+                           "--nos", "onyx,nvue", "--inventory", str(t.inventory)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True)
+    if proc.returncode:
+        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    try:
+        from simlab.lab import lab_dir
+        from simlab.switches import load_switch, save_switch
+        sw = lab_dir(name) / "switches"
+        for leaf, lines in (("leaf1", ONYX), ("leaf2", NVUE)):
+            m = load_switch(sw, leaf)
+            outs = [m.handle(line) for line in lines]
+            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
+            save_switch(sw, m)
+        for node in ("node01", "node02"):
+            configure_host(t, node)
+        work = tmp_path_factory.mktemp("nccl")
+        (work / "site.yml").write_text(SITE)
+        (work / "doctor.yml").write_text(DOCTOR)
+        t.work = work
+        yield t
+    finally:
+        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
+                       capture_output=True, text=True)
+
+
+def play(t, name, out):
+    return t.playbook(str(t.work / name), "-e", "doctor_report_dir=%s" % out,
+                      "-e", "nccl_validate_result_file=%s/nccl_validate-last.json" % out)
+
+
+def test_healthy_rack_passes_the_gate(lab, tmp_path):
+    proc = play(lab, "site.yml", tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert all(r["failed"] == 0 for r in recap(proc.stdout).values())
+    last = json.loads((tmp_path / "nccl_validate-last.json").read_text())
+    plan, gate = last["plan"], last["gate"]
+    assert plan["mode"] == "hosts" and plan["hosts"] == ["node01", "node02"]
+    env = plan["env"]
+    assert env["NCCL_IB_TC"] == "106" and env["NCCL_DEBUG"] == "INFO"
+    assert env["NCCL_IB_HCA"] == "=rocep59s0f0:1,rocep134s0f0:1"
+    assert env["NCCL_SOCKET_IFNAME"] == "=enp59s0f0np0" and env["NCCL_IB_GID_INDEX"].isdigit()
+    # 2 x 400 Gb/s ConnectX-7 per node, from nic_facts
+    assert plan["link_speed_gbps"] == 400 and plan["nics_per_node"] == 2 and plan["expected_busbw_gbs"] == 100.0
+    assert gate["passed"] and gate["transport"] == "IB", gate["reason"]
+    assert gate["largest_size"] == 8 << 30 and gate["busbw"] >= gate["threshold"] == 85.0
+    assert gate["parsed"]["nranks"] == 16
+    assert gate["parsed"]["transports_by_host"] == {"node01": ["IB"], "node02": ["IB"]}
+    assert "NET/IB : Using [0]rocep59s0f0:1/RoCE [1]rocep134s0f0:1/RoCE" in last["output"]
+
+
+def test_doctor_layer15_passes_on_a_healthy_rack(lab, tmp_path):
+    proc = play(lab, "doctor.yml", tmp_path)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    for node in ("node01", "node02"):
+        (r,) = report[node]["layers"]
+        assert (r["layer"], r["name"], r["status"]) == (15, "nccl_validate", "pass"), r
+        assert r["reason"].startswith("busbw ") and "node01, node02 (16 ranks)" in r["evidence"][0]
+        assert report[node]["verdict"]["status"] == "pass"
+
+
+def test_socket_fallback_fails_layer15(lab, tmp_path):
+    lab.fault("node02", "nccl-socket-fallback")
+    try:
+        proc = play(lab, "site.yml", tmp_path / "site")
+        assert proc.returncode != 0
+        assert SOCKET in proc.stdout
+        doc = play(lab, "doctor.yml", tmp_path / "doctor")
+        assert doc.returncode == 0, doc.stdout[-4000:] + doc.stderr[-2000:]
+    finally:
+        lab.fault("node02", "clear")
+    report = json.loads((tmp_path / "doctor" / "report.json").read_text())
+    v = report["node02"]["verdict"]
+    assert (v["status"], v["layer"], v["reason"]) == ("fail", 15, SOCKET)
+    (r,) = report["node02"]["layers"]
+    assert r["status"] == "fail" and r["reason"] == SOCKET and "NCCL_IB_HCA" in r["remediation"]
+    assert "node02: NCCL transport NET/Socket" in r["evidence"]
+    assert any(e.startswith("node02:") and "NET/Socket : Using" in e for e in r["evidence"])
+    # the run is one collective: node01 took part in it and fails with it
+    assert report["node01"]["verdict"]["reason"] == SOCKET
+    suites = {s.get("name"): s for s in ET.parse(tmp_path / "doctor" / "report.xml").getroot()}
+    failure = suites["node02"].find("testcase/failure")
+    assert failure.get("message") == SOCKET and failure.get("type") == "layer15"
+    page = (tmp_path / "doctor" / "report.html").read_text()
+    assert '<td class="cell fail" id="cell-node02-15"' in page

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what the rack twin needs on a Debian/Ubuntu machine: podman with
-# runc, fuse3 for the twin sysfs, debootstrap for the node image.  Runs apt
-# as root, or through sudo.
+# runc, fuse3 for the twin sysfs, debootstrap for the node image, and
+# chromium, in which the tests render the doctor's report.html headless.
+# Runs apt as root, or through sudo.
 set -euo pipefail
 need=()
 command -v podman >/dev/null || need+=(podman)
@@ -9,6 +10,7 @@ command -v runc >/dev/null || need+=(runc)
 command -v fusermount3 >/dev/null || need+=(fuse3)
 dpkg -s libfuse3-3 >/dev/null 2>&1 || need+=(libfuse3-3)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then

@@ -13,8 +13,9 @@ short_description: The doctor's layer 6 verdict for one host
 description:
   - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
     {layer, name, status, reason, evidence, remediation}.
-  - The same plugin file provides C(doctor_verdict) (first failing layer per host, upper layers blocked)
-    and C(doctor_table) (a hosts x layers text table).
+  - The same plugin file provides C(doctor_verdict) (first failing layer per host, upper layers blocked),
+    C(doctor_table) (a hosts x layers text table, ANSI colours optional), C(doctor_junit) (JUnit XML, one testsuite
+    per host), C(doctor_html) (a self-contained HTML rack view) and C(doctor_use_color) (whether to colour).
 positional: _input, nics, unit_enabled, udev_rule_present
 options:
   _input:
@@ -46,8 +47,9 @@ _value:
 """
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
 
-SYMBOL = {"pass": "ok", "fail": "FAIL", "warn": "warn", "blocked": "blocked", "skipped": "-"}
+SYMBOL = doctor_report.SYMBOL
 
 
 def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True):
@@ -59,22 +61,34 @@ def doctor_verdict(results):
     return {"verdict": v, "layers": rows}
 
 
-def doctor_table(report):
-    """report: {host: {verdict, layers}} -> list of text lines."""
-    layers = sorted({r["layer"] for h in report.values() for r in h["layers"]})
-    width = max([len(h) for h in report] + [4])
-    head = "%-*s  %s  verdict" % (width, "host", " ".join("L%-6d" % n for n in layers))
-    lines = [head, "-" * len(head)]
-    for host in sorted(report):
-        by = dict((r["layer"], r["status"]) for r in report[host]["layers"])
-        cells = " ".join("%-7s" % SYMBOL.get(by.get(n, "skipped"), "?") for n in layers)
-        v = report[host]["verdict"]
-        text = "healthy" if v["status"] != "fail" else "layer %s: %s" % (v["layer"], v["reason"])
-        lines.append("%-*s  %s  %s" % (width, host, cells, text))
-    return lines
+def doctor_table(report, color=False):
+    """report: {host: {verdict, layers}} -> list of text lines (ANSI colours with color)."""
+    return doctor_report.table(report or {}, bool(color))
+
+
+def doctor_junit(report, name="gpufabric doctor", timestamp=None):
+    """report -> JUnit XML text (one testsuite per host, one testcase per layer)."""
+    return doctor_report.junit_xml(report or {}, name, timestamp)
+
+
+def doctor_html(report, switches=None, cabling=None, title="gpufabric doctor", generated=None):
+    """report -> a self-contained HTML rack view."""
+    return doctor_report.html_report(report or {}, switches, cabling, title, generated)
+
+
+def doctor_use_color(value=None):
+    """True/False as given; None or 'auto' follows Ansible's own colour
+    decision (a terminal on stdout, ANSIBLE_NOCOLOR, ANSIBLE_FORCE_COLOR)."""
+    if isinstance(value, bool):
+        return value
+    if value is None or str(value).strip().lower() in ("", "auto", "none"):
+        from ansible.utils.color import ANSIBLE_COLOR
+        return bool(ANSIBLE_COLOR)
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
 
 
 class FilterModule(object):
     def filters(self):
         return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_verdict": doctor_verdict,
-                "doctor_table": doctor_table}
+                "doctor_table": doctor_table, "doctor_junit": doctor_junit, "doctor_html": doctor_html,
+                "doctor_use_color": doctor_use_color}

@@ -1,0 +1,109 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters behind the doctor's Kubernetes layer checks
+(plugins/module_utils/kube_checks.py) and the CNI settings of layer 12."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: kube_check_cni
+short_description: The doctor's layer 12 verdict (primary CNI) for one node from API objects
+description:
+  - Takes the node name, the Node object (or null) and the CNI agent pods, and returns
+    {layer, name, status, reason, evidence, remediation}.
+  - The same plugin file provides C(kube_check_multus) (layer 13), C(kube_check_sriov_operator) (layer 14)
+    and C(cni_settings) (the pod MTU derived from the underlay MTU, with input errors).
+positional: _input, node, pods
+options:
+  _input:
+    description: Node name.
+    type: str
+    required: true
+  node:
+    description: The Node object, or null when the API has none.
+    type: dict
+    required: true
+  pods:
+    description: CNI agent pods (calico-node or cilium).
+    type: list
+    required: true
+  plugin:
+    description: calico or cilium.
+    type: str
+    default: calico
+  expected_mtu:
+    description: The intended MTU (Calico pod MTU, Cilium device MTU).
+    type: int
+  installation:
+    description: The Calico Installation object.
+    type: dict
+  cilium_config:
+    description: The cilium-config ConfigMap.
+    type: dict
+  api_error:
+    description: Error message of a failed API read.
+    type: str
+"""
+
+EXAMPLES = r"""
+result: "{{ inventory_hostname | gpufabric.stack.kube_check_cni(node, pods, plugin='calico', expected_mtu=8950) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: The layer result.
+  type: dict
+"""
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_net
+
+
+def _plain(value):
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return dict((k, _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _first(value):
+    value = _plain(value)
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value or None
+
+
+def kube_check_cni(node_name, node, pods, plugin="calico", expected_mtu=None, installation=None,
+                   cilium_config=None, api_error=None):
+    return kube_checks.check_cni(node_name, _first(node), _plain(pods), plugin, expected_mtu,
+                                 _first(installation), _first(cilium_config), api_error or None)
+
+
+def kube_check_multus(node_name, node, crd, daemonset, pods, api_error=None):
+    return kube_checks.check_multus(node_name, _first(node), _first(crd), _first(daemonset), _plain(pods),
+                                    api_error or None)
+
+
+def kube_check_sriov_operator(node_name, node, operator_pods, resources, expected_nads, nads,
+                              provider="sriov-network-operator", node_state=None, nic_cluster_policy=None,
+                              api_error=None):
+    return kube_checks.check_sriov_operator(node_name, _first(node), _plain(operator_pods), _plain(resources),
+                                            _plain(expected_nads), _plain(nads), provider, _first(node_state),
+                                            _first(nic_cluster_policy), api_error or None)
+
+
+def cni_settings(plugin, encapsulation, underlay_mtu, mtu=0, pod_cidr=None, cross_subnet=False):
+    return kube_net.cni_settings(plugin, encapsulation, underlay_mtu, mtu, pod_cidr, cross_subnet)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "kube_check_cni": kube_check_cni,
+            "kube_check_multus": kube_check_multus,
+            "kube_check_sriov_operator": kube_check_sriov_operator,
+            "cni_settings": cni_settings,
+        }

@@ -1,0 +1,610 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Host RoCE QoS of a PF (layer 8): read it, compare it with the fabric intent,
+and render the exact commands that bring it there.
+
+What a PF's state is made of, and where each part is read and set:
+
+=================  ==============================================  ==========================================
+field              read from                                       set with
+=================  ==============================================  ==========================================
+trust              ``qos/trust`` (OFED) or ``mlnx_qos -i <pf>``    ``mlnx_qos -i <pf> --trust dscp``
+pfc                ``mlnx_qos -i <pf>`` (PFC ``enabled`` row)      ``mlnx_qos -i <pf> --pfc 0,0,0,1,0,0,0,0``
+dscp_map           ``mlnx_qos -i <pf>`` (``dscp2prio mapping``)    ``mlnx_qos -i <pf> --dscp2prio set,26,3``
+ecn (rp, np)       ``ecn/roce_{rp,np}/enable/<prio>`` (OFED)       ``echo 1 > .../ecn/roce_np/enable/3``
+cnp_dscp           ``ecn/roce_np/[params/]cnp_dscp`` (OFED)        ``echo 48 > .../cnp_dscp``
+cnp_802p_prio      ``ecn/roce_np/[params/]cnp_802p_prio`` (OFED)   ``echo 6 > .../cnp_802p_prio``
+roce_mode          ``cma_roce_mode -d <dev> -p 1``                 ``cma_roce_mode -d <dev> -p 1 -m 2``
+roce_tos           ``cma_roce_tos -d <dev> -p 1``                  ``cma_roce_tos -d <dev> -p 1 -t 106``
+mtu                ``class/net/<pf>/mtu``                          ``ip link set dev <pf> mtu 9000``
+=================  ==============================================  ==========================================
+
+The inbox mlx5 driver has no ``ecn/`` (or ``qos/``) sysfs: DCQCN is on for
+the priorities in the firmware's ``ROCE_CC_PRIO_MASK_P1`` (255, every
+priority, by default) and CNPs carry ``CNP_DSCP_P1``/``CNP_802P_PRIO_P1``
+(48 and 6 by default).  Those can only change through mlxconfig and a reboot
+(layer 4), so with the inbox driver they are read from the firmware where a
+query is available and reported as notes, or as warnings when they differ
+from the intent; they never fail the layer and are never "set".
+
+Plain Python: the Ansible module wraps it, unit tests drive it directly.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import re
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlnx_qos, split_enum
+
+ROCE_V1 = "IB/RoCE v1"
+ROCE_V2 = "RoCE v2"
+ROCE_MODES = {1: ROCE_V1, 2: ROCE_V2}
+TRUSTS = ("dscp", "pcp")
+# mlx5e accepts MTUs from 68 to the port's maximum (9978 on ConnectX-5 and later).
+MTU_MIN = 68
+MTU_MAX = 9978
+ECN_PROTOS = ("roce_np", "roce_rp")
+FIELDS = ("trust", "pfc", "dscp_map", "ecn", "cnp_dscp", "cnp_802p_prio", "roce_mode", "roce_tos", "mtu")
+FIRMWARE_PARAMS = ("ROCE_CC_PRIO_MASK_P1", "CNP_DSCP_P1", "CNP_802P_PRIO_P1")
+
+
+class RoceQosError(Exception):
+    """Bad input or a host failure; the message names host, PF and value."""
+
+
+# --------------------------------------------------------------------------
+# intent
+# --------------------------------------------------------------------------
+
+def _int(value, what, lo, hi, where):
+    if isinstance(value, bool):
+        raise RoceQosError("%s: %s %r is not an integer" % (where, what, value))
+    try:
+        v = int(value)
+    except (TypeError, ValueError):
+        raise RoceQosError("%s: %s %r is not an integer" % (where, what, value))
+    if not lo <= v <= hi:
+        raise RoceQosError("%s: %s %s is outside %d-%d" % (where, what, value, lo, hi))
+    return v
+
+
+def _get(config, key, default=None):
+    value = config.get(key)
+    return default if value is None else value
+
+
+def default_tos(dscp):
+    """ToS byte of RoCE traffic: DSCP in the upper six bits, ECT(0) below
+    (DSCP 26 -> 106), so switches can mark congestion."""
+    return (dscp << 2) | 2
+
+
+def normalise_intent(config, where="intent"):
+    """Validate the host side of the fabric intent and return it normalised.
+
+    ``config`` keys (the inventory's ``gpufabric_roce`` names): ``priority``
+    (0-7, required), ``dscp`` (0-63, required), ``cnp_priority`` (default 6),
+    ``cnp_dscp`` (default 48), ``trust`` (dscp or pcp, default dscp), ``mtu``
+    or ``host_mtu`` (68-9978; unset leaves the MTU alone), ``tos`` (default
+    DSCP << 2 | ECT(0)), ``roce_mode`` (1 or 2, default 2), ``ecn`` (enable
+    ECN on ``priority``; default true).  Raises RoceQosError naming ``where``
+    and the value."""
+    if not isinstance(config, dict):
+        raise RoceQosError("%s: the RoCE intent must be a mapping, got %r" % (where, config))
+    if config.get("priority") is None or config.get("dscp") is None:
+        raise RoceQosError("%s: the RoCE intent needs priority and dscp" % where)
+    prio = _int(config["priority"], "priority", 0, 7, where)
+    dscp = _int(config["dscp"], "dscp", 0, 63, where)
+    cprio = _int(_get(config, "cnp_priority", 6), "cnp_priority", 0, 7, where)
+    cdscp = _int(_get(config, "cnp_dscp", 48), "cnp_dscp", 0, 63, where)
+    trust = _get(config, "trust", "dscp")
+    if trust not in TRUSTS:
+        raise RoceQosError("%s: trust %r is not one of %s (a NIC trusts DSCP or PCP, not both)"
+                           % (where, trust, ", ".join(TRUSTS)))
+    if cdscp == dscp and cprio != prio:
+        raise RoceQosError("%s: dscp %d is both the RoCE DSCP (priority %d) and the CNP DSCP (priority %d)"
+                           % (where, dscp, prio, cprio))
+    mtu = _get(config, "mtu", config.get("host_mtu"))
+    if mtu is not None:
+        mtu = _int(mtu, "mtu", MTU_MIN, MTU_MAX, where)
+    tos = _get(config, "tos", None)
+    if tos is None:
+        tos = default_tos(dscp)
+    tos = _int(tos, "tos", 0, 255, where)
+    if tos >> 2 != dscp:
+        raise RoceQosError("%s: tos %d carries DSCP %d, but the RoCE DSCP is %d (tos %d)"
+                           % (where, tos, tos >> 2, dscp, default_tos(dscp)))
+    mode = _int(_get(config, "roce_mode", 2), "roce_mode", 1, 2, where)
+    dscp_map = {}
+    if trust == "dscp":
+        dscp_map = {dscp: prio, cdscp: cprio}
+    return {
+        "trust": trust,
+        "priority": prio,
+        "pfc": [1 if p == prio else 0 for p in range(8)],
+        "pfc_priorities": [prio],
+        "dscp": dscp,
+        "dscp_map": dscp_map,
+        "cnp_priority": cprio,
+        "cnp_dscp": cdscp,
+        "ecn": bool(_get(config, "ecn", True)),
+        "roce_mode": ROCE_MODES[mode],
+        "roce_mode_number": mode,
+        "roce_tos": tos,
+        "mtu": mtu,
+    }
+
+
+def jsonable(obj):
+    """Copy with integer dict keys as strings (Ansible returns JSON)."""
+    if isinstance(obj, dict):
+        return dict((str(k), jsonable(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
+# --------------------------------------------------------------------------
+# reading
+# --------------------------------------------------------------------------
+
+def _read(path):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read().decode("utf-8", "replace").strip()
+    except (IOError, OSError):
+        return None
+
+
+def _int_or_none(text):
+    try:
+        return int(text.split()[0]) if text else None
+    except (ValueError, IndexError):
+        return None
+
+
+def netdev_path(sysfs_root, pf, *parts):
+    return os.path.join(sysfs_root.rstrip("/") or "/", "class", "net", pf, *parts)
+
+
+def read_ecn_sysfs(sysfs_root, pf):
+    """ECN state of an OFED PF from sysfs, or None when there is no ``ecn/``
+    (the inbox driver).  ``cnp_dscp``/``cnp_802p_prio`` are looked up directly
+    in ``roce_np/`` (the driver's layout) and in ``roce_np/params/`` (the
+    layout NVIDIA's documentation describes)."""
+    base = netdev_path(sysfs_root, pf, "ecn")
+    if not os.path.isdir(base):
+        return None
+    out = {"source": "sysfs", "np_params_dir": "", "cnp_dscp": None, "cnp_802p_prio": None}
+    for proto in ECN_PROTOS:
+        out[proto] = [_int_or_none(_read(os.path.join(base, proto, "enable", str(p)))) for p in range(8)]
+    for sub in ("", "params"):
+        found = False
+        for name in ("cnp_dscp", "cnp_802p_prio"):
+            value = _int_or_none(_read(os.path.join(base, "roce_np", sub, name)))
+            if value is not None:
+                out[name] = value
+                found = True
+        if found:
+            out["np_params_dir"] = sub
+            break
+    return out
+
+
+def read_trust_sysfs(sysfs_root, pf):
+    """``qos/trust`` (OFED), or None."""
+    value = _read(netdev_path(sysfs_root, pf, "qos", "trust"))
+    return value or None
+
+
+def firmware_ecn(parsed):
+    """ECN as the firmware has it, from ``parse_mlxconfig_query`` of
+    ``mlxconfig -d <pci> -e q ROCE_CC_PRIO_MASK_P1 CNP_DSCP_P1
+    CNP_802P_PRIO_P1`` (the current values; the next-boot values when the query
+    has no Current column).  Returns the ECN shape of :func:`read_ecn_sysfs`
+    with ``source`` ``firmware``, or None when the parameters are absent."""
+    params = parsed.get("params") or {}
+    col = "current" if "current" in (parsed.get("columns") or []) else "next"
+
+    def val(name):
+        p = params.get(name)
+        if not p:
+            return None
+        num = p.get(col + "_int")
+        if num is None:
+            num = split_enum(p.get(col))[1]
+        return num
+
+    mask = val("ROCE_CC_PRIO_MASK_P1")
+    if mask is None:
+        return None
+    bits = [(mask >> p) & 1 for p in range(8)]
+    return {"source": "firmware", "column": col, "mask": mask, "roce_np": list(bits), "roce_rp": list(bits),
+            "cnp_dscp": val("CNP_DSCP_P1"), "cnp_802p_prio": val("CNP_802P_PRIO_P1"), "np_params_dir": None}
+
+
+def parse_cma_roce_mode(text):
+    """``cma_roce_mode`` prints ``RoCE v2`` or ``IB/RoCE v1``."""
+    for line in reversed((text or "").splitlines()):
+        s = line.strip()
+        if s in (ROCE_V1, ROCE_V2):
+            return s
+    raise ValueError("cma_roce_mode: no 'RoCE v2' or 'IB/RoCE v1' line in %r" % (text,))
+
+
+def parse_cma_roce_tos(text):
+    """``cma_roce_tos`` prints the ToS as a number."""
+    for line in reversed((text or "").splitlines()):
+        s = line.strip()
+        if re.fullmatch(r"\d+", s):
+            return int(s)
+    raise ValueError("cma_roce_tos: no ToS number in %r" % (text,))
+
+
+def pf_state(pf, mlnx_qos_text, roce_mode=None, roce_tos=None, mtu=None, ecn=None, trust_sysfs=None, driver=None):
+    """One PF's QoS state (the ``gathered`` shape) from the tools' outputs.
+
+    ``pf``: ``{name, pci_address, rdma_device}``; ``mlnx_qos_text``: output of
+    ``mlnx_qos -i <pf>``; ``roce_mode``/``roce_tos``: outputs of
+    ``cma_roce_mode``/``cma_roce_tos`` (or already parsed values); ``ecn``: from
+    :func:`read_ecn_sysfs` or :func:`firmware_ecn`; ``trust_sysfs``: ``qos/trust``
+    (preferred over mlnx_qos's line where present); ``driver``: ``ofed`` or
+    ``inbox`` (default: ``ofed`` when ``ecn`` came from sysfs)."""
+    q = parse_mlnx_qos(mlnx_qos_text)
+    if q["pfc_enabled"] is None:
+        raise ValueError("mlnx_qos: no PFC 'enabled' row for %s" % pf.get("name"))
+    trust = trust_sysfs or q["trust"]
+    if trust == "none":
+        trust = None
+    if isinstance(roce_mode, str) and roce_mode not in (ROCE_V1, ROCE_V2):
+        roce_mode = parse_cma_roce_mode(roce_mode)
+    if isinstance(roce_tos, str):
+        roce_tos = parse_cma_roce_tos(roce_tos)
+    if driver is None:
+        driver = "ofed" if ecn and ecn.get("source") == "sysfs" else "inbox"
+    return {
+        "name": pf.get("name"),
+        "pci_address": pf.get("pci_address"),
+        "rdma_device": pf.get("rdma_device"),
+        "driver": driver,
+        "trust": trust,
+        "pfc": q["pfc_enabled"],
+        "pfc_priorities": q["pfc_priorities"],
+        # dscp -> priority for all 64 DSCPs; None while trust is pcp (no map printed)
+        "dscp_to_prio": q["dscp_to_prio"] if trust == "dscp" else None,
+        "ecn": ecn,
+        "roce_mode": roce_mode,
+        "roce_tos": roce_tos,
+        "mtu": mtu,
+    }
+
+
+# --------------------------------------------------------------------------
+# diff
+# --------------------------------------------------------------------------
+
+def fmt_set(prios):
+    """[3, 4] -> '{3,4}'; [] -> '{}'; None -> 'unknown'."""
+    if prios is None:
+        return "unknown"
+    return "{" + ",".join(str(p) for p in sorted(prios)) + "}"
+
+
+def _onoff(value):
+    return {1: "on", 0: "off"}.get(value, "unknown")
+
+
+def default_dscp_to_prio():
+    return [d >> 3 for d in range(64)]
+
+
+def diff(state, want):
+    """Differences between one PF's state and the intent, in FIELDS order.
+
+    Each is ``{pf, field, have, want, settable, text}``; ``text`` reads like
+    ``enp59s0f0np0 PFC {3,4} vs intent {3}``.  ``settable`` is false for what
+    the driver cannot change at run time (ECN and CNP with the inbox driver,
+    which follow the firmware).  A DSCP map that cannot be read yet (trust is
+    pcp, so mlnx_qos prints none) counts as the firmware default map, which
+    is what switching trust to dscp brings."""
+    pf = state["name"]
+    out = []
+
+    def add(field, have, wantv, text, settable=True, key=None):
+        out.append({"pf": pf, "field": field, "key": key, "have": have, "want": wantv,
+                    "settable": settable, "text": "%s %s" % (pf, text)})
+
+    if state.get("trust") != want["trust"]:
+        add("trust", state.get("trust"), want["trust"],
+            "trust %s vs intent %s" % (state.get("trust") or "unknown", want["trust"]))
+    if state.get("pfc_priorities") != want["pfc_priorities"]:
+        add("pfc", state.get("pfc_priorities"), want["pfc_priorities"],
+            "PFC %s vs intent %s" % (fmt_set(state.get("pfc_priorities")), fmt_set(want["pfc_priorities"])))
+    if want["trust"] == "dscp":
+        d2p = state.get("dscp_to_prio") or default_dscp_to_prio()
+        for dscp in sorted(want["dscp_map"]):
+            prio = want["dscp_map"][dscp]
+            if d2p[dscp] != prio:
+                add("dscp_map", d2p[dscp], prio, "DSCP %d -> priority %s vs intent %d" % (dscp, d2p[dscp], prio),
+                    key=dscp)
+    ecn = state.get("ecn")
+    if want["ecn"] and ecn:
+        settable = ecn.get("source") == "sysfs"
+        where = "" if settable else " (firmware ROCE_CC_PRIO_MASK_P1)"
+        for proto in ECN_PROTOS:
+            have = (ecn.get(proto) or [None] * 8)[want["priority"]]
+            if have != 1:
+                add("ecn", have, 1, "ECN %s on priority %d %s vs intent on%s"
+                    % (proto, want["priority"], _onoff(have), where), settable, key=proto)
+        for field, wantv, fw in (("cnp_dscp", want["cnp_dscp"], "CNP_DSCP_P1"),
+                                 ("cnp_802p_prio", want["cnp_priority"], "CNP_802P_PRIO_P1")):
+            have = ecn.get(field)
+            if have is not None and have != wantv:
+                label = "CNP DSCP" if field == "cnp_dscp" else "CNP 802.1p priority"
+                add(field, have, wantv, "%s %s vs intent %d%s"
+                    % (label, have, wantv, "" if settable else " (firmware %s)" % fw), settable)
+    if state.get("roce_mode") != want["roce_mode"]:
+        add("roce_mode", state.get("roce_mode"), want["roce_mode"],
+            "RDMA-CM default RoCE mode %s vs intent %s" % (state.get("roce_mode") or "unknown", want["roce_mode"]))
+    if state.get("roce_tos") != want["roce_tos"]:
+        add("roce_tos", state.get("roce_tos"), want["roce_tos"],
+            "RDMA-CM default TOS %s vs intent %d" % (state.get("roce_tos"), want["roce_tos"]))
+    if want["mtu"] is not None and state.get("mtu") != want["mtu"]:
+        add("mtu", state.get("mtu"), want["mtu"], "MTU %s vs intent %d" % (state.get("mtu"), want["mtu"]))
+    return out
+
+
+def notes(state, want):
+    """What the driver leaves to the firmware, as sentences (inbox only)."""
+    if state.get("driver") == "ofed" or not want["ecn"]:
+        return []
+    pf = state["name"]
+    ecn = state.get("ecn")
+    head = ("%s: the inbox mlx5 driver has no ecn/ sysfs; ECN (DCQCN) and the CNP DSCP/priority follow the "
+            "NIC firmware (ROCE_CC_PRIO_MASK_P1, CNP_DSCP_P1, CNP_802P_PRIO_P1; mlxconfig, layer 4)" % pf)
+    if not ecn:
+        return [head + "; not read (no mlxconfig/mstconfig query)"]
+    return [head + "; firmware %s: ROCE_CC_PRIO_MASK_P1=%s (ECN %s for priority %d), CNP_DSCP_P1=%s, "
+            "CNP_802P_PRIO_P1=%s" % (ecn.get("column", "current"), ecn.get("mask"),
+                                     _onoff(ecn["roce_np"][want["priority"]]), want["priority"],
+                                     ecn.get("cnp_dscp"), ecn.get("cnp_802p_prio"))]
+
+
+def public_state(state, want=None):
+    """A PF's state as modules return it: ``dscp_to_prio`` (64 values)
+    becomes ``dscp_map``, the DSCPs whose priority is not the default
+    ``dscp >> 3`` plus the intent's DSCPs (string keys), or None while trust is
+    pcp.  A DSCP missing from ``dscp_map`` has its default priority."""
+    out = dict((k, copy.deepcopy(v)) for k, v in state.items() if k != "dscp_to_prio")
+    d2p = state.get("dscp_to_prio")
+    if d2p is None:
+        out["dscp_map"] = None
+    else:
+        keep = set(d for d in range(64) if d2p[d] != d >> 3)
+        keep |= set((want or {}).get("dscp_map") or ())
+        out["dscp_map"] = dict((str(d), d2p[d]) for d in sorted(keep))
+    return jsonable(out)
+
+
+def dscp_priority(state, dscp):
+    """Priority of ``dscp`` in a state of either shape, None when unmapped."""
+    if state.get("dscp_to_prio") is not None:
+        return state["dscp_to_prio"][dscp]
+    dmap = state.get("dscp_map")
+    if dmap is None:
+        return None
+    return dmap.get(str(dscp), dmap.get(dscp, dscp >> 3))
+
+
+def summary_lines(state, want):
+    """A PF's state as short lines for ``--diff``: the fields the intent
+    names, the DSCP map only for the intent's DSCPs."""
+    pf = state["name"]
+    lines = ["%s trust %s" % (pf, state.get("trust") or "unknown"),
+             "%s PFC %s" % (pf, fmt_set(state.get("pfc_priorities")))]
+    d2p = state.get("dscp_to_prio")
+    for dscp in sorted(want["dscp_map"]):
+        lines.append("%s DSCP %d -> priority %s" % (pf, dscp, d2p[dscp] if d2p else "unmapped (trust pcp)"))
+    ecn = state.get("ecn")
+    if ecn:
+        for proto in ECN_PROTOS:
+            on = [p for p, v in enumerate(ecn.get(proto) or []) if v == 1]
+            lines.append("%s ECN %s on %s (%s)" % (pf, proto, fmt_set(on), ecn.get("source")))
+        lines.append("%s CNP DSCP %s, 802.1p priority %s" % (pf, ecn.get("cnp_dscp"), ecn.get("cnp_802p_prio")))
+    lines.append("%s RDMA-CM default RoCE mode %s, TOS %s" % (pf, state.get("roce_mode"), state.get("roce_tos")))
+    lines.append("%s MTU %s" % (pf, state.get("mtu")))
+    return lines
+
+
+def predict(state, want, diffs):
+    """The state after the settable ``diffs`` are applied (check mode)."""
+    new = copy.deepcopy(state)
+    for d in diffs:
+        if not d["settable"]:
+            continue
+        f = d["field"]
+        if f == "trust":
+            new["trust"] = want["trust"]
+            if want["trust"] == "dscp" and new.get("dscp_to_prio") is None:
+                new["dscp_to_prio"] = default_dscp_to_prio()
+        elif f == "pfc":
+            new["pfc"] = list(want["pfc"])
+            new["pfc_priorities"] = list(want["pfc_priorities"])
+        elif f == "dscp_map":
+            new["dscp_to_prio"] = list(new.get("dscp_to_prio") or default_dscp_to_prio())
+            new["dscp_to_prio"][d["key"]] = d["want"]
+        elif f == "ecn":
+            new["ecn"][d["key"]][want["priority"]] = 1
+        elif f in ("cnp_dscp", "cnp_802p_prio"):
+            new["ecn"][f] = d["want"]
+        else:
+            new[f] = d["want"]
+    return new
+
+
+# --------------------------------------------------------------------------
+# commands
+# --------------------------------------------------------------------------
+
+def _qos_cmds(pf, want, fields, map_entries):
+    cmds = []
+    args = []
+    if "trust" in fields:
+        args += ["--trust", want["trust"]]
+    if "pfc" in fields:
+        args += ["--pfc", ",".join(str(v) for v in want["pfc"])]
+    if args:
+        cmds.append({"argv": ["mlnx_qos", "-i", pf] + args})
+    # mlnx_qos refuses --trust together with --dscp2prio: a second call
+    margs = []
+    for dscp, prio in sorted(map_entries):
+        margs += ["--dscp2prio", "set,%d,%d" % (dscp, prio)]
+    if margs:
+        cmds.append({"argv": ["mlnx_qos", "-i", pf] + margs})
+    return cmds
+
+
+def np_param_path(sysfs_root, pf, name, params_dir=""):
+    parts = ["ecn", "roce_np"] + ([params_dir] if params_dir else []) + [name]
+    return netdev_path(sysfs_root, pf, *parts)
+
+
+def render(state, want, diffs, sysfs_root="/sys", port=1):
+    """Commands for the settable ``diffs`` of one PF, in the order they run.
+
+    Each is ``{"argv": [...]}`` (a tool) or ``{"write": path, "value": v}``
+    (a sysfs write), with ``text`` the shell form: ``mlnx_qos -i enp59s0f0np0
+    --trust dscp --pfc 0,0,0,1,0,0,0,0``, ``echo 1 > /sys/.../enable/3``,
+    ``cma_roce_mode -d rocep59s0f0 -p 1 -m 2``, ``cma_roce_tos -d rocep59s0f0
+    -p 1 -t 106``, ``ip link set dev enp59s0f0np0 mtu 9000``."""
+    pf = state["name"]
+    dev = state.get("rdma_device")
+    todo = [d for d in diffs if d["settable"]]
+    fields = set(d["field"] for d in todo)
+    cmds = _qos_cmds(pf, want, fields, [(d["key"], d["want"]) for d in todo if d["field"] == "dscp_map"])
+    ecn = state.get("ecn") or {}
+    for d in todo:
+        if d["field"] == "ecn":
+            cmds.append({"write": netdev_path(sysfs_root, pf, "ecn", d["key"], "enable", str(want["priority"])),
+                         "value": 1})
+        elif d["field"] in ("cnp_dscp", "cnp_802p_prio"):
+            cmds.append({"write": np_param_path(sysfs_root, pf, d["field"], ecn.get("np_params_dir") or ""),
+                         "value": d["want"]})
+    if "roce_mode" in fields:
+        cmds.append({"argv": ["cma_roce_mode", "-d", dev, "-p", str(port), "-m", str(want["roce_mode_number"])]})
+    if "roce_tos" in fields:
+        cmds.append({"argv": ["cma_roce_tos", "-d", dev, "-p", str(port), "-t", str(want["roce_tos"])]})
+    if "mtu" in fields:
+        cmds.append({"argv": ["ip", "link", "set", "dev", pf, "mtu", str(want["mtu"])]})
+    for c in cmds:
+        c["text"] = command_text(c)
+    return cmds
+
+
+def command_text(cmd):
+    if "write" in cmd:
+        return "echo %s > %s" % (cmd["value"], cmd["write"])
+    return " ".join(cmd["argv"])
+
+
+def render_full(want, pf, rdma_device, ofed=False, sysfs_root="/sys", np_params_dir="", port=1):
+    """Every command that takes a PF with the driver's defaults (trust pcp,
+    no PFC, the default DSCP map, RoCE v2, TOS 0, ECN on every priority) to the
+    intent: for ``state: rendered`` and for the boot script, where ``pf``,
+    ``rdma_device`` and ``sysfs_root`` may be shell words like ``"$PF"``."""
+    fields = set(["trust", "pfc", "roce_mode", "roce_tos"])
+    if want["mtu"] is not None:
+        fields.add("mtu")
+    default = default_dscp_to_prio()
+    entries = [(d, p) for d, p in sorted(want["dscp_map"].items()) if default[d] != p]
+    cmds = _qos_cmds(pf, want, fields, entries)
+    if ofed and want["ecn"]:
+        for proto in ECN_PROTOS:
+            cmds.append({"write": netdev_path(sysfs_root, pf, "ecn", proto, "enable", str(want["priority"])),
+                         "value": 1})
+        cmds.append({"write": np_param_path(sysfs_root, pf, "cnp_dscp", np_params_dir), "value": want["cnp_dscp"]})
+        cmds.append({"write": np_param_path(sysfs_root, pf, "cnp_802p_prio", np_params_dir),
+                     "value": want["cnp_priority"]})
+    cmds.append({"argv": ["cma_roce_mode", "-d", rdma_device, "-p", str(port), "-m", str(want["roce_mode_number"])]})
+    cmds.append({"argv": ["cma_roce_tos", "-d", rdma_device, "-p", str(port), "-t", str(want["roce_tos"])]})
+    if want["mtu"] is not None:
+        cmds.append({"argv": ["ip", "link", "set", "dev", pf, "mtu", str(want["mtu"])]})
+    for c in cmds:
+        c["text"] = command_text(c)
+    return cmds
+
+
+def boot_lines(want, ofed, np_params_dir=""):
+    """Shell lines of the boot script for one PF; the script sets ``$PF``
+    (netdev), ``$DEV`` (RDMA device) and ``$SYSFS`` and defines ``run`` (runs
+    a command, logs a failure) and ``put`` (a sysfs write, logged the same way)."""
+    lines = []
+    for c in render_full(want, "$PF", "$DEV", ofed, "$SYSFS", np_params_dir):
+        if "write" in c:
+            lines.append('put "%s" %s' % (c["write"], c["value"]))
+        else:
+            lines.append("run " + " ".join('"%s"' % a if "$" in a else a for a in c["argv"]))
+    return lines
+
+
+# --------------------------------------------------------------------------
+# the doctor's layer 8 verdict
+# --------------------------------------------------------------------------
+
+def layer_result(host, check, unit_enabled=None, persist=True, unit_name="gpufabric-roce-qos", chain=None):
+    """Layer 8 for the doctor: ``{layer, name, status, reason, evidence,
+    remediation}``.
+
+    ``check``: the registered result of ``roce_qos`` with ``state: gathered``
+    and a config (``failed``/``msg``, ``drift``, ``not_settable``,
+    ``notes``); ``unit_enabled``: whether the boot unit is enabled;
+    ``chain``: this host's part of :func:`fabric_chain.compare` (its
+    differences between the PF and the cabled switch port).
+
+    The order of causes: the host cannot be read; the PF differs from the
+    intent (the reason is the first difference); a difference along the
+    cabling (switch port vs PF: the switch side is the first link, and the
+    remediation names the layer that repairs it); the QoS would be lost at
+    the next boot; warnings (inbox firmware ECN off on the priority); pass."""
+    layer, name = 8, "roce_host"
+    fix_host = "run roce_host (tag layer08) on %s; use --check --diff to see the commands first" % host
+    if check.get("failed"):
+        return {"layer": layer, "name": name, "status": "fail",
+                "reason": "%s: host QoS could not be read: %s" % (host, check.get("msg", "unknown error")),
+                "evidence": [], "remediation": "fix the cause above (mlnx-tools installed, RDMA device present: "
+                                               "layer 5), then run roce_host (tag layer08)"}
+    drift = list(check.get("drift") or [])
+    chain = chain or {}
+    all_chain = list(chain.get("differences") or [])
+    chain_diffs = [d for d in all_chain if d.get("severity", "fail") == "fail"]
+    evidence = (["%s %s" % (host, d) for d in drift] + [d["text"] for d in all_chain]
+                + list(chain.get("unchecked") or []) + list(check.get("notes") or []))
+    warnings = (["%s %s" % (host, t) for t in check.get("not_settable") or []]
+                + [d["text"] for d in all_chain if d.get("severity") == "warn"])
+    evidence += [w for w in warnings if w not in evidence]
+    if drift:
+        return {"layer": layer, "name": name, "status": "fail", "reason": "%s %s" % (host, drift[0]),
+                "evidence": evidence, "remediation": fix_host}
+    if chain_diffs:
+        first = chain_diffs[0]
+        return {"layer": layer, "name": name, "status": "fail", "reason": first["text"],
+                "evidence": evidence, "remediation": first.get("remediation") or fix_host}
+    if persist and unit_enabled is False:
+        return {"layer": layer, "name": name, "status": "fail",
+                "reason": "%s: host QoS will be lost at the next boot: %s.service is not enabled" % (host, unit_name),
+                "evidence": evidence, "remediation": fix_host + " (installs and enables the unit)"}
+    pfs = check.get("gathered") or {}
+    if warnings:
+        return {"layer": layer, "name": name, "status": "warn", "reason": warnings[0],
+                "evidence": evidence,
+                "remediation": "set ROCE_CC_PRIO_MASK_P1, CNP_DSCP_P1 and CNP_802P_PRIO_P1 with mlxconfig (layer 4: "
+                               "nic_firmware_extra_params) and reboot"}
+    ports = " and their switch ports" if chain.get("checked") else ""
+    return {"layer": layer, "name": name, "status": "pass",
+            "reason": "%d PF(s) match the RoCE intent%s" % (len(pfs), ports),
+            "evidence": evidence, "remediation": ""}

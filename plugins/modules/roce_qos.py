@@ -1,0 +1,441 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: roce_qos
+short_description: Host RoCE QoS on ConnectX PFs (trust, PFC, DSCP map, ECN, RDMA-CM RoCE mode and TOS, MTU)
+version_added: "0.1.0"
+description:
+  - Reads the RoCE QoS of the selected PFs with the tools and files the NIC driver provides, compares it with the
+    fabric intent and changes only what differs.
+  - "Trust, PFC and the DSCP map go through C(mlnx_qos -i <pf>) (C(--trust dscp --pfc 0,0,0,1,0,0,0,0),
+    C(--dscp2prio set,26,3)); the RDMA-CM default RoCE mode and TOS through C(cma_roce_mode -d <dev> -p 1 -m 2) and
+    C(cma_roce_tos -d <dev> -p 1 -t 106); the PF MTU through C(ip link set dev <pf> mtu 9000)."
+  - "With MLNX_OFED/DOCA-OFED, ECN is enabled on the RoCE priority through
+    C(/sys/class/net/<pf>/ecn/roce_{np,rp}/enable/<prio>) and the CNP DSCP and 802.1p priority through
+    C(ecn/roce_np/cnp_dscp) and C(cnp_802p_prio) (directly there or under C(params/))."
+  - The inbox mlx5 driver has none of those files; ECN follows the NIC firmware (C(ROCE_CC_PRIO_MASK_P1), on for every
+    priority by default). The module reads the firmware values with mstconfig or mlxconfig where installed and reports
+    them as notes, and as warnings when they differ from the intent; it never fails on them.
+  - Every value is validated, and every PF is found, bound, Ethernet and has an RDMA device, before anything changes.
+    After applying, the module reads the state again and fails naming the PF and the field when it still differs.
+  - PFs are found through sysfs (by netdev name, PCI address or vendor:device); the RDMA device of a PF comes from
+    its PCI device, never from a name pattern.
+options:
+  pfs:
+    description: PF selections, as C(match) in the inventory's C(gpufabric_nics).
+    type: list
+    elements: dict
+    default: []
+    suboptions:
+      name:
+        description: Netdev name of the PF. Exactly one of I(name), I(pci_address), I(vendor_device).
+        type: str
+      pci_address:
+        description: PCI address of the PF, for example C(0000:3b:00.0).
+        type: str
+      vendor_device:
+        description: PCI vendor:device in hex, for example C(15b3:1021); selects every matching PF.
+        type: str
+      rdma_device:
+        description: RDMA device of the PF, for I(state=rendered) only (online states read it from sysfs).
+        type: str
+  config:
+    description:
+      - "The fabric intent, as the inventory's C(gpufabric_roce): C(priority) (0-7), C(dscp) (0-63), C(cnp_priority)
+        (default 6), C(cnp_dscp) (default 48), C(trust) (dscp or pcp, default dscp), C(host_mtu) or C(mtu) (68-9978;
+        unset leaves the MTU alone), C(tos) (default DSCP << 2 | ECT(0), 106 for DSCP 26), C(roce_mode) (1 or 2,
+        default 2) and C(ecn) (true or a mapping enables ECN on C(priority); default true). Other keys are ignored."
+    type: dict
+  state:
+    description:
+      - C(merged) sets what differs; C(gathered) only reads, and reports drift from I(config) when given;
+        C(rendered) returns the commands that take PFs with the driver defaults to the intent, without touching the
+        host; C(parsed) parses C(mlnx_qos) output given in I(running_config).
+    type: str
+    default: merged
+    choices: [merged, gathered, rendered, parsed]
+  running_config:
+    description: Output of C(mlnx_qos -i <pf>) for I(state=parsed).
+    type: str
+  sysfs_root:
+    description: Where sysfs is mounted. C(/sys) on a host; the rack twin serves its own tree elsewhere.
+    type: path
+    default: /sys
+  node:
+    description: Name of this host in messages (the inventory name).
+    type: str
+    default: host
+  rdma_port:
+    description: Port of the RDMA device that cma_roce_mode and cma_roce_tos address.
+    type: int
+    default: 1
+  firmware_query:
+    description: With the inbox driver, read the firmware's ECN parameters with mstconfig or mlxconfig when installed.
+    type: bool
+    default: true
+  driver:
+    description: NIC driver assumed by I(state=rendered) (C(ofed) adds the ECN sysfs writes). Online states detect it.
+    type: str
+    choices: [inbox, ofed]
+    default: inbox
+notes:
+  - Needs mlnx-tools (C(mlnx_qos), C(cma_roce_mode), C(cma_roce_tos)) on the host; DOCA-OFED installs it.
+  - The settings do not survive a reboot; the gpufabric.stack.roce_host role installs a boot unit that applies them.
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+author:
+  - gpufabric.stack maintainers (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Lossless RoCE on every ConnectX-7 PF
+  gpufabric.stack.roce_qos:
+    node: "{{ inventory_hostname }}"
+    pfs:
+      - vendor_device: "15b3:1021"
+    config:
+      priority: 3
+      dscp: 26
+      cnp_priority: 6
+      cnp_dscp: 48
+      trust: dscp
+      host_mtu: 9000
+
+- name: Read the host QoS and the drift from the intent
+  gpufabric.stack.roce_qos:
+    pfs: [{name: enp59s0f0np0}]
+    config: "{{ gpufabric_roce }}"
+    state: gathered
+  register: qos
+"""
+
+RETURN = r"""
+changed:
+  description: Whether a setting was changed (or would be, in check mode).
+  returned: always
+  type: bool
+commands:
+  description: Commands and sysfs writes run (or that would run in check mode); all of them for I(state=rendered).
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - mlnx_qos -i enp59s0f0np0 --trust dscp --pfc 0,0,0,1,0,0,0,0
+    - cma_roce_tos -d rocep59s0f0 -p 1 -t 106
+    - ip link set dev enp59s0f0np0 mtu 9000
+before:
+  description: Per PF netdev, the state read before any change.
+  returned: online states
+  type: dict
+after:
+  description: Per PF netdev, the state read after the change (predicted in check mode).
+  returned: state merged
+  type: dict
+gathered:
+  description:
+    - "Per PF netdev: name, pci_address, rdma_device, driver (inbox or ofed), trust, pfc (8 values), pfc_priorities,
+      dscp_map (DSCP to priority for the intent's DSCPs and every DSCP not on its default priority dscp >> 3;
+      null while trust is pcp), ecn (source sysfs or firmware, roce_np and roce_rp per
+      priority, cnp_dscp, cnp_802p_prio; null when unknown), roce_mode, roce_tos, mtu."
+  returned: state gathered
+  type: dict
+drift:
+  description: One line per setting that differs from the intent and can be set, like C(enp59s0f0np0 PFC {4} vs intent {3}).
+  returned: when config is given
+  type: list
+  elements: str
+not_settable:
+  description: Differences the driver cannot change at run time (ECN and CNP settings under the inbox driver).
+  returned: online states with a config
+  type: list
+  elements: str
+notes:
+  description: What the inbox driver leaves to the NIC firmware, per PF.
+  returned: online states with a config
+  type: list
+  elements: str
+pfs:
+  description: The selected PFs with name, pci_address, rdma_device, driver and the boot script lines that apply the intent.
+  returned: online states and rendered
+  type: list
+  elements: dict
+intent:
+  description: The normalised intent.
+  returned: when config is given
+  type: dict
+parsed:
+  description: trust, pfc, pfc_priorities and dscp_map parsed from I(running_config).
+  returned: state parsed
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlxconfig_query
+
+PF_SPEC = dict(
+    name=dict(type="str"),
+    pci_address=dict(type="str"),
+    vendor_device=dict(type="str"),
+    rdma_device=dict(type="str"),
+)
+TOOL_DIRS = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin"]
+
+
+class Host(object):
+    """Runs the tools and sysfs reads and writes for one host."""
+
+    def __init__(self, module, node):
+        self.module = module
+        self.node = node
+        self.bins = {}
+
+    def bin(self, tool):
+        if tool not in self.bins:
+            path = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
+            if not path:
+                hint = ("install mlnx-tools (DOCA-OFED ships it)" if tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos")
+                        else "install iproute2")
+                raise Q.RoceQosError("%s: %s not found on the host: %s" % (self.node, tool, hint))
+            self.bins[tool] = path
+        return self.bins[tool]
+
+    def run(self, argv, pf):
+        rc, out, err = self.module.run_command([self.bin(argv[0])] + list(argv[1:]))
+        if rc != 0:
+            raise Q.RoceQosError("%s: %s: '%s' failed (rc %d): %s"
+                                 % (self.node, pf, " ".join(argv), rc, (err.strip() or out.strip())[-500:]))
+        return out
+
+    def write(self, path, value, pf):
+        try:
+            sriov.write_sysfs(path, value)
+        except (IOError, OSError) as exc:
+            raise Q.RoceQosError("%s: %s: 'echo %s > %s' failed: %s" % (self.node, pf, value, path, exc.strerror))
+
+    def firmware(self, pci):
+        """Firmware ECN parameters of the inbox driver's PF, or None."""
+        for tool in ("mstconfig", "mlxconfig"):
+            path = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
+            if not path:
+                continue
+            rc, out, err = self.module.run_command([path, "-d", pci, "-e", "q"] + list(Q.FIRMWARE_PARAMS))
+            if rc != 0:
+                continue
+            try:
+                return Q.firmware_ecn(parse_mlxconfig_query(out))
+            except ValueError:
+                continue
+        return None
+
+
+def select_pfs(node, sysfs_root, specs):
+    try:
+        found = sysfs_nic.discover(sysfs_root)
+    except sysfs_nic.SysfsError as exc:
+        raise Q.RoceQosError("%s: %s" % (node, exc))
+    if not specs:
+        raise Q.RoceQosError("%s: pfs is empty: nothing selects a PF" % node)
+    pfs, seen = [], set()
+    for spec in specs:
+        try:
+            hits = sriov.select(found, spec)
+        except sriov.SriovError as exc:
+            raise Q.RoceQosError("%s: %s" % (node, exc))
+        for pf in hits:
+            if pf["pci_address"] in seen:
+                continue
+            seen.add(pf["pci_address"])
+            label = sriov.pf_label(pf)
+            if not pf["name"]:
+                raise Q.RoceQosError("%s: %s has no netdev: no driver bound (layer 5)" % (node, label))
+            if pf.get("link_type") not in (None, "ETH"):
+                raise Q.RoceQosError("%s: %s is %s, not Ethernet: RoCE QoS applies to Ethernet ports "
+                                     "(LINK_TYPE_P1, layer 4)" % (node, label, pf["link_type"]))
+            if not pf.get("rdma_device"):
+                raise Q.RoceQosError("%s: %s has no RDMA device: load mlx5_ib (layer 5)" % (node, label))
+            pfs.append(pf)
+    return pfs
+
+
+def read_state(host, pf, p):
+    name = pf["name"]
+    dev = pf["rdma_device"]
+    port = str(p["rdma_port"])
+    qos = host.run(["mlnx_qos", "-i", name], name)
+    mode = host.run(["cma_roce_mode", "-d", dev, "-p", port], name)
+    tos = host.run(["cma_roce_tos", "-d", dev, "-p", port], name)
+    ecn = Q.read_ecn_sysfs(p["sysfs_root"], name)
+    driver = "ofed" if ecn is not None else "inbox"
+    if ecn is None and p["firmware_query"]:
+        ecn = host.firmware(pf["pci_address"])
+    mtu = Q._int_or_none(Q._read(Q.netdev_path(p["sysfs_root"], name, "mtu")))
+    try:
+        return Q.pf_state(pf, qos, mode, tos, mtu, ecn, Q.read_trust_sysfs(p["sysfs_root"], name), driver)
+    except ValueError as exc:
+        raise Q.RoceQosError("%s: %s: %s" % (host.node, name, exc))
+
+
+def pf_info(pf, state, want):
+    ecn = state.get("ecn") or {}
+    ofed = state["driver"] == "ofed"
+    params = ecn.get("np_params_dir") or ""
+    return {"name": pf["name"], "pci_address": pf["pci_address"], "rdma_device": pf["rdma_device"],
+            "driver": state["driver"], "np_params_dir": params,
+            "boot_lines": Q.boot_lines(want, ofed, params) if want else []}
+
+
+def online(module, p):
+    node = p["node"]
+    want = Q.normalise_intent(p["config"], node) if p["config"] is not None else None
+    host = Host(module, node)
+    pfs = select_pfs(node, p["sysfs_root"], p["pfs"])
+    # every tool the run needs is found before anything changes
+    for tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos"):
+        host.bin(tool)
+    if p["state"] == "merged" and want["mtu"] is not None:
+        host.bin("ip")
+    before = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
+    result = {"changed": False, "commands": [], "before": _public(before, want),
+              "pfs": [pf_info(pf, before[pf["name"]], want) for pf in pfs]}
+    if want is None:
+        result["gathered"] = result["before"]
+        return result
+    result["intent"] = Q.jsonable(want)
+    diffs = dict((name, Q.diff(st, want)) for name, st in before.items())
+    result["drift"] = [d["text"] for name in diffs for d in diffs[name] if d["settable"]]
+    result["not_settable"] = [d["text"] for name in diffs for d in diffs[name] if not d["settable"]]
+    result["notes"] = [n for st in before.values() for n in Q.notes(st, want)]
+    for text in result["not_settable"]:
+        module.warn("%s: %s cannot be set at run time by the inbox driver" % (node, text))
+    if p["state"] == "gathered":
+        result["gathered"] = result["before"]
+        return result
+    plan = [(pf, Q.render(before[pf["name"]], want, diffs[pf["name"]], p["sysfs_root"], p["rdma_port"]))
+            for pf in pfs]
+    result["commands"] = [c["text"] for _, cmds in plan for c in cmds]
+    result["changed"] = bool(result["commands"])
+    if module.check_mode or not result["changed"]:
+        after = dict((name, Q.predict(st, want, diffs[name])) for name, st in before.items())
+    else:
+        after = apply(host, pfs, plan, p, want, result)
+    result["after"] = _public(after, want)
+    if module._diff and result["changed"]:
+        result["diff"] = {"before": _diff_text(before, want), "after": _diff_text(after, want),
+                          "before_header": "%s host QoS" % node, "after_header": "%s host QoS" % node}
+    return result
+
+
+def apply(host, pfs, plan, p, want, result):
+    """Run the plan, read again; a second pass covers what the first made
+    visible (the DSCP map appears once trust is dscp); fail on what is left."""
+    for attempt in (1, 2):
+        for pf, cmds in plan:
+            for c in cmds:
+                if "write" in c:
+                    host.write(c["write"], c["value"], pf["name"])
+                else:
+                    host.run(c["argv"], pf["name"])
+        after = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
+        left = dict((name, [d for d in Q.diff(st, want) if d["settable"]]) for name, st in after.items())
+        if not any(left.values()):
+            return after
+        if attempt == 2:
+            raise Q.RoceQosError("%s: still different after applying: %s"
+                                 % (host.node, "; ".join(d["text"] for ds in left.values() for d in ds)))
+        plan = [(pf, Q.render(after[pf["name"]], want, left[pf["name"]], p["sysfs_root"], p["rdma_port"]))
+                for pf in pfs]
+        result["commands"] += [c["text"] for _, cmds in plan for c in cmds]
+    return after
+
+
+def _public(states, want):
+    return dict((name, Q.public_state(st, want)) for name, st in states.items())
+
+
+def _diff_text(states, want):
+    return "".join(line + "\n" for name in sorted(states) for line in Q.summary_lines(states[name], want))
+
+
+def rendered(p):
+    want = Q.normalise_intent(p["config"], p["node"])
+    cmds, pfs = [], []
+    for spec in p["pfs"]:
+        if not spec.get("name") or not spec.get("rdma_device"):
+            raise Q.RoceQosError("%s: state rendered needs name and rdma_device in every pfs entry, got %r"
+                                 % (p["node"], dict((k, v) for k, v in spec.items() if v)))
+        ofed = p["driver"] == "ofed"
+        cmds += [c["text"] for c in Q.render_full(want, spec["name"], spec["rdma_device"], ofed, p["sysfs_root"],
+                                                  port=p["rdma_port"])]
+        pfs.append({"name": spec["name"], "rdma_device": spec["rdma_device"], "driver": p["driver"],
+                    "boot_lines": Q.boot_lines(want, ofed)})
+    return {"changed": False, "commands": cmds, "pfs": pfs, "intent": Q.jsonable(want)}
+
+
+def parsed(p):
+    from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlnx_qos
+    try:
+        q = parse_mlnx_qos(p["running_config"])
+    except ValueError as exc:
+        raise Q.RoceQosError("%s: %s" % (p["node"], exc))
+    state = {"name": "running_config", "trust": None if q["trust"] == "none" else q["trust"],
+             "pfc": q["pfc_enabled"], "pfc_priorities": q["pfc_priorities"]}
+    state["dscp_to_prio"] = q["dscp_to_prio"] if state["trust"] == "dscp" else None
+    out = {"changed": False, "commands": []}
+    want = None
+    if p["config"] is not None:
+        want = Q.normalise_intent(p["config"], p["node"])
+        out["intent"] = Q.jsonable(want)
+        out["drift"] = [d["text"] for d in Q.diff(state, want) if d["field"] in ("trust", "pfc", "dscp_map")]
+    out["parsed"] = Q.public_state(state, want)
+    return out
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            pfs=dict(type="list", elements="dict", options=PF_SPEC, default=[]),
+            config=dict(type="dict"),
+            state=dict(type="str", default="merged", choices=["merged", "gathered", "rendered", "parsed"]),
+            running_config=dict(type="str"),
+            sysfs_root=dict(type="path", default="/sys"),
+            node=dict(type="str", default="host"),
+            rdma_port=dict(type="int", default=1),
+            firmware_query=dict(type="bool", default=True),
+            driver=dict(type="str", choices=["inbox", "ofed"], default="inbox"),
+        ),
+        required_if=[("state", "merged", ["config"]), ("state", "rendered", ["config"]),
+                     ("state", "parsed", ["running_config"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        if p["state"] == "rendered":
+            result = rendered(p)
+        elif p["state"] == "parsed":
+            result = parsed(p)
+        else:
+            result = online(module, p)
+    except Q.RoceQosError as exc:
+        module.fail_json(msg=str(exc))
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""Layer 8 (host RoCE QoS) and the cross-layer chain on a live twin rack:
+converge from the twin's defaults, idempotence, the values through the tools,
+the boot unit across a reboot, the doctor's verdicts for host-pfc-mismatch and
+a switch port without PFC, bad input, check mode; and the OFED driver's ECN
+sysfs on a rack of its own."""
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import ENV, REPO, Twin, have_twin, recap
+
+pytestmark = pytest.mark.twin
+
+SYSFS = "/run/simlab/sys"
+PFS = ("enp59s0f0np0", "enp134s0f0np0")
+
+CONVERGE = """
+- name: Layer 7 on the leaves
+  hosts: leaf_switches
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.roce_switch
+- name: Layer 8 on the GPU nodes
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.roce_host
+"""
+
+HOST_ONLY = """
+- name: Layer 8 on the GPU nodes
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.roce_host
+"""
+
+# The doctor's order: the switches first (layer 7 registers roce_switch_check),
+# then the nodes, whose layer 8 check compares each PF with its switch port.
+CHECK = """
+- name: Layer 7 checks
+  hosts: leaf_switches
+  gather_facts: false
+  tasks:
+    - name: Check the switch
+      ansible.builtin.include_role: {name: gpufabric.stack.roce_switch, tasks_from: check}
+- name: Layer 8 checks
+  hosts: gpu_workers
+  gather_facts: false
+  tasks:
+    - name: Check the host
+      ansible.builtin.include_role: {name: gpufabric.stack.roce_host, tasks_from: check}
+    - name: Write the verdict
+      ansible.builtin.copy:
+        content: "{{ {'result': roce_host_doctor_result, 'chain': roce_host_chain_result} | to_json }}"
+        dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+def lab_up(tmp_path_factory, prefix, *args):
+    if not have_twin():
+        pytest.skip("podman and /dev/fuse are needed for twin tests")
+    name = f"{prefix}{uuid.uuid4().hex[:6]}"
+    inv = tmp_path_factory.mktemp("inventory")
+    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--inventory", str(inv), *args],
+                          cwd=REPO, env=ENV, capture_output=True, text=True)
+    if proc.returncode:
+        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
+                       capture_output=True, text=True)
+        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    play = tmp_path_factory.mktemp("play")
+    for fname, text in (("converge.yml", CONVERGE), ("host.yml", HOST_ONLY), ("check.yml", CHECK)):
+        (play / fname).write_text(text)
+    (play / "verdicts").mkdir()
+    return Twin(name, inv), play
+
+
+def lab_down(twin):
+    subprocess.run([sys.executable, "-m", "simlab", "down", "--name", twin.name], cwd=REPO, env=ENV,
+                   capture_output=True, text=True)
+
+
+@pytest.fixture
+def ofed_rack(tmp_path_factory):
+    # function scope, first in the file: its lab is down before the 2-node rack comes up
+    twin, play = lab_up(tmp_path_factory, "ro", "--nodes", "1", "--switches", "1", "--driver", "ofed")
+    yield twin, play
+    lab_down(twin)
+
+
+def test_ofed_ecn_sysfs_is_set_and_kept_across_a_reboot(ofed_rack):
+    twin, play = ofed_rack
+    ecn = f"{SYSFS}/class/net/enp59s0f0np0/ecn"
+    # ECN starts as the firmware has it (every priority); turn it off where RoCE runs
+    assert twin.sh("node01", f"cat {ecn}/roce_np/enable/3").stdout.strip() == "1"
+    twin.sh("node01", f"echo 0 > {ecn}/roce_np/enable/3; echo 0 > {ecn}/roce_rp/enable/3; "
+                      f"echo 46 > {ecn}/roce_np/cnp_dscp")
+    res = twin.module("node01", "gpufabric.stack.roce_qos",
+                      {"sysfs_root": SYSFS, "node": "node01", "pfs": [{"name": "enp59s0f0np0"}],
+                       "config": {"priority": 3, "dscp": 26, "host_mtu": 9000}, "state": "gathered"})
+    assert res["gathered"]["enp59s0f0np0"]["driver"] == "ofed"
+    assert "enp59s0f0np0 ECN roce_np on priority 3 off vs intent on" in res["drift"]
+    assert "enp59s0f0np0 CNP DSCP 46 vs intent 48" in res["drift"]
+    first = twin.playbook(str(play / "host.yml"))
+    assert recap(first.stdout)["node01"]["failed"] == 0, first.stdout[-4000:]
+    assert [twin.sh("node01", f"cat {ecn}/{p}").stdout.strip()
+            for p in ("roce_np/enable/3", "roce_rp/enable/3", "roce_np/cnp_dscp")] == ["1", "1", "48"]
+    assert twin.sh("node01", f"cat {SYSFS}/class/net/enp59s0f0np0/qos/trust").stdout.strip() == "dscp"
+    second = twin.playbook(str(play / "host.yml"))
+    assert recap(second.stdout)["node01"]["changed"] == 0, second.stdout[-3000:]
+    script = twin.sh("node01", "cat /usr/local/libexec/gpufabric/roce-qos.sh").stdout
+    assert 'put "$SYSFS/class/net/$PF/ecn/roce_np/enable/3" 1' in script
+    # the firmware keeps ECN off on priority 3 from the next boot; the unit turns it on again
+    twin.sh("node01", "mstconfig -d 0000:3b:00.0 -y set ROCE_CC_PRIO_MASK_P1=247")
+    assert reboot(twin, "node01") == "active"
+    row = [line.split() for line in twin.sh("node01", "mstconfig -d 0000:3b:00.0 -e q ROCE_CC_PRIO_MASK_P1").stdout
+           .splitlines() if "ROCE_CC_PRIO_MASK_P1" in line][0]
+    assert row[-2:] == ["247", "247"]          # current and next boot: priority 3 off in firmware
+    assert [twin.sh("node01", f"cat {ecn}/{p}").stdout.strip()
+            for p in ("roce_np/enable/3", "roce_rp/enable/3", "roce_np/cnp_dscp")] == ["1", "1", "48"]
+    assert twin.sh("node01", f"cat {SYSFS}/class/net/enp59s0f0np0/qos/trust").stdout.strip() == "dscp"
+    res = twin.module("node01", "gpufabric.stack.roce_qos",
+                      {"sysfs_root": SYSFS, "node": "node01", "pfs": [{"vendor_device": "15b3:1021"}],
+                       "config": {"priority": 3, "dscp": 26, "host_mtu": 9000}, "state": "gathered"})
+    assert res["drift"] == [] and res["not_settable"] == []
+
+
+@pytest.fixture(scope="module")
+def rack(tmp_path_factory):
+    twin, play = lab_up(tmp_path_factory, "rh", "--nodes", "2", "--switches", "2")
+    yield twin, play
+    lab_down(twin)
+
+
+def doctor(twin, play, nodes=("node01", "node02")):
+    out = play / "verdicts"
+    for f in out.iterdir():
+        f.unlink()
+    twin.playbook(str(play / "check.yml"), "-e", f"verdict_dir={out}", check=True)
+    return dict((n, json.loads((out / f"{n}.json").read_text())) for n in nodes)
+
+
+def reboot(twin, node, unit="gpufabric-roce-qos.service"):
+    from simlab.lab import Lab
+    Lab(twin.name).reboot(node)
+    state = ""
+    for _ in range(300):
+        state = twin.sh(node, f"systemctl is-active {unit}", check=False).stdout.strip()
+        if state in ("active", "failed"):
+            break
+        time.sleep(0.2)
+    return state
+
+
+def qos(twin, node, pf="enp59s0f0np0"):
+    return twin.sh(node, f"mlnx_qos -i {pf}").stdout
+
+
+def pfc_row(text):
+    return [line.split()[1:] for line in text.splitlines() if line.split()[:1] == ["enabled"]][0]
+
+
+def test_twin_default_fails_layer_8_and_roles_converge_idempotently(rack):
+    twin, play = rack
+    before = doctor(twin, play)
+    for node in ("node01", "node02"):
+        r = before[node]["result"]
+        assert (r["layer"], r["status"]) == (8, "fail")
+        assert r["reason"] == f"{node} enp59s0f0np0 trust pcp vs intent dscp"
+    first = twin.playbook(str(play / "converge.yml"))
+    rc = recap(first.stdout)
+    assert all(r["failed"] == 0 for r in rc.values()), first.stdout[-4000:]
+    assert rc["node01"]["changed"] > 0 and rc["node02"]["changed"] > 0
+    second = twin.playbook(str(play / "converge.yml"))
+    assert {h: r["changed"] for h, r in recap(second.stdout).items()} == \
+        {"node01": 0, "node02": 0, "leaf1": 0, "leaf2": 0}, second.stdout[-4000:]
+    for node in ("node01", "node02"):
+        for pf, dev in zip(PFS, ("rocep59s0f0", "rocep134s0f0")):
+            text = qos(twin, node, pf)
+            assert "Priority trust state: dscp" in text
+            assert pfc_row(text) == ["0", "0", "0", "1", "0", "0", "0", "0"]
+            assert twin.sh(node, f"cma_roce_mode -d {dev} -p 1").stdout.strip() == "RoCE v2"
+            assert twin.sh(node, f"cma_roce_tos -d {dev} -p 1").stdout.strip() == "106"
+            assert " mtu 9000 " in twin.sh(node, f"ip link show dev {pf}").stdout
+        assert twin.sh(node, "systemctl is-enabled gpufabric-roce-qos.service").stdout.strip() == "enabled"
+    after = doctor(twin, play)
+    for node in ("node01", "node02"):
+        r = after[node]["result"]
+        assert r["status"] == "pass", r
+        assert after[node]["chain"]["checked"] == 2 and after[node]["chain"]["differences"] == []
+
+
+def test_the_boot_unit_applies_the_qos_after_a_reboot(rack):
+    twin, play = rack
+    assert reboot(twin, "node01") == "active"
+    text = qos(twin, "node01")
+    assert "Priority trust state: dscp" in text and pfc_row(text) == ["0", "0", "0", "1", "0", "0", "0", "0"]
+    assert twin.sh("node01", "cma_roce_tos -d rocep134s0f0 -p 1").stdout.strip() == "106"
+    assert twin.sh("node01", f"cat {SYSFS}/class/net/enp134s0f0np0/mtu").stdout.strip() == "9000"
+    v = doctor(twin, play)
+    assert v["node01"]["result"]["status"] == "pass", v["node01"]
+
+
+def test_host_pfc_mismatch_names_node_pf_and_pfc_sets_and_is_repaired(rack):
+    twin, play = rack
+    twin.fault("node02", "host-pfc-mismatch")
+    v = doctor(twin, play)
+    assert v["node01"]["result"]["status"] == "pass"
+    r = v["node02"]["result"]
+    assert (r["layer"], r["status"]) == (8, "fail")
+    assert r["reason"] == "node02 enp59s0f0np0 PFC {4} vs intent {3}"
+    assert r["remediation"].startswith("run roce_host (tag layer08) on node02")
+    chain = v["node02"]["chain"]["differences"]
+    assert [d["text"] for d in chain] == ["node02 enp59s0f0np0 PFC {4} vs leaf1 ethernet 1/2 PFC {3}"]
+    assert chain[0]["departs"] == "host" and chain[0]["layer"] == 8
+    assert "node02 enp59s0f0np0 PFC {4} vs leaf1 ethernet 1/2 PFC {3}" in r["evidence"]
+    # check mode shows the command and changes nothing
+    dry = twin.playbook(str(play / "host.yml"), "--check", "--diff", "--limit", "node02")
+    assert "mlnx_qos -i enp59s0f0np0 --pfc 0,0,0,1,0,0,0,0" in dry.stdout
+    assert "-enp59s0f0np0 PFC {4}" in dry.stdout and "+enp59s0f0np0 PFC {3}" in dry.stdout
+    assert pfc_row(qos(twin, "node02")) == ["0", "0", "0", "0", "1", "0", "0", "0"]
+    fixed = twin.playbook(str(play / "host.yml"), "--limit", "node02")
+    assert recap(fixed.stdout)["node02"]["changed"] == 1, fixed.stdout[-3000:]
+    twin.fault("node02", "clear")
+    assert pfc_row(qos(twin, "node02")) == ["0", "0", "0", "1", "0", "0", "0", "0"]
+    assert doctor(twin, play)["node02"]["result"]["status"] == "pass"
+
+
+def test_a_switch_port_without_pfc_fails_the_chain_on_the_cabled_nodes(rack):
+    twin, play = rack
+    twin.fault("leaf1", "switch-pfc-off")
+    try:
+        v = doctor(twin, play)
+        for node, port in (("node01", "ethernet 1/1"), ("node02", "ethernet 1/2")):
+            r = v[node]["result"]
+            assert r["status"] == "fail"
+            assert r["reason"] == f"{node} enp59s0f0np0 PFC {{3}} vs leaf1 {port} PFC {{}}"
+            assert r["remediation"] == "run roce_switch (tag layer07) on leaf1"
+            # the other rail (leaf2) is fine
+            assert all(d["switch"] == "leaf1" for d in v[node]["chain"]["differences"])
+    finally:
+        twin.fault("leaf1", "clear")
+        twin.playbook(str(play / "converge.yml"), check=True)
+
+
+def test_bad_intent_fails_before_any_change(rack):
+    twin, play = rack
+    intent = {"priority": 9, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp", "host_mtu": 9000}
+    before = qos(twin, "node01")
+    res = twin.playbook(str(play / "host.yml"), "--limit", "node01", "-e", json.dumps({"gpufabric_roce": intent}))
+    assert res.returncode != 0
+    assert "node01: gpufabric_roce.priority 9 is not an integer in 0-7" in res.stdout
+    assert qos(twin, "node01") == before
+
+
+def test_inbox_firmware_with_ecn_off_on_the_priority_warns(rack):
+    """Runs last on this rack: node01's firmware keeps ECN off on priority 3."""
+    twin, play = rack
+    twin.sh("node01", "mstconfig -d 0000:3b:00.0 -y set ROCE_CC_PRIO_MASK_P1=247")
+    assert reboot(twin, "node01") == "active"
+    r = doctor(twin, play)["node01"]["result"]
+    assert r["status"] == "warn", r
+    assert r["reason"] == ("node01 enp59s0f0np0 ECN roce_np on priority 3 off vs intent on "
+                           "(firmware ROCE_CC_PRIO_MASK_P1)")
+    assert "mlxconfig" in r["remediation"]

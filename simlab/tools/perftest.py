@@ -1,13 +1,22 @@
 """``ib_write_bw`` twin (linux-rdma/perftest).
 
 Accepted: ``-d <dev> [-i port] [-x gid_idx] [-s size] [-n iters] [-q qps]
-[-D secs] [-R] [-F] [-T tos] [--report_gbits] [-a] [-p port]
-[--perform_warm_up] [--use_cuda=<gpu>] [server_ip]``.
+[-D secs] [-R] [-F] [-T tos] [--tclass=<tc>] [--report_gbits] [-a] [-p port]
+[--perform_warm_up] [--use_cuda=<gpu>] [server_ip]``.  As in perftest, ``-T``
+is refused without ``-R`` (the traffic class of QPs connected without
+rdma_cm is ``--tclass``, the GRH traffic class).
 
-Server (no ``server_ip``): registers itself in the shared fabric directory
+Server (no ``server_ip``): without ``-R`` it listens on TCP ``port`` on all
+addresses, as perftest does for its out-of-band exchange (``Couldn't listen
+to port <port>`` when taken), so a readiness check can look for the
+listening socket.
+
+The server also registers itself in the shared fabric directory
 (``/run/simlab-fabric/perftest/server-<ip>-<port>.json``: node, device,
 its IPv4 from the PF's GID table, port) and waits for a client (bounded by
-``SIMLAB_PERFTEST_WAIT`` seconds, default 60, or ``-D`` + 30 when longer);
+``SIMLAB_PERFTEST_WAIT`` seconds, default 600, or ``-D`` + 30 when longer;
+a real server waits in accept() for as long as it takes, and callers bound it
+with ``timeout``);
 it prints the server-side report when the client's result arrives.
 Client: finds the server registration by address and port, claims it, runs
 the fabric model (``simlab.fabric``) for the pair, writes the result for the
@@ -24,6 +33,7 @@ import argparse
 import hashlib
 import json
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -59,6 +69,7 @@ def parse(args, prog):
     p.add_argument("-R", "--rdma_cm", action="store_true")
     p.add_argument("-F", "--CPU-freq", dest="cpu_freq", action="store_true")
     p.add_argument("-T", "--tos", type=int)
+    p.add_argument("--tclass", type=int)
     p.add_argument("-a", "--all", action="store_true")
     p.add_argument("-p", "--port", type=int, default=DEFAULT_PORT)
     p.add_argument("--report_gbits", action="store_true")
@@ -66,6 +77,12 @@ def parse(args, prog):
     p.add_argument("--use_cuda")
     p.add_argument("server", nargs="?")
     return p.parse_args(args)
+
+
+def traffic_class(opts):
+    """The TOS byte of the test traffic: ``-T`` with rdma_cm, ``--tclass``
+    (GRH traffic class) otherwise; None when neither is given."""
+    return opts.tos if opts.rdma_cm else opts.tclass
 
 
 def own_node() -> str:
@@ -157,6 +174,16 @@ def server(opts, prog) -> int:
     if gid is None:
         return _die(f"can't read sgid of index {opts.gid_index}")
     ip = ep.ipv4
+    sock = None
+    if not opts.rdma_cm:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", opts.port))
+        except OSError:
+            sock.close()
+            return _die(f"Couldn't listen to port {opts.port}")
+        sock.listen(1)
     d = FABRIC / "perftest"
     d.mkdir(parents=True, exist_ok=True)
     reg = d / f"server-{ip}-{opts.port}.json"
@@ -170,7 +197,7 @@ def server(opts, prog) -> int:
     if not opts.rdma_cm:
         print("\n************************************\n* Waiting for client to connect... *\n"
               "************************************", flush=True)
-    wait = float(os.environ.get("SIMLAB_PERFTEST_WAIT", 60))
+    wait = float(os.environ.get("SIMLAB_PERFTEST_WAIT", 600))
     if opts.duration:
         wait = max(wait, opts.duration + 30)
     deadline = time.monotonic() + wait
@@ -186,6 +213,8 @@ def server(opts, prog) -> int:
     finally:
         reg.unlink(missing_ok=True)
         result.unlink(missing_ok=True)
+        if sock is not None:
+            sock.close()
     if res.get("error") in ("mtu",):
         print(formats.ib_write_bw(_header(opts, ep, res["mtu"], "server", res["server_addr"],
                                           res["client_addr"]), [], gbits=opts.report_gbits, closed=False), end="")
@@ -234,7 +263,7 @@ def client(opts, prog) -> int:
         return no_connect()
     d = FABRIC / "perftest"
     d.mkdir(parents=True, exist_ok=True)
-    path = rdma_path(rack, ep, remote, gid_index=opts.gid_index, tos=opts.tos, rdma_cm=opts.rdma_cm)
+    path = rdma_path(rack, ep, remote, gid_index=opts.gid_index, tos=traffic_class(opts), rdma_cm=opts.rdma_cm)
     if not path.ok and path.error in ("unreachable",):
         # the out-of-band connection (TCP or rdma_cm) needs the same path
         return no_connect()
@@ -244,7 +273,7 @@ def client(opts, prog) -> int:
     rack = Rack.load(RACK)       # the server side may have changed while it waited
     ep, remote = rack.endpoint(node, ep.dev), rack.endpoint(reg["node"], reg["dev"])
     path = rdma_path(rack, ep, remote, gid_index=opts.gid_index, remote_gid_index=reg.get("gid_index"),
-                     tos=opts.tos, rdma_cm=opts.rdma_cm)
+                     tos=traffic_class(opts), rdma_cm=opts.rdma_cm)
     result = d / f"result-{opts.server}-{opts.port}.json"
     if not path.ok and path.error in ("unreachable", "local-port-down"):
         _write(result, {"ok": False, "error": path.error})
@@ -277,6 +306,9 @@ def _write(path: Path, data: dict) -> None:
 
 def main(args, prog="ib_write_bw") -> int:
     opts = parse(args, prog)
+    if opts.tos is not None and not opts.rdma_cm:
+        print(" TOS only valid for rdma_cm based QP and RawEth QP ", flush=True)
+        return 1
     try:
         return server(opts, prog) if opts.server is None else client(opts, prog)
     except FabricError as exc:

@@ -1,0 +1,255 @@
+"""Layer 9 (rdma_check) on a live 2-node, 2-switch twin: the role and the
+doctor's layer 9 check on a healthy RoCE chain, with a PF link down on node02,
+and with node02's first PF on the wrong PFC priority.
+
+Each scenario runs one playbook: the role (its failure rescued and recorded,
+so the doctor check runs in the same play), then the doctor's layer 9 check
+through roles/doctor/tasks/layer.yml; both write what they found per node."""
+
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from conftest import ENV, REPO, Twin, have_twin, recap
+
+pytestmark = pytest.mark.twin
+
+# The switch and host side of the RoCE chain (layers 7 and 8), set directly
+# as tests/integration/test_fabric_twin.py does: leaf1 runs Onyx, leaf2 NVUE.
+ONYX = ["enable", "configure terminal", "interface ethernet 1/1-1/2 qos trust L3",
+        "dcb priority-flow-control enable force", "dcb priority-flow-control priority 3 enable",
+        "interface ethernet 1/1-1/2 dcb priority-flow-control mode on force",
+        "interface ethernet 1/1-1/2 mtu 9216 force"]
+NVUE = ["nv set qos roce mode lossless", "nv set interface swp1-2 link mtu 9216", "nv config apply -y"]
+PFS = ("enp59s0f0np0", "enp134s0f0np0")
+LINE_GBPS = 400.0
+
+PLAY = """
+- name: Layer 9, the role then the doctor's check
+  hosts: gpu_workers
+  gather_facts: false
+  tasks:
+    - name: The role
+      block:
+        - name: Run rdma_check
+          ansible.builtin.include_role:
+            name: gpufabric.stack.rdma_check
+      rescue:
+        - name: Record the failure
+          ansible.builtin.set_fact:
+            role_error: "{{ ansible_failed_result.msg }}"
+      always:
+        - name: Write what the role found
+          ansible.builtin.copy:
+            content: "{{ {'results': rdma_check_results | default(none), 'error': role_error | default(none)} | to_json }}"
+            dest: "{{ out_dir }}/role-{{ inventory_hostname }}.json"
+            mode: "0644"
+          delegate_to: localhost
+
+    - name: Read the NICs once, as validate.yml does
+      gpufabric.stack.nic_facts:
+        sysfs_root: "{{ gpufabric_sysfs_root }}"
+      register: gpufabric_doctor_nics
+
+    - name: The doctor's layer 9
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: layer
+      vars:
+        doctor_layer: 9
+        doctor_role: rdma_check
+
+    - name: Write the doctor's results
+      ansible.builtin.copy:
+        content: "{{ doctor_results | to_json }}"
+        dest: "{{ out_dir }}/doctor-{{ inventory_hostname }}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+ROLE_ONLY = """
+- name: Layer 9, the role alone
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.rdma_check
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not have_twin():
+        pytest.skip("podman and /dev/fuse are needed for twin tests")
+    name = f"rc{uuid.uuid4().hex[:6]}"
+    t = Twin(name, tmp_path_factory.mktemp("inventory"))
+    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
+                           "--nos", "onyx,nvue", "--inventory", str(t.inventory)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True)
+    try:
+        if proc.returncode:
+            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+        from simlab.lab import lab_dir
+        from simlab.switches import load_switch, save_switch
+        sw = lab_dir(name) / "switches"
+        for leaf, lines in (("leaf1", ONYX), ("leaf2", NVUE)):
+            m = load_switch(sw, leaf)
+            outs = [m.handle(line) for line in lines]
+            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
+            save_switch(sw, m)
+        for node in ("node01", "node02"):
+            configure_host(t, node)
+        play = tmp_path_factory.mktemp("play")
+        (play / "layer09.yml").write_text(PLAY)
+        (play / "role.yml").write_text(ROLE_ONLY)
+        yield t, play
+    finally:
+        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
+                       capture_output=True, text=True)
+
+
+def configure_host(t, node):
+    script = "; ".join(f"mlnx_qos -i {pf} --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null && "
+                       f"ip link set dev {pf} mtu 9000" for pf in PFS)
+    t.sh(node, "set -e; " + script)
+    time.sleep(0.8)         # live.json follows within the agent's publish interval
+
+
+def run(lab, tag):
+    """Run the scenario playbook -> (recap, stdout, {node: role}, {node: layer 9 doctor result})."""
+    t, play = lab
+    out = play / tag
+    out.mkdir()
+    proc = t.playbook(str(play / "layer09.yml"), "-e", f"out_dir={out}")
+    role, doctor = {}, {}
+    for node in ("node01", "node02"):
+        path = out / f"role-{node}.json"
+        assert path.exists(), f"{node} wrote no role result:\n{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}"
+        role[node] = json.loads(path.read_text())
+        results = json.loads((out / f"doctor-{node}.json").read_text())
+        doctor[node] = next(r for r in results if r["layer"] == 9)
+    return recap(proc.stdout), proc.stdout, role, doctor
+
+
+def stray_servers(t):
+    """ib_write_bw processes left on the nodes (the role must leave none)."""
+    left = {}
+    for node in ("node01", "node02"):
+        ps = t.sh(node, "ps -eo pid,args", check=False).stdout
+        left[node] = [line for line in ps.splitlines() if "ib_write_bw" in line]
+    return {n: v for n, v in left.items() if v}
+
+
+def pair(results, rail_pf):
+    return [p for p in results["pairs"] if p["client"]["pf"] == rail_pf]
+
+
+def test_healthy_chain_passes_the_gate(lab):
+    rc, stdout, role, doctor = run(lab, "healthy")
+    assert rc["node01"]["failed"] == 0 and rc["node02"]["failed"] == 0, stdout[-4000:]
+    assert rc["node01"]["rescued"] == 0 and rc["node02"]["rescued"] == 0, stdout[-4000:]
+    for node, peer in (("node01", "node02"), ("node02", "node01")):
+        res = role[node]["results"]
+        assert res["passed"] and res["failures"] == [] and res["warnings"] == []
+        assert [p["ok"] for p in res["links"]] == [True, True]
+        assert [(p["switch"], p["gid_index"]) for p in res["links"]] == [("leaf1", 3), ("leaf2", 3)]
+        # a ring of two: each node sends to the other on both rails
+        assert sorted((p["rail"], p["server"]["node"]) for p in res["pairs"]) == [("leaf1", peer), ("leaf2", peer)]
+        for p in res["pairs"]:
+            assert p["status"] == "pass", p["message"]
+            assert p["line_gbps"] == LINE_GBPS and p["bw_gbps"] >= 0.90 * LINE_GBPS
+            assert p["bw_gbps"] < LINE_GBPS and p["mtu"] == 4096
+        d = doctor[node]
+        assert d["status"] == "pass" and d["name"] == "rdma_check", d
+        assert d["reason"] == "2 PF(s) up with a RoCE v2 GID; 2 pair(s) at or above 90% of line rate"
+    assert stray_servers(lab[0]) == {}
+
+
+def test_link_down_names_layer_device_and_cause(lab):
+    t = lab[0]
+    t.fault("node02", "link-down")
+    try:
+        time.sleep(0.8)
+        rc, stdout, role, doctor = run(lab, "link-down")
+    finally:
+        t.fault("node02", "clear")
+        time.sleep(0.8)
+    # the role fails node02 on its own PF and lets node01 pass
+    assert rc["node02"]["rescued"] == 1 and rc["node01"]["rescued"] == 0, stdout[-4000:]
+    err = role["node02"]["error"]
+    assert err.startswith("layer 9 rdma_check on node02: node02 enp59s0f0np0 (0000:3b:00.0, rocep59s0f0, "
+                          "cabled to leaf1 ethernet 1/2): link down"), err
+    assert "operstate down" in err and "RDMA port DOWN" in err
+    assert "enp134s0f0np0" not in err           # the other rail is fine
+    assert role["node01"]["error"] is None and role["node01"]["results"]["passed"]
+    # pairs over the dead PF are not run; the other rail is measured
+    n1 = role["node01"]["results"]
+    blocked = pair(n1, "enp59s0f0np0")
+    assert [p["status"] for p in blocked] == ["blocked"]
+    assert "server node02 enp59s0f0np0: link down" in blocked[0]["message"]
+    assert [p["status"] for p in pair(n1, "enp134s0f0np0")] == ["pass"]
+    assert [p["status"] for p in pair(role["node02"]["results"], "enp134s0f0np0")] == ["pass"]
+    # the doctor: layer 9 fails on node02 naming the PF; node01 warns naming the pair
+    d2 = doctor["node02"]
+    assert d2["layer"] == 9 and d2["status"] == "fail", d2
+    assert re.match(r"^node02 enp59s0f0np0 \(0000:3b:00.0, rocep59s0f0, cabled to leaf1 ethernet 1/2\): link down",
+                    d2["reason"]), d2["reason"]
+    assert "leaf1 ethernet 1/2" in d2["remediation"] and "enp59s0f0np0" in d2["remediation"]
+    d1 = doctor["node01"]
+    assert d1["status"] == "warn", d1
+    assert d1["reason"].startswith("node01 enp59s0f0np0 -> node02 enp59s0f0np0 (leaf1 ethernet 1/1 <-> "
+                                   "leaf1 ethernet 1/2): not tested, server node02 enp59s0f0np0: link down")
+    assert stray_servers(t) == {}
+
+
+def test_host_pfc_mismatch_fails_the_pair_naming_both_ends(lab):
+    t = lab[0]
+    t.fault("node02", "host-pfc-mismatch")
+    try:
+        time.sleep(0.8)
+        rc, stdout, role, doctor = run(lab, "pfc-mismatch")
+    finally:
+        t.fault("node02", "clear")
+        configure_host(t, "node02")
+    assert rc["node01"]["rescued"] == 1 and rc["node02"]["rescued"] == 1, stdout[-4000:]
+    want = {
+        "node01": "node01 enp59s0f0np0 -> node02 enp59s0f0np0 (leaf1 ethernet 1/1 <-> leaf1 ethernet 1/2)",
+        "node02": "node02 enp59s0f0np0 -> node01 enp59s0f0np0 (leaf1 ethernet 1/2 <-> leaf1 ethernet 1/1)",
+    }
+    for node, label in want.items():
+        res = role[node]["results"]
+        assert all(p["ok"] for p in res["links"])          # links and GIDs are fine
+        slow = pair(res, "enp59s0f0np0")[0]
+        assert slow["status"] == "fail" and slow["bw_gbps"] < 0.90 * LINE_GBPS
+        assert slow["message"].startswith(label + ": ") and "is under the gate of 360.00 Gb/s" in slow["message"]
+        assert res["failures"] == [slow["message"]]
+        assert role[node]["error"] == f"layer 9 rdma_check on {node}: {slow['message']}"
+        assert pair(res, "enp134s0f0np0")[0]["status"] == "pass"
+        d = doctor[node]
+        assert d["status"] == "fail" and d["reason"].startswith(label + ": "), d
+        assert "layer 8" in d["remediation"]
+    assert stray_servers(t) == {}
+
+
+def test_servers_whose_client_never_connects_are_stopped(lab):
+    """Clients sent to an address nobody serves: their servers wait in vain
+    until the end of the round, which stops them (the long timeout makes
+    sure `timeout` is not what ends them)."""
+    t, play = lab
+    extra = json.dumps({"rdma_check_addresses": {"enp59s0f0np0": "10.9.9.9"}, "rdma_check_timeout": 600})
+    proc = t.playbook(str(play / "role.yml"), "-e", extra)
+    rc = recap(proc.stdout)
+    assert rc["node01"]["failed"] == 1 and rc["node02"]["failed"] == 1, proc.stdout[-4000:]
+    assert ("layer 9 rdma_check on node01: node01 enp59s0f0np0 -> node02 enp59s0f0np0 (leaf1 ethernet 1/1 <-> "
+            "leaf1 ethernet 1/2): ib_write_bw failed (rc 1): Couldn't connect to 10.9.9.9:18515") in proc.stdout
+    stop = proc.stdout.split("Stop the servers that are still running", 1)[1].split("TASK [", 1)[0]
+    assert "changed: [node01]" in stop and "changed: [node02]" in stop, stop
+    flat = " ".join(proc.stdout.split())        # the report's lines are wrapped
+    assert "node01 enp134s0f0np0 -> node02 enp134s0f0np0 (leaf2 swp1 <-> leaf2 swp2): " in flat   # rail 1 ran
+    assert "Gb/s meets the gate of 360.00 Gb/s" in flat
+    assert stray_servers(t) == {}

@@ -52,6 +52,12 @@ def test_sriov_vf_module_check_mode_apply_idempotence_and_errors(twin):
     twin.module("node02", "gpufabric.stack.sriov_vf", {"sysfs_root": SYSFS, "pfs": [{"vendor_device": "15b3:1021", "num_vfs": 0}]})
 
 
+def green_through(host_report, top):
+    """No failing layer at or below `top`: the session twin's switches and
+    host QoS (layers 7-9) are not converged by these tests."""
+    return all(r["status"] != "fail" for r in host_report["layers"] if r["layer"] <= top)
+
+
 def test_site_converges_idempotent_survives_reboot_and_validates(twin):
     first = twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
     assert all(r["failed"] == 0 for r in recap(first.stdout).values())
@@ -68,7 +74,7 @@ def test_site_converges_idempotent_survives_reboot_and_validates(twin):
     twin.playbook("playbooks/validate.yml", check=True)
     report = twin.report()
     for node in ("node01", "node02"):
-        assert report[node]["verdict"]["status"] != "fail", report[node]   # layer 2 may warn: ACS differs from intent
+        assert green_through(report[node], 6), report[node]   # layer 2 may warn: ACS differs from intent
         layer6 = [r for r in report[node]["layers"] if r["layer"] == 6][0]
         assert layer6["status"] == "pass"
 
@@ -78,13 +84,13 @@ def test_doctor_names_vfs_lost_on_reboot_only_on_that_node_and_site_repairs(twin
     twin.fault("node02", "vfs-lost-on-reboot")
     twin.playbook("playbooks/validate.yml")
     report = twin.report()
-    assert report["node01"]["verdict"]["status"] != "fail"
+    assert green_through(report["node01"], 6), report["node01"]
     v = report["node02"]["verdict"]
     assert v["layer"] == 6 and "VFs missing after reboot: persistence unit not enabled" in v["reason"]
     twin.fault("node02", "clear")
     twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
     twin.playbook("playbooks/validate.yml", check=True)
-    assert twin.report()["node02"]["verdict"]["status"] != "fail"
+    assert green_through(twin.report()["node02"], 6), twin.report()["node02"]
 
 
 def test_doctor_names_wrong_count(twin):
@@ -93,7 +99,7 @@ def test_doctor_names_wrong_count(twin):
     twin.playbook("playbooks/validate.yml")
     v = twin.report()["node01"]["verdict"]
     assert v["layer"] == 6 and v["reason"] == "pf enp59s0f0np0: 4 VFs, inventory wants 8"
-    assert twin.report()["node02"]["verdict"]["status"] != "fail"
+    assert green_through(twin.report()["node02"], 6), twin.report()["node02"]
     twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
 
 

@@ -15,7 +15,7 @@ export ANSIBLE_CONFIG  := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup image demo demo-down test unit twin-test molecule lint sanity build clean
+.PHONY: help setup image demo demo-down render bench test unit twin-test molecule lint sanity build clean
 
 help:
 	@echo "make demo   - set up, bring up a 4-node 2-switch twin rack, run site.yml and validate.yml"
@@ -23,6 +23,9 @@ help:
 	@echo "make setup  - host packages (podman, runc, fuse3, debootstrap) and the Python venv"
 	@echo "make image  - build the twin node image"
 	@echo "make demo-down - remove the demo twin rack"
+	@echo "make bench  - time ping, converge, no-change re-run, validate and roce_switch on twin racks (SIZES=\"8 32 64\" RUNS=3 MITOGEN=1);"
+	@echo "              writes bench/results/<date>.json and docs/performance.md (not part of make test)"
+	@echo "make render - write what the Kubernetes layers would apply to out/rendered/{example,twin}/ (applies nothing)"
 
 # --- set-up -------------------------------------------------------------------
 setup: $(VENV)/.installed .build/ansible_collections/gpufabric/stack
@@ -49,6 +52,30 @@ demo: image
 demo-down: setup
 	$(PY) -m simlab down --name $(LAB)
 
+# --- render mode ---------------------------------------------------------------
+# Every config and object the Kubernetes layers would install or apply, one
+# object per file, for the example inventory and for a twin rack's inventory
+# (generated without starting the twin). Nothing is applied, no host contacted.
+RENDER_INV := out/inventories/render
+
+render: setup
+	$(PY) -m simlab inventory --name render --nodes $(NODES) --switches $(SWITCHES) --inventory $(RENDER_INV)
+	$(BIN)/ansible-playbook -i inventories/example/hosts.yml playbooks/render.yml \
+		-e gpufabric_render_dir=$(CURDIR)/out/rendered/example
+	$(BIN)/ansible-playbook -i $(RENDER_INV)/hosts.yml playbooks/render.yml \
+		-e gpufabric_render_dir=$(CURDIR)/out/rendered/twin
+
+# --- benchmarks ------------------------------------------------------------------
+# Twin racks of each size in turn, one at a time, taken down at the end.
+SIZES   ?= 8 32 64
+RUNS    ?= 3
+MITOGEN ?=
+
+bench: image
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-bench.txt
+	$(PY) -m bench.run --sizes "$(SIZES)" --runs $(RUNS) $(if $(MITOGEN),--mitogen)
+	$(PY) bench/report.py
+
 # --- tests ---------------------------------------------------------------------
 test: image unit twin-test molecule lint sanity
 
@@ -59,7 +86,7 @@ twin-test: image
 	$(BIN)/pytest -q tests/integration
 
 molecule: image
-	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default
+	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default -s host_bringup
 
 lint: setup
 	$(BIN)/ansible-lint --profile production playbooks roles

@@ -5,6 +5,7 @@
     python -m simlab fault node02 fw-sriov-off --name lab
     python -m simlab fault node02 clear --name lab
     python -m simlab down --name lab
+    python -m simlab inventory --nodes 4 --switches 2 --name render --inventory out/inventories/render
 """
 
 from __future__ import annotations
@@ -23,19 +24,23 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     up = sub.add_parser("up", help="build the node image if missing, start a twin rack, write its inventory")
-    up.add_argument("--name", default="lab", help="lab name (default: lab)")
-    up.add_argument("--nodes", type=int, default=4)
-    up.add_argument("--switches", type=int, default=2)
-    up.add_argument("--inventory", type=Path, help="directory to write the Ansible inventory to")
-    up.add_argument("--nics", type=int, default=2, help="ConnectX PFs per node (default 2)")
-    up.add_argument("--model", default="cx7", choices=sorted(__import__("simlab.node.hardware").node.hardware.MODELS))
-    up.add_argument("--totalvfs", type=int, default=16, help="NUM_OF_VFS the firmware is set to (default 16)")
-    up.add_argument("--link-type", default="ETH", choices=["ETH", "IB"])
-    up.add_argument("--driver", default="inbox", choices=["inbox", "ofed"],
-                    help="inbox mlx5 (no ecn/qos sysfs) or MLNX_OFED/DOCA-OFED sysfs")
-    up.add_argument("--preset", default="ready", choices=["ready", "factory"],
-                    help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off")
-    up.add_argument("--nos", help="comma-separated NOS per switch (onyx,nvue,eos,nxos,sonic); default cycles")
+    inv = sub.add_parser("inventory", help="write the inventory of a twin rack without starting anything "
+                                           "(render mode: no host of it is reachable)")
+    for p in (up, inv):
+        p.add_argument("--name", default="lab", help="lab name (default: lab)")
+        p.add_argument("--nodes", type=int, default=4)
+        p.add_argument("--switches", type=int, default=2)
+        p.add_argument("--inventory", type=Path, help="directory to write the Ansible inventory to",
+                       required=p is inv)
+        p.add_argument("--nics", type=int, default=2, help="ConnectX PFs per node (default 2)")
+        p.add_argument("--model", default="cx7", choices=sorted(__import__("simlab.node.hardware").node.hardware.MODELS))
+        p.add_argument("--totalvfs", type=int, default=16, help="NUM_OF_VFS the firmware is set to (default 16)")
+        p.add_argument("--link-type", default="ETH", choices=["ETH", "IB"])
+        p.add_argument("--driver", default="inbox", choices=["inbox", "ofed"],
+                       help="inbox mlx5 (no ecn/qos sysfs) or MLNX_OFED/DOCA-OFED sysfs")
+        p.add_argument("--preset", default="ready", choices=["ready", "factory"],
+                       help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off")
+        p.add_argument("--nos", help="comma-separated NOS per switch (onyx,nvue,eos,nxos,sonic); default cycles")
 
     for name, helptext in (("down", "remove a twin rack"), ("status", "show a twin rack")):
         p = sub.add_parser(name, help=helptext)
@@ -53,11 +58,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.cmd == "image":
             print(image.build(force=args.force))
-        elif args.cmd == "up":
+        elif args.cmd in ("up", "inventory"):
             doc = lab.plan(args.name, args.nodes, args.switches, nics=args.nics, model=args.model,
                            driver=args.driver, preset=args.preset, totalvfs=args.totalvfs,
                            link_type=args.link_type, nos=args.nos.split(",") if args.nos else None)
-            lab.Lab(args.name).up(doc, args.inventory)
+            if args.cmd == "up":
+                lab.Lab(args.name).up(doc, args.inventory)
+            else:
+                # What 'up' assigns when it starts the BMCs and switches; port 0
+                # marks endpoints that do not exist.
+                for i, hw in enumerate(doc["nodes"]):
+                    hw["bmc_port"] = 0
+                    hw["bmc_vendor"] = doc["vendors"][i % len(doc["vendors"])]
+                for sw in doc["switches"]:
+                    sw["ssh_port"] = 0
+                from .inventory import write_inventory
+                print(write_inventory(doc, lab.Lab(args.name), args.inventory))
         elif args.cmd == "down":
             lab.Lab(args.name).down()
         elif args.cmd == "status":

@@ -21,11 +21,13 @@ from . import podman
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
 # What a GPU node's OS carries that the collection's roles rely on.  python3-apt
-# lets Ansible's apt module run; kmod gives modprobe/lsmod; udev gives udevadm.
+# lets Ansible's apt module run; kmod gives modprobe/lsmod; udev gives udevadm;
+# containerd, runc and the CNI plugins are what layer 10 installs (the node
+# has no network to install them from).
 PACKAGES = [
     "python3", "python3-apt", "systemd", "systemd-sysv", "dbus", "iproute2",
     "fuse3", "libfuse3-3", "kmod", "procps", "udev", "ca-certificates",
-    "containerd", "runc",
+    "containerd", "runc", "containernetworking-plugins",
 ]
 REPO = "localhost/simlab-node"
 # Started before the network and anything the collection installs: it is the

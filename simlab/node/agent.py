@@ -26,7 +26,7 @@ SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"
 TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "mlnx_qos",
          "cma_roce_mode", "cma_roce_tos", "ibv_devinfo", "show_gids", "rdma", "ip", "ib_write_bw",
-         "all_reduce_perf", "mpirun", "update-grub", "grubby", "modprobe", "nmcli"]
+         "all_reduce_perf", "mpirun", "update-grub", "grubby", "modprobe", "nmcli", "sysctl"]
 TOOL_DIR = Path("/usr/local/sbin")
 
 
@@ -219,8 +219,38 @@ class Agent:
                         if not pf.bound:
                             k.bind(pf.bdf)
                 k.modules.add(m)
+            k.sync_module_sysctls()
             k.generation += 1
         return {"modules": sorted(k.modules)}
+
+    def op_sysctl(self, req):
+        """sysctl twin: {"set": {key: value}} then {"get": [key]}; ENOENT for
+        a key the kernel does not have (br_netfilter not loaded), EINVAL for a
+        value that is not an integer."""
+        k = self.kernel
+        with k.lock:
+            for key, value in (req.get("set") or {}).items():
+                k.sysctl_set(key, value)
+            return {"values": {key: k.sysctl_get(key) for key in req.get("get") or []}}
+
+    def apply_boot_config(self) -> None:
+        """What systemd-modules-load and systemd-sysctl do at boot on a host
+        (in a container both units are skipped): load the modules listed in
+        modules-load.d that the twin models, then apply sysctl.d to the
+        sysctls it models."""
+        from simlab.tools.modprobe import DEPS, _load_order
+        order: list[str] = []
+        for name in boot.boot_modules():
+            if name in DEPS:
+                _load_order(name, order)
+        if order:
+            self.op_driver_modules({"load": [m for m in order if m not in self.kernel.modules]})
+        with self.kernel.lock:
+            for key, value in boot.boot_sysctls():
+                try:
+                    self.kernel.sysctl_set(key, value)
+                except KernelError:
+                    pass
 
     def handle(self, req: dict) -> dict:
         fn = getattr(self, "op_" + str(req.get("op", "")), None)
@@ -282,6 +312,7 @@ def publish_live(agent: "Agent", path: Path, interval: float = 0.3) -> None:
 def main() -> int:
     state = boot.boot()
     agent = Agent(state)
+    agent.apply_boot_config()
     install_tools()
     threading.Thread(target=publish_live, args=(agent, boot.LAB / "live.json"), daemon=True).start()
     try:

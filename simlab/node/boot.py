@@ -130,6 +130,55 @@ def _init_env() -> dict:
     return dict(item.split("=", 1) for item in raw.decode(errors="replace").split("\0") if "=" in item)
 
 
+MODULES_LOAD_DIRS = ("/etc/modules-load.d", "/run/modules-load.d", "/usr/local/lib/modules-load.d",
+                     "/usr/lib/modules-load.d")
+SYSCTL_DIRS = ("/etc/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d", "/usr/lib/sysctl.d")
+
+
+def _conf_files(dirs, root: Path = Path("/")) -> list[Path]:
+    """systemd's conf.d order: by file name across the directories, the first
+    directory's file winning over a same-named one later."""
+    chosen: dict[str, Path] = {}
+    for d in dirs:
+        base = root / d.lstrip("/")
+        if base.is_dir():
+            for f in sorted(base.glob("*.conf")):
+                chosen.setdefault(f.name, f)
+    return [chosen[n] for n in sorted(chosen)]
+
+
+def boot_modules(root: Path = Path("/")) -> list[str]:
+    """Module names from modules-load.d, as systemd-modules-load reads them."""
+    out = []
+    for f in _conf_files(MODULES_LOAD_DIRS, root):
+        for line in f.read_text(errors="replace").splitlines():
+            line = line.strip()
+            if line and not line.startswith(("#", ";")):
+                out.append(line.replace("-", "_"))
+    return out
+
+
+def boot_sysctls(root: Path = Path("/")) -> list[tuple[str, str]]:
+    """(key, value) from sysctl.d and /etc/sysctl.conf, in systemd-sysctl's
+    order (later settings of a key win), for the keys the twin models."""
+    from .kernel import sysctl_key, sysctl_modelled
+    files = _conf_files(SYSCTL_DIRS, root)
+    conf = root / "etc/sysctl.conf"
+    if conf.is_file() and not any(f.resolve() == conf.resolve() for f in files):
+        files.append(conf)
+    out = []
+    for f in files:
+        for line in f.read_text(errors="replace").splitlines():
+            line = line.strip()
+            if not line or line.startswith(("#", ";")) or "=" not in line:
+                continue
+            key, value = (part.strip() for part in line.split("=", 1))
+            key = sysctl_key(key.lstrip("-"))
+            if sysctl_modelled(key):
+                out.append((key, value))
+    return out
+
+
 def boot() -> dict:
     """Compute the boot state; returns the arguments for ``Kernel``."""
     hw = node_hardware()

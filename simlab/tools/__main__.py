@@ -22,6 +22,7 @@ MODULES = {
     "show_gids": "simlab.tools.rdma",
     "rdma": "simlab.tools.rdma",
     "modprobe": "simlab.tools.modprobe",
+    "sysctl": "simlab.tools.sysctl",
     "grubby": "simlab.tools.grubby",
     "nmcli": "simlab.tools.nmcli",
     "ib_write_bw": "simlab.tools.perftest",

@@ -1,5 +1,8 @@
 """Twin of kmod's ``modprobe`` for the NIC and RDMA modules the twin kernel
-models; any other module goes to the real ``/sbin/modprobe`` unchanged.
+models, and overlay and br_netfilter (with bridge, stp, llc) that containerd
+and Kubernetes networking need; any other module goes to the real
+``/sbin/modprobe`` unchanged.  Loading br_netfilter adds the
+net.bridge.bridge-nf-call-* sysctls of the twin kernel (see the sysctl twin).
 
 ``modprobe [-q] [-v] <mod> [param=value ...]`` loads the module and what it
 depends on; ``modprobe -r [-q] <mod>...`` removes it and then its
@@ -26,7 +29,15 @@ DEPS = {
     "rdma_cm": ["ib_cm", "ib_core"],
     "rdma_ucm": ["rdma_cm", "ib_uverbs", "ib_core"],
     "mlx5_ib": ["mlx5_core", "ib_uverbs", "ib_core"],
+    # what containerd and Kubernetes networking need (layer 10)
+    "overlay": [],
+    "llc": [],
+    "stp": ["llc"],
+    "bridge": ["stp", "llc"],
+    "br_netfilter": ["bridge"],
 }
+KO_DIR = {"mlx5_core": "drivers/net/ethernet/mellanox/mlx5/core", "overlay": "fs/overlayfs", "llc": "net/llc",
+          "stp": "net/802", "bridge": "net/bridge", "br_netfilter": "net/bridge"}
 REAL = ("/usr/sbin/modprobe", "/sbin/modprobe", "/usr/bin/modprobe", "/bin/modprobe")
 SELF_DIR = "/usr/local/sbin"
 
@@ -90,7 +101,7 @@ def main(argv: list[str]) -> int:
         todo = [m for m in order if m not in loaded]
         for m in todo:
             if verbose:
-                print(f"insmod /lib/modules/6.1.0-28-amd64/kernel/{'drivers/net/ethernet/mellanox/mlx5/core' if m == 'mlx5_core' else 'drivers/infiniband'}/{m}.ko ")
+                print(f"insmod /lib/modules/6.1.0-28-amd64/kernel/{KO_DIR.get(m, 'drivers/infiniband')}/{m}.ko ")
         if todo and not dry:
             call({"op": "driver_modules", "load": todo}, "modprobe")
         return 0

@@ -1,0 +1,266 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the Kubernetes node layers 10-11: the inventory's Kubernetes
+intent checked before any change (plugins/module_utils/kube_intent.py), the
+doctor's layer 10 and 11 verdicts (plugins/module_utils/kube_checks.py), and
+the file names of render mode."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: kube_network_errors
+short_description: Errors of the cluster's address plan (pod and service CIDRs against each other and the node networks)
+description:
+  - Returns a list of messages, each naming the inventory variable and its value; empty when the plan is sound.
+  - The same plugin file provides C(kube_node_networks) (the node addresses and networks of the inventory), C(kube_address),
+    C(kube_version_errors), C(kube_skew_errors), C(kube_upgrade_errors), C(kube_minor), C(kube_cluster_dns),
+    C(kube_config_drift), C(kube_join_parse) (token and CA hash from C(kubeadm token create --print-join-command)),
+    C(containerd_config_version), C(kube_object_file) (render mode file names),
+    C(kube_check_container_runtime) (the doctor's layer 10 verdict) and C(kube_check_kubeadm) (layer 11).
+positional: _input, service_subnet, node_networks
+options:
+  _input:
+    description: The pod network CIDR.
+    type: str
+    required: true
+  service_subnet:
+    description: The service network CIDR.
+    type: str
+    required: true
+  node_networks:
+    description: Entries {variable, value} with the networks and addresses of the nodes (see C(kube_node_networks)).
+    type: list
+    elements: dict
+    default: []
+  node_count:
+    description: Number of Kubernetes nodes, each needing a per-node pod CIDR block.
+    type: int
+    default: 0
+  node_cidr_mask_size:
+    description: Prefix length of the per-node pod CIDR blocks.
+    type: int
+    default: 24
+  pod_variable:
+    description: Name of the pod CIDR variable in messages.
+    type: str
+    default: gpufabric_kube_pod_cidr
+  service_variable:
+    description: Name of the service CIDR variable in messages.
+    type: str
+    default: gpufabric_kube_service_cidr
+"""
+
+EXAMPLES = r"""
+errors: "{{ '10.244.0.0/16' | gpufabric.stack.kube_network_errors('10.96.0.0/12', [{'variable': 'x', 'value': '10.10.0.0/24'}]) }}"
+"""
+
+RETURN = r"""
+_value:
+  description: Error messages; empty when the address plan is sound.
+  type: list
+  elements: str
+"""
+
+import ipaddress
+import re
+
+try:
+    import tomllib
+except ImportError:  # ansible-core 2.19 controllers run Python 3.11 or newer
+    tomllib = None
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_intent
+
+
+def _plain(value):
+    if isinstance(value, dict) or hasattr(value, "items"):
+        return dict((k, _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _first(value):
+    value = _plain(value)
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value or None
+
+
+def kube_network_errors(pod_subnet, service_subnet, node_networks=None, node_count=0, node_cidr_mask_size=24,
+                        pod_variable="gpufabric_kube_pod_cidr", service_variable="gpufabric_kube_service_cidr"):
+    return kube_intent.network_errors(pod_subnet, service_subnet, _plain(node_networks or []), node_count,
+                                      node_cidr_mask_size, pod_variable, service_variable)
+
+
+class _Vars(object):
+    """Read only the named keys of a host's variables (hostvars templates a
+    variable when it is read; reading them all would template every one)."""
+
+    def __init__(self, hostvars):
+        self.hostvars = hostvars
+
+    def get(self, host, default=None):
+        try:
+            hv = self.hostvars[host]
+        except KeyError:
+            return default
+        return _HostView(hv)
+
+
+class _HostView(object):
+    def __init__(self, hv):
+        self.hv = hv
+
+    def get(self, key, default=None):
+        try:
+            value = self.hv[key]
+        except (KeyError, AttributeError):
+            return default
+        return _plain(value)
+
+
+def kube_node_networks(hostvars, hosts, extra_networks=None, extra_variable="gpufabric_node_networks"):
+    return kube_intent.node_networks(_Vars(hostvars), list(hosts or []), _plain(extra_networks or []), extra_variable)
+
+
+def kube_address(value):
+    """The value when it is an IP address, else '' (a host name)."""
+    try:
+        return str(ipaddress.ip_address(str(value or "").strip()))
+    except ValueError:
+        return ""
+
+
+def kube_version_errors(version, variable="gpufabric_kube_version"):
+    return kube_intent.version_errors(version, variable)
+
+
+def kube_skew_errors(server_version, kubelet_version, node="", kubelet_variable="kubelet"):
+    return kube_intent.skew_errors(server_version, kubelet_version, node, kubelet_variable)
+
+
+def kube_upgrade_errors(server_version, wanted_version, variable="gpufabric_kube_version"):
+    return kube_intent.upgrade_errors(server_version, wanted_version, variable)
+
+
+def kube_minor(version):
+    try:
+        return kube_intent.minor(version)
+    except ValueError as exc:
+        raise AnsibleFilterError("kube_minor: %s" % exc)
+
+
+def kube_cluster_dns(service_subnet):
+    try:
+        return kube_intent.cluster_dns(service_subnet)
+    except ValueError as exc:
+        raise AnsibleFilterError("kube_cluster_dns: %s" % exc)
+
+
+def kube_config_drift(live, wanted, keys):
+    return kube_intent.config_drift(_plain(live), _plain(wanted), _plain(keys))
+
+
+JOIN_TOKEN_RE = re.compile(r"--token\s+([a-z0-9]{6}\.[a-z0-9]{16})\b")
+JOIN_HASH_RE = re.compile(r"--discovery-token-ca-cert-hash\s+(sha256:[0-9a-f]{64})\b")
+
+
+def kube_join_parse(text):
+    """`kubeadm token create --print-join-command` -> {token, ca_cert_hash}."""
+    text = str(text or "")
+    token, ca_hash = JOIN_TOKEN_RE.search(text), JOIN_HASH_RE.search(text)
+    if not token or not ca_hash:
+        raise AnsibleFilterError("kube_join_parse: no --token and --discovery-token-ca-cert-hash in the join command")
+    return {"token": token.group(1), "ca_cert_hash": ca_hash.group(1)}
+
+
+def containerd_config_version(version_output):
+    """`containerd --version` -> the config version that containerd reads
+    natively: 2 for containerd 1.x, 3 for containerd 2.x."""
+    parts = str(version_output or "").split()
+    for word in parts[2:3] + parts:
+        m = re.match(r"^v?(\d+)\.(\d+)", word)
+        if m:
+            return 3 if int(m.group(1)) >= 2 else 2
+    raise AnsibleFilterError("containerd_config_version: no version in %r" % (version_output,))
+
+
+def kube_object_file(obj):
+    """Render mode: the file one Kubernetes object is written to,
+    <kind>-<name>.yaml or <kind>-<namespace>-<name>.yaml (kind lower case)."""
+    obj = _plain(obj) or {}
+    meta = obj.get("metadata") or {}
+    if not obj.get("kind") or not meta.get("name"):
+        raise AnsibleFilterError("kube_object_file: object without kind or metadata.name: %r" % (obj,))
+    ns = meta.get("namespace")
+    return "%s-%s%s.yaml" % (obj["kind"].lower(), (ns + "-") if ns else "", meta["name"])
+
+
+def kube_check_container_runtime(facts, config_dump=""):
+    """The doctor's layer 10 verdict; config_dump is the text of
+    `containerd config dump`."""
+    facts = _plain(facts) or {}
+    if "module_results" in facts:
+        builtin = set()
+        for line in str(facts.pop("modules_builtin", "") or "").splitlines():
+            name = line.strip().rsplit("/", 1)[-1]
+            builtin.add(re.sub(r"\.ko(\..*)?$", "", name).replace("-", "_"))
+        facts["modules"] = dict((r["item"], bool((r.get("stat") or {}).get("exists")) or r["item"] in builtin)
+                                for r in facts.pop("module_results") or [])
+    if "sysctl_results" in facts:
+        facts["sysctls"] = dict((r["item"]["key"], [r.get("stdout", "").strip() if r.get("rc") == 0 else None,
+                                                    str(r["item"]["value"])])
+                                for r in facts.pop("sysctl_results") or [])
+    for key in ("ctr_rc", "gpu_count"):
+        if key in facts:
+            facts[key] = int(facts[key] or 0)
+    if "boot_time" in facts:
+        boot, mono = float(facts.pop("boot_time") or 0), float(facts.pop("started_monotonic_us", 0) or 0)
+        facts["started_at"] = boot + mono / 1e6 if boot and mono else 0
+    for key in ("started_at", "config_mtime"):
+        if key in facts:
+            facts[key] = float(facts[key] or 0)
+    for key in ("unit_exists", "nvidia_binary"):
+        if key in facts and not isinstance(facts[key], bool):
+            facts[key] = str(facts[key]).lower() in ("true", "1", "yes")
+    if config_dump:
+        if tomllib is None:
+            raise AnsibleFilterError("kube_check_container_runtime needs Python 3.11 (tomllib) on the controller")
+        try:
+            facts["config"] = tomllib.loads(str(config_dump))
+        except tomllib.TOMLDecodeError as exc:
+            facts["config_error"] = "not TOML: %s" % exc
+    return kube_checks.check_container_runtime(facts)
+
+
+def kube_check_kubeadm(node_name, node, server_version=None, wanted_version=None, kubelet_config=None,
+                       wanted_kubelet=None, skip_reason=None, api_error=None):
+    return kube_checks.check_kubeadm(node_name, _first(node), server_version or None, wanted_version or None,
+                                     _plain(kubelet_config) or None, _plain(wanted_kubelet) or None,
+                                     skip_reason or None, api_error or None)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "kube_network_errors": kube_network_errors,
+            "kube_node_networks": kube_node_networks,
+            "kube_address": kube_address,
+            "kube_version_errors": kube_version_errors,
+            "kube_skew_errors": kube_skew_errors,
+            "kube_upgrade_errors": kube_upgrade_errors,
+            "kube_minor": kube_minor,
+            "kube_cluster_dns": kube_cluster_dns,
+            "kube_config_drift": kube_config_drift,
+            "kube_join_parse": kube_join_parse,
+            "containerd_config_version": containerd_config_version,
+            "kube_object_file": kube_object_file,
+            "kube_check_container_runtime": kube_check_container_runtime,
+            "kube_check_kubeadm": kube_check_kubeadm,
+        }

@@ -1,0 +1,82 @@
+"""The twin node's kernel settings for layer 10: the modprobe twin loads
+overlay and br_netfilter (with bridge, stp, llc), br_netfilter brings the
+bridge-netfilter sysctls, the sysctl twin reads and writes them with
+procps-ng's messages and exit codes, and a boot applies modules-load.d and
+sysctl.d the way systemd does on a host."""
+
+from __future__ import annotations
+
+import pytest
+
+from simlab.node import boot
+from simlab.tools import modprobe, sysctl
+from test_tool_twins import agent, run  # noqa: F401  (pytest fixture and helper)
+
+BRIDGE = "net.bridge.bridge-nf-call-iptables"
+
+
+def test_bridge_sysctls_exist_only_with_br_netfilter(agent, capsys):  # noqa: F811
+    rc, out, err = run(capsys, sysctl, ["-n", BRIDGE])
+    assert rc == 1 and out == ""
+    assert err == f"sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables: No such file or directory\n"
+    rc, out, err = run(capsys, sysctl, ["-e", "-n", BRIDGE])
+    assert (rc, out, err) == (0, "", "")
+    rc, out, err = run(capsys, modprobe, ["-v", "br_netfilter"])
+    assert rc == 0 and "net/bridge/bridge.ko" in out and "net/bridge/br_netfilter.ko" in out
+    assert {"br_netfilter", "bridge", "stp", "llc"} <= agent.kernel.modules
+    rc, out, err = run(capsys, sysctl, [BRIDGE])
+    assert (rc, out) == (0, f"{BRIDGE} = 1\n")
+    rc, out, err = run(capsys, modprobe, ["-r", "br_netfilter"])
+    assert rc == 0 and "br_netfilter" not in agent.kernel.modules and "bridge" not in agent.kernel.modules
+    assert run(capsys, sysctl, ["-n", BRIDGE])[0] == 1
+
+
+def test_write_and_read_forwarding(agent, capsys):  # noqa: F811
+    assert run(capsys, sysctl, ["-n", "net.ipv4.ip_forward"])[1] == "0\n"
+    rc, out, err = run(capsys, sysctl, ["-w", "net.ipv4.ip_forward=1"])
+    assert (rc, out, err) == (0, "net.ipv4.ip_forward = 1\n", "")
+    assert run(capsys, sysctl, ["-q", "-w", "net/ipv4/ip_forward=0"])[1] == ""
+    assert agent.kernel.sysctls["net.ipv4.ip_forward"] == "0"
+    rc, out, err = run(capsys, sysctl, ["-w", "net.ipv4.ip_forward=yes"])
+    assert rc == 1 and err == 'sysctl: setting key "net.ipv4.ip_forward": Invalid argument\n'
+
+
+def test_load_a_file_as_ansible_posix_sysctl_does(agent, capsys, tmp_path):  # noqa: F811
+    conf = tmp_path / "99-k8s.conf"
+    conf.write_text(f"# comment\n{BRIDGE}=1\nnet.ipv4.ip_forward = 1\n")
+    rc, out, err = run(capsys, sysctl, ["-p", str(conf)])
+    assert rc == 1 and "cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables" in err
+    assert "net.ipv4.ip_forward = 1" in out
+    run(capsys, modprobe, ["br_netfilter"])
+    rc, out, err = run(capsys, sysctl, ["-p", str(conf)])
+    assert (rc, err) == (0, "") and out == f"{BRIDGE} = 1\nnet.ipv4.ip_forward = 1\n"
+    rc, out, err = run(capsys, sysctl, ["-e", "-p", str(tmp_path / "missing.conf")])
+    assert rc == 1 and "cannot open" in err
+
+
+def test_boot_applies_modules_load_d_and_sysctl_d(tmp_path):
+    (tmp_path / "etc/modules-load.d").mkdir(parents=True)
+    (tmp_path / "etc/modules-load.d/gpufabric-containerd.conf").write_text("# layer 10\noverlay\nbr_netfilter\n")
+    (tmp_path / "usr/lib/sysctl.d").mkdir(parents=True)
+    (tmp_path / "usr/lib/sysctl.d/99-gpufabric-kubernetes.conf").write_text("net.ipv4.ip_forward=0\n")
+    (tmp_path / "etc/sysctl.d").mkdir(parents=True)
+    # same file name in /etc wins over /usr/lib; later files win over earlier ones
+    (tmp_path / "etc/sysctl.d/99-gpufabric-kubernetes.conf").write_text(
+        f"{BRIDGE} = 1\nnet.ipv4.ip_forward=1\nkernel.pid_max = 4194304\n")
+    (tmp_path / "etc/sysctl.d/10-early.conf").write_text("net.ipv4.ip_forward=0\n")
+    assert boot.boot_modules(tmp_path) == ["overlay", "br_netfilter"]
+    assert boot.boot_sysctls(tmp_path) == [("net.ipv4.ip_forward", "0"), (BRIDGE, "1"), ("net.ipv4.ip_forward", "1")]
+
+
+def test_agent_boot_config(agent, monkeypatch):  # noqa: F811
+    monkeypatch.setattr(boot, "boot_modules", lambda: ["overlay", "br_netfilter", "nvidia"])
+    monkeypatch.setattr(boot, "boot_sysctls", lambda: [("net.ipv4.ip_forward", "1"), (BRIDGE, "0")])
+    agent.apply_boot_config()
+    k = agent.kernel
+    assert {"overlay", "br_netfilter", "bridge"} <= k.modules and "nvidia" not in k.modules
+    assert k.sysctls["net.ipv4.ip_forward"] == "1" and k.sysctls[BRIDGE] == "0"
+
+
+@pytest.mark.parametrize("key", ["kernel.pid_max", "net.ipv4.conf.all.rp_filter"])
+def test_other_keys_are_not_the_twins(key):
+    assert not sysctl.sysctl_modelled(key)

@@ -74,6 +74,14 @@ def write_inventory(doc: dict, lab, out: Path) -> Path:
         "gpufabric_proc_root": "/run/simlab/proc",
         "gpufabric_boot_time_command": "cut -d' ' -f22 /proc/1/stat",
         "gpufabric_reboot_timeout": 120,
+        # No Kubernetes runs in the twin: cordon, drain and uncordon go to the
+        # twin's stand-in (roles/node_maintenance, backend twin), which keeps
+        # the node's state and a log of operations on the node.
+        "gpufabric_kube_backend": "twin",
+        # Layer 10 (containerd) converges in the twin nodes; no kubeadm or
+        # kubelet can run there, so site.yml leaves layers 11-14 out (make
+        # render writes what they would apply) and layer 15 runs on the hosts.
+        "gpufabric_kubernetes": False,
     }, name)
     _dump(out / "group_vars/all/fabric.yml", {
         "gpufabric_roce": {
@@ -82,6 +90,14 @@ def write_inventory(doc: dict, lab, out: Path) -> Path:
             "host_mtu": 9000, "switch_mtu": 9216,
         },
         "gpufabric_cabling": doc["cabling"],
+    }, name)
+    # Layers 12-14: one tenant with a network on every rail (same variable as
+    # inventories/example/group_vars/all/kubernetes.yml).
+    _dump(out / "group_vars/all/tenants.yml", {
+        "gpufabric_tenants": [
+            {"namespace": "team-a",
+             "ipam": {"type": "whereabouts", "ranges": [f"192.168.{100 + r}.0/24" for r in range(nic_count)]}},
+        ],
     }, name)
     _dump(out / "group_vars/all/credentials.yml", {
         # Twin credentials.  On a real rack these come from ansible-vault.

@@ -34,6 +34,25 @@ VF_PROBE_DELAY = 0.25  # seconds between the numvfs write and the VF netdevs app
 MAX_MTU = 9978
 
 
+# Kernel settings under /proc/sys that the twin models (a container's
+# /proc/sys is read-only and its modules are the host's): forwarding, and the
+# bridge-netfilter switches that exist only while br_netfilter is loaded
+# (brnf_call_* default to 1 when it loads).
+BASE_SYSCTLS = {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0"}
+BRIDGE_SYSCTLS = {"net.bridge.bridge-nf-call-arptables": "1", "net.bridge.bridge-nf-call-ip6tables": "1",
+                  "net.bridge.bridge-nf-call-iptables": "1"}
+
+
+def sysctl_key(key: str) -> str:
+    """procps accepts net/ipv4/ip_forward as well as net.ipv4.ip_forward."""
+    return str(key).strip().replace("/", ".")
+
+
+def sysctl_modelled(key: str) -> bool:
+    key = sysctl_key(key)
+    return key in BASE_SYSCTLS or key.startswith("net.bridge.")
+
+
 class KernelError(OSError):
     def __init__(self, err: int, msg: str = ""):
         super().__init__(err, msg or errno.errorcode.get(err, str(err)))
@@ -153,14 +172,58 @@ class Kernel:
         self.firmware = firmware
         self.generation = 0
         self.modules = {"mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "ib_cm"}
+        self.sysctls = dict(BASE_SYSCTLS)
         self.pfs: list[PF] = []
         rdma = 0
         for spec in nic_specs(hw):
             pf = PF(spec=spec, rdma_index=rdma)
             rdma += 1
+            self.congestion_defaults(pf)
             self.pfs.append(pf)
         self._next_rdma = rdma
         self.apply_faults()
+
+    def congestion_defaults(self, pf: PF) -> None:
+        """DCQCN starts as the firmware has it (what OFED's ``ecn/`` files
+        read back): on for the priorities in ROCE_CC_PRIO_MASK_P1 (every one by
+        default), CNPs with CNP_DSCP_P1 and CNP_802P_PRIO_P1 (48 and 6)."""
+        cur = self.firmware.get(pf.bdf, {}).get("current", {})
+        mask = int(cur.get("ROCE_CC_PRIO_MASK_P1", 255))
+        pf.ecn_rp = [(mask >> p) & 1 for p in range(8)]
+        pf.ecn_np = list(pf.ecn_rp)
+        pf.cnp_dscp = int(cur.get("CNP_DSCP_P1", 48))
+        pf.cnp_802p_prio = int(cur.get("CNP_802P_PRIO_P1", 6))
+
+    # ----------------------------------------------------------------- sysctls
+    def sync_module_sysctls(self) -> None:
+        """The bridge-netfilter sysctls come and go with br_netfilter."""
+        if "br_netfilter" in self.modules:
+            for key, default in BRIDGE_SYSCTLS.items():
+                self.sysctls.setdefault(key, default)
+        else:
+            for key in BRIDGE_SYSCTLS:
+                self.sysctls.pop(key, None)
+
+    def sysctl_get(self, key: str) -> str:
+        key = sysctl_key(key)
+        if key not in self.sysctls:
+            raise KernelError(errno.ENOENT)
+        return self.sysctls[key]
+
+    def sysctl_set(self, key: str, value) -> str:
+        """proc_dointvec: an integer, else EINVAL; the bridge switches store
+        any non-zero value as 1."""
+        key = sysctl_key(key)
+        if key not in self.sysctls:
+            raise KernelError(errno.ENOENT)
+        try:
+            number = int(str(value).strip())
+        except ValueError:
+            raise KernelError(errno.EINVAL) from None
+        if key.startswith("net.bridge."):
+            number = 1 if number else 0
+        self.sysctls[key] = str(number)
+        return self.sysctls[key]
 
     # ----------------------------------------------------------------- boot facts
     def cmdline_flags(self) -> list[str]:

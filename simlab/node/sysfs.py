@@ -17,6 +17,9 @@ from typing import Callable
 from .hardware import VENDOR
 from .kernel import GID_TABLE, PF, VF, ZERO_GID, Kernel, KernelError
 
+PF_BAR_SIZE = 0x2000000   # BAR 0 of a ConnectX PF: 32 MiB
+VF_BAR_SIZE = 0x100000    # BAR 0 of each VF: 1 MiB, all VFs together in IOV BAR 7
+
 
 @dataclass
 class Dir:
@@ -230,6 +233,7 @@ class Tree:
         self._file(f"{d}/modalias", f"pci:v0000{VENDOR:04X}d0000{dev_id:04X}sv0000{VENDOR:04X}sd00000023bc02sc00i00")
         self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
         self._file(f"{d}/enable", "1")
+        self._file(f"{d}/resource", self._resource(pf, vf))
         self._link(f"{d}/subsystem", "../../../../bus/pci")
         self._link(f"/bus/pci/devices/{bdf}", f"../../../devices/{base[len('/devices/'):]}/{bdf}")
         bound = (vf.bound if vf else pf.bound)
@@ -251,6 +255,27 @@ class Tree:
             if "mlx5_ib" in k.modules:
                 self._rdma(pf, vf, d)
         return group
+
+    def _resource(self, pf: PF, vf: VF | None) -> bytes:
+        """``resource`` as resource_show() prints it for an endpoint: 13 lines
+        "start end flags" (BARs 0-5, the ROM, then the 6 IOV BARs).  BAR 0 is
+        64-bit prefetchable; IOV BAR 7 holds every VF's BAR 0 and reads as zero
+        when the PF has no SR-IOV capability or the kernel could not assign it
+        (no MMIO left for it: BIOS SR-IOV off, or a short window without
+        pci=realloc), the state in which sriov_numvfs answers ENOMEM."""
+        k = self.k
+        pref64 = 0x14220C
+        bar0 = 0x200000000000 + (pf.spec.bus << 32)
+        rows = [(0, 0, 0)] * 13
+        if vf is None:
+            rows[0] = (bar0, bar0 + PF_BAR_SIZE - 1, pref64)
+            if k.sriov_visible(pf) and k.mmio_ok:
+                iov = bar0 + PF_BAR_SIZE
+                rows[7] = (iov, iov + VF_BAR_SIZE * k.totalvfs(pf) - 1, pref64)
+        else:
+            start = bar0 + PF_BAR_SIZE + VF_BAR_SIZE * vf.index
+            rows[0] = (start, start + VF_BAR_SIZE - 1, pref64)
+        return "".join(f"0x{a:016x} 0x{b:016x} 0x{c:016x}\n" for a, b, c in rows).encode()
 
     def _sriov_files(self, pf: PF, d: str) -> None:
         k = self.k
@@ -371,10 +396,19 @@ class Tree:
                         arr[prio] = int(v)
                         k.generation += 1
                 self._file(f"{n}/ecn/{proto}/enable/{prio}", rd, write=wr)
-        self._file(f"{n}/ecn/roce_np/cnp_dscp", lambda pf=pf: f"{pf.cnp_dscp}\n".encode(),
-                   write=lambda data, pf=pf: setattr(pf, "cnp_dscp", int(data.decode().strip())))
-        self._file(f"{n}/ecn/roce_np/cnp_802p_prio", lambda pf=pf: f"{pf.cnp_802p_prio}\n".encode(),
-                   write=lambda data, pf=pf: setattr(pf, "cnp_802p_prio", int(data.decode().strip())))
+        for attr, top in (("cnp_dscp", 63), ("cnp_802p_prio", 7)):
+            def wr_np(data, attr=attr, top=top):
+                try:
+                    v = int(data.decode().strip())
+                except ValueError:
+                    raise KernelError(errno.EINVAL) from None
+                if not 0 <= v <= top:
+                    raise KernelError(errno.EINVAL)
+                with k.lock:
+                    setattr(pf, attr, v)
+                    k.generation += 1
+            self._file(f"{n}/ecn/roce_np/{attr}", lambda pf=pf, attr=attr: f"{getattr(pf, attr)}\n".encode(),
+                       write=wr_np)
 
     def _rdma(self, pf: PF, vf: VF | None, d: str) -> None:
         k = self.k

@@ -217,3 +217,22 @@ def test_materialize(tmp_path):
     assert os.readlink(tmp_path / "bus/pci/devices/0000:3b:00.0/virtfn1") == "../0000:3b:00.2"
     assert (tmp_path / "class/net/enp59s0f0v1/device/physfn/sriov_numvfs").read_text() == "2\n"
     assert isinstance(t.lookup("/class/net"), Dir)
+
+
+def test_ofed_ecn_starts_from_the_firmware_congestion_settings():
+    k, t, _ = make(driver="ofed")
+    base = "/class/net/enp59s0f0np0/ecn"
+    assert [t.read(f"{base}/roce_np/enable/{p}") for p in range(8)] == [b"1\n"] * 8
+    assert t.read(f"{base}/roce_np/cnp_dscp") == b"48\n" and t.read(f"{base}/roce_np/cnp_802p_prio") == b"6\n"
+    hw = hardware.default_spec("node01", 1, nics=2, driver="ofed")
+    fw = hardware.factory_firmware(hw)
+    for state in fw.values():
+        state["current"].update(ROCE_CC_PRIO_MASK_P1=0x08, CNP_DSCP_P1=46)
+    t = Tree(Kernel(hw, fw, "ro", {"sriov": True, "iommu": True}, clock=Clock()))
+    assert [t.read(f"{base}/roce_rp/enable/{p}") for p in range(8)] == [b"0\n"] * 3 + [b"1\n"] + [b"0\n"] * 4
+    assert t.read(f"{base}/roce_np/cnp_dscp") == b"46\n"
+    with pytest.raises(KernelError) as err:
+        t.write(f"{base}/roce_np/cnp_dscp", b"64\n")
+    assert err.value.errno == errno.EINVAL
+    t.write(f"{base}/roce_np/cnp_802p_prio", b"5\n")
+    assert t.read(f"{base}/roce_np/cnp_802p_prio") == b"5\n"

@@ -82,8 +82,10 @@ test: image unit twin-test molecule lint sanity
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
+# Two workers, each test file on one of them (module labs stay whole); each
+# worker brings up its own session rack.
 twin-test: image
-	$(BIN)/pytest -q tests/integration
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/integration
 
 molecule: image
 	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default -s host_bringup

@@ -31,9 +31,14 @@ def have_twin():
 
 
 class Twin:
-    def __init__(self, name, inventory):
+    """A twin rack and its inventory. The doctor's reports and the NCCL
+    record go to the rack's own directory (not the repository's reports/),
+    so racks of parallel test workers do not read each other's reports."""
+
+    def __init__(self, name, inventory, reports=None):
         self.name = name
         self.inventory = Path(inventory)
+        self.reports = Path(reports) if reports else self.inventory.parent / f"{self.inventory.name}-reports"
 
     def simlab(self, *args, check=True):
         proc = subprocess.run([sys.executable, "-m", "simlab", *args, "--name", self.name],
@@ -56,7 +61,10 @@ class Twin:
         return proc
 
     def playbook(self, playbook, *args, check=False):
-        cmd = [str(BIN / "ansible-playbook"), "-i", str(self.inventory / "hosts.yml"), str(REPO / playbook), *args]
+        # the test's own -e come later and win
+        cmd = [str(BIN / "ansible-playbook"), "-i", str(self.inventory / "hosts.yml"), str(REPO / playbook),
+               "-e", f"doctor_report_dir={self.reports}",
+               "-e", f"nccl_validate_result_file={self.reports}/nccl_validate-last.json", *args]
         proc = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True)
         if check and proc.returncode:
             raise AssertionError(f"{playbook} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
@@ -75,7 +83,7 @@ class Twin:
             raise AssertionError(f"ansible {module} on {host}: rc {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
 
     def report(self):
-        return json.loads((REPO / "reports" / "report.json").read_text())
+        return json.loads((self.reports / "report.json").read_text())
 
 
 @pytest.fixture(scope="session")

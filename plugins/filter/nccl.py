@@ -21,7 +21,8 @@ description:
   - "The same plugin file provides C(nccl_parse) (every row, the footers, the NET/IB or NET/Socket lines),
     C(nccl_expected_busbw) (link speed / 8 x NICs per node), C(nccl_plan) (NCCL environment and mpirun command
     from the intent and nic_facts), C(nccl_vf_resources) (the VF resources and networks of a worker pod) and
-    C(nccl_doctor_result) (the layer 15 verdict)."
+    C(nccl_doctor_result) (the layer 15 verdict of one node; when NCCL fell back to sockets on some nodes of the
+    job only, those fail and a node whose own ranks used NET/IB gets warn naming them)."
 positional: _input, expected_busbw_gbs, efficiency
 options:
   _input:

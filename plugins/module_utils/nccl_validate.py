@@ -104,7 +104,7 @@ def plan(hosts, roce, settings=None):
     mpirun reaches it by.  ``roce`` is ``gpufabric_roce``.  ``settings``
     overrides ``DEFAULTS``.
 
-    Returns ``{mode, hosts, selected, env, link_speed_gbps, nics_per_node,
+    Returns ``{mode, hosts, selected, mpi_hosts, env, link_speed_gbps, nics_per_node,
     expected_busbw_gbs, efficiency, threshold, slots, np, argv, perf_args,
     problems, skip, evidence}``: ``problems`` lists what stops a meaningful
     run (named by host and PF), ``skip`` says why there is nothing to run.
@@ -245,6 +245,7 @@ def plan(hosts, roce, settings=None):
     threshold = round(expected * eff, 4) if expected else None
     return {
         "mode": mode, "hosts": names, "selected": {h: [pf["pci_address"] for pf in selected.get(h, [])] for h in names},
+        "mpi_hosts": {h: (hosts[h] or {}).get("mpi_host") or h for h in names},
         "env": env, "link_speed_gbps": link, "nics_per_node": nics, "expected_busbw_gbs": expected,
         "efficiency": eff, "threshold": threshold, "slots": slots, "np": np_, "argv": argv,
         "perf_args": perf_args, "timeout": int(s["timeout"]), "problems": problems, "skip": skip,
@@ -308,14 +309,56 @@ REMEDIATION = {
 }
 
 
+PEER_SOCKET_REMEDIATION = ("this node's ranks used NET/IB: fix the NCCL transport on %s (its layer 15 verdict "
+                           "names the cause: no usable RDMA device in NCCL_IB_HCA, NCCL_IB_DISABLE or no RoCE v2 "
+                           "GID there; layers 5-6 and show_gids), then rerun layer 15")
+
+
 def _env_line(env):
     return "NCCL env: " + " ".join("%s=%s" % kv for kv in env.items())
+
+
+def _short(name):
+    return str(name).split(".")[0]
+
+
+def _log_host(host, run_plan, logged):
+    """The name ``host``'s ranks print in their NCCL_DEBUG prefix (the
+    node's hostname): the inventory name, the name mpirun reaches it by, or
+    either without its domain.  ``None`` when the log has no line of it."""
+    names = [host, (run_plan.get("mpi_hosts") or {}).get(host) or host]
+    for n in names:
+        if n in logged:
+            return n
+    short = set(_short(n) for n in names)
+    return next((k for k in logged if _short(k) in short), None)
+
+
+def _socket_hosts(host, run_plan, by_host):
+    """``(own, peers)``: whether ``host``'s ranks used NET/Socket (``None``
+    when the log does not show its ranks), and the other nodes of the run
+    whose ranks did, by inventory name (a logged name that is no node of
+    the plan as printed)."""
+    nodes = run_plan.get("hosts") or []
+    keys = dict((h, _log_host(h, run_plan, by_host)) for h in nodes)
+    mine = keys.get(host) if host in keys else _log_host(host, run_plan, by_host)
+    own = None if mine is None else "Socket" in by_host[mine]
+    named = dict((k, h) for h, k in keys.items() if k is not None)
+    peers = [named.get(k, k) for k, seen in by_host.items() if "Socket" in seen and k != mine]
+    return own, peers
 
 
 def doctor_result(host, run_plan, gate=None):
     """The layer 15 verdict for ``host`` from a plan (``plan()``) and the gate
     of the run (``gate_output()``), or from the plan alone when it has
-    problems or nothing to run."""
+    problems or nothing to run.
+
+    The run is one collective, so a failing gate fails every node of it,
+    except when NCCL fell back to sockets on some nodes only (each process
+    picks its network): the nodes whose ranks used ``NET/Socket`` fail with
+    the socket reason, a node whose own ranks used ``NET/IB`` gets ``warn``
+    naming the peers that broke the job.  Nodes the log does not name (a
+    log without NCCL_DEBUG=INFO prefixes, pods named differently) fail."""
     name_ev = list(run_plan.get("evidence") or [])
     nodes = run_plan.get("hosts") or []
     if run_plan.get("skip"):
@@ -333,19 +376,39 @@ def doctor_result(host, run_plan, gate=None):
             gate["threshold"], gate.get("efficiency", 0), gate.get("expected_busbw_gbs") or 0))
     ev += name_ev
     parsed = gate.get("parsed") or {}
+    # which network this node's ranks and the others' used (NCCL_DEBUG prefixes)
+    by_host = parsed.get("transports_by_host") or {}
+    logged = _log_host(host, run_plan, by_host)
+    own, peers = _socket_hosts(host, run_plan, by_host)
     if parsed:
         if parsed.get("avg_busbw") is not None:
             ev.append("# Avg bus bandwidth %s GB/s (mean over every size; not gated)" % parsed["avg_busbw"])
-        seen = (parsed.get("transports_by_host") or {}).get(host)
+        seen = by_host.get(logged) if logged else None
         if seen:
             ev.append("%s: NCCL transport %s" % (host, "/".join("NET/" + t for t in seen)))
-        mine = [ln for ln in parsed.get("net_lines") or [] if ln.startswith(host + ":")]
+        if own is False and peers and gate.get("kind") == "socket":
+            for p in peers:
+                pk = _log_host(p, run_plan, by_host) or p
+                ev.append("%s: NCCL transport %s" % (p, "/".join("NET/" + t for t in by_host.get(pk) or [])))
+        key = logged or host
+        mine = (parsed.get("net_lines_by_host") or {}).get(key) or \
+            [ln for ln in parsed.get("net_lines") or [] if ln.startswith(key + ":")]
         ev += (mine or parsed.get("net_lines") or [])[:4]
-        ev += ["NCCL WARN " + w for w in (parsed.get("nccl_warnings") or [])[:4]]
-        ev += (parsed.get("test_failures") or [])[:2]
+        # the node's own warnings and failures when the log has some
+        warns = parsed.get("nccl_warnings") or []
+        ev += ["NCCL WARN " + w for w in ([w for w in warns if w.startswith(key + ": ")] or warns)[:4]]
+        fails = parsed.get("test_failures") or []
+        ev += ([t for t in fails if t.startswith((key + ": ", ".. %s pid " % key))] or fails)[:2]
     ev += ["output: " + ln for ln in gate.get("output_tail") or []]
     if gate.get("passed"):
         return _result(LAYER, "pass", gate["reason"], ev)
+    if gate.get("kind") == "socket" and own is not None:
+        if own:
+            return _result(LAYER, "fail", perf_parsers.SOCKET_REASON, ev, REMEDIATION["socket"])
+        if peers:
+            names = ", ".join(peers)
+            return _result(LAYER, "warn", "all_reduce_perf with %s failed: %s used NET/Socket" % (names, names), ev,
+                           PEER_SOCKET_REMEDIATION % names)
     return _result(LAYER, "fail", gate["reason"], ev, REMEDIATION.get(gate.get("kind"), REMEDIATION["problem"]))
 
 

@@ -56,13 +56,18 @@ _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG_RE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
 _NET_USING_RE = re.compile(r"NET/(IB|Socket)\s*:\s*Using\s+(.*)$")
 _NET_VIA_RE = re.compile(r"via NET/(IB|Socket)")
+_NET_NODEV_RE = re.compile(r"NET/IB\s*:\s*No device found")
 _NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
 _IB_DEV_RE = re.compile(r"\[\d+\]([^:\s\]]+):(\d+)/(IB|RoCE)")
-# NCCL_DEBUG lines: "<host>:<pid>:<tid> [<cuda dev>] NCCL INFO|WARN <text>"
-_NCCL_LOG_RE = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[[^\]]*\]\s+NCCL\s+(?P<level>INFO|WARN)\s+(?P<msg>.*)$")
+# NCCL_DEBUG lines: "<host>:<pid>:<tid> [<cuda dev>] NCCL INFO|WARN <text>"; WARN
+# lines carry the source file and line before NCCL ("... [0] misc/socket.cc:441 NCCL WARN ...")
+_NCCL_LOG_RE = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[[^\]]*\]\s+(?:\S+:\d+\s+)?"
+                          r"NCCL\s+(?P<level>INFO|WARN)\s+(?P<msg>.*)$")
 _COLLECTIVE_RE = re.compile(r"^#\s*Collective test (starting|concluded):\s*(\S+)")
 _TEST_FAILURE_RE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*")
 MAX_LOG_LINES = 20
+# NET lines kept per host (net_lines_by_host)
+MAX_HOST_LINES = 6
 
 
 def _nccl_params(line):
@@ -136,9 +141,14 @@ def parse_all_reduce_perf(text):
     (from the ``# nThread`` line), ``ranks``, ``nranks`` (highest rank + 1),
     ``transport`` (``'IB'``, ``'Socket'``, ``'mixed'`` or ``None`` when
     the log has no NCCL_DEBUG=INFO network lines), ``ib_devices``,
-    ``transports_by_host`` (``{host: ['IB'|'Socket', ...]}`` from the
-    ``<host>:<pid>:<tid> [d] NCCL INFO`` prefix of the network lines),
-    ``net_lines`` (the ``NET/IB : Using`` / ``NET/Socket : Using`` lines),
+    ``transports_by_host`` (``{host: ['IB'|'Socket', ...]}``: what the
+    ranks of each host used, from the ``<host>:<pid>:<tid> [d] NCCL INFO``
+    prefix of the ``NET/... : Using``, ``Using network`` and ``via NET/``
+    lines; NCCL picks its network per process, so the hosts of one job can
+    differ), ``net_lines`` (the ``NET/IB : Using`` / ``NET/Socket : Using``
+    lines), ``net_lines_by_host`` (``{host: [lines]}``, each host's own
+    ``NET/IB : No device found``, ``NET/... : Using`` and ``Using network``
+    lines, at most ``MAX_HOST_LINES``),
     ``nccl_warnings`` (``host: text`` of ``NCCL WARN`` lines),
     ``test_failures`` (nccl-tests ``Test NCCL failure`` lines),
     ``collective`` and ``concluded`` (the 2025 ``# Collective test
@@ -168,6 +178,7 @@ def parse_all_reduce_perf(text):
         "ib_devices": [],
         "transports_by_host": {},
         "net_lines": [],
+        "net_lines_by_host": {},
         "nccl_warnings": [],
         "test_failures": [],
         "collective": None,
@@ -177,7 +188,7 @@ def parse_all_reduce_perf(text):
     }
     header = None
     recognised = False
-    network_choice = None
+    networks = []
     for line in lines:
         s = line.strip()
         if not s:
@@ -238,7 +249,16 @@ def parse_all_reduce_perf(text):
             res["test_failures"].append(s)
         m = _NETWORK_RE.search(s)
         if m:
-            network_choice = m.group(1)
+            if m.group(1) not in networks:
+                networks.append(m.group(1))
+            if log and m.group(1) in ("IB", "Socket"):
+                seen = res["transports_by_host"].setdefault(log.group("host"), [])
+                if m.group(1) not in seen:
+                    seen.append(m.group(1))
+        if log and (m or _NET_NODEV_RE.search(s) or _NET_USING_RE.search(s)):
+            own = res["net_lines_by_host"].setdefault(log.group("host"), [])
+            if len(own) < MAX_HOST_LINES:
+                own.append(s)
         for m in _NET_USING_RE.finditer(s):
             if m.group(1) not in res["transports_seen"]:
                 res["transports_seen"].append(m.group(1))
@@ -268,7 +288,12 @@ def parse_all_reduce_perf(text):
     if res["format"] is None and res["rows"]:
         r = res["rows"][0]["oop"]
         res["format"] = "error" if r["error"] is not None else "wrong"
-    if network_choice in ("IB", "Socket"):
+    # "Using network X" is each process's choice: ranks that chose
+    # differently (one node without a usable RDMA device) make a mixed job
+    network_choice = networks[-1] if networks else None
+    if "Socket" in networks and len(networks) > 1:
+        res["transport"] = "mixed"
+    elif network_choice in ("IB", "Socket"):
         res["transport"] = network_choice
     elif res["transports_seen"]:
         res["transport"] = res["transports_seen"][0] if len(res["transports_seen"]) == 1 else "mixed"

@@ -54,11 +54,16 @@ each node that match ``NCCL_IB_HCA`` (prefix match, ``=`` exact, ``^``
 exclude) and whose port is active, pairing the nodes' NICs rail by rail.
 ``busbw = min over rails (per-rail pair bandwidth in GB/s) x k x 0.92``
 with ``k`` the NICs in use per node (at most the ranks per node: each GPU
-drives its nearest NIC).  It falls back to sockets (``NET/Socket``,
-``SOCKET_BUSBW_GBS``: a few GB/s) with ``NCCL_IB_DISABLE=1``, the
-``nccl-socket-fallback`` fault on any node, or no usable RDMA device on a
-node.  A rail whose path fails (rules 1-3) fails the job, as NCCL aborts on
-a completion error.
+drives its nearest NIC).  NCCL picks its network in each process: a node
+falls back to sockets (``NET/IB : No device found``, ``NET/Socket``) with
+the ``nccl-socket-fallback`` fault or no usable RDMA device there, every
+node with ``NCCL_IB_DISABLE=1``.  When every node is on sockets the job runs
+at ``SOCKET_BUSBW_GBS`` (a few GB/s).  When only some are, the job fails
+while its ranks connect: a connection between a node on NET/IB and one on
+NET/Socket is refused by the accepting side, which checks the socket type
+(``socketFinalizeAccept: wrong type 4 != 3``; NCCL releases before the check
+hung there instead, NVIDIA/nccl#234).  A rail whose path fails (rules 1-3)
+fails the job, as NCCL aborts on a completion error.
 """
 
 from __future__ import annotations
@@ -383,15 +388,21 @@ def rdma_path(rack: Rack, a: Endpoint, b: Endpoint, *, gid_index: int | None = N
 # NCCL
 # --------------------------------------------------------------------------
 
+#: NCCL's socket types (misc/socket.h ncclSocketType) of the two networks'
+#: connections, which the accepting side checks (socketFinalizeAccept)
+NCCL_SOCKET_TYPE = {"Socket": 3, "IB": 4}
+
+
 @dataclass
 class NcclResult:
     ok: bool
-    transport: str                # "IB", "Socket" or "NVLink"
+    transport: str                # "IB", "Socket", "mixed" or "NVLink"
     busbw_gbs: float = 0.0
     devices: dict = field(default_factory=dict)   # node -> [rdma devs used]
     reasons: list[str] = field(default_factory=list)
     error: str | None = None
     rails: list[PathResult] = field(default_factory=list)
+    transports: dict = field(default_factory=dict)   # node -> "IB" | "Socket", the network its ranks picked
 
 
 def hca_filter(spec: str | None, devices: list[str]) -> list[str]:
@@ -421,31 +432,56 @@ def nvlink_busbw(gpu_name: str) -> float:
 def nccl_busbw(rack: Rack, nodes: list[str], ranks_per_node: int, env: dict,
                gpu_name: str = DEFAULT_GPU) -> NcclResult:
     """Transport and bus bandwidth of an all-reduce over ``nodes`` (in ring
-    order) with ``ranks_per_node`` GPUs each, under NCCL settings ``env``."""
+    order) with ``ranks_per_node`` GPUs each, under NCCL settings ``env``.
+
+    Each node's ranks pick their network on their own (``transports``):
+    ``NET/Socket`` with ``NCCL_IB_DISABLE=1``, the ``nccl-socket-fallback``
+    fault or no usable RDMA device there, ``NET/IB`` otherwise.  All on
+    sockets: the job runs at socket speed.  Some on each (``mixed``): the
+    job fails while its ranks connect (``error``; the accepting side of a
+    connection between the two networks sees the other's socket type)."""
     if len(nodes) == 1:
         return NcclResult(True, "NVLink", nvlink_busbw(gpu_name) if ranks_per_node > 1 else 0.0)
     key = ",".join(nodes)
-    sock = NcclResult(True, "Socket", round(pair_fraction(key, *SOCKET_BUSBW_GBS), 2))
+    sock = NcclResult(True, "Socket", round(pair_fraction(key, *SOCKET_BUSBW_GBS), 2),
+                      devices={n: [] for n in nodes}, transports={n: "Socket" for n in nodes})
     if str(env.get("NCCL_IB_DISABLE", "0")).strip() == "1":
         sock.reasons.append("NCCL_IB_DISABLE=1")
         return sock
-    for n in nodes:
-        if rack.node_fault(n, "nccl-socket-fallback"):
-            sock.reasons.append(f"{n}: NCCL falls back to sockets (nccl-socket-fallback)")
-            return sock
     gid = env.get("NCCL_IB_GID_INDEX")
     gid_index = int(gid) if gid not in (None, "", "-1") else None
     tc = env.get("NCCL_IB_TC")
     tos = int(tc) if tc not in (None, "", "-1") else None
-    used = {}
+    used, transports, reasons = {}, {}, []
     for n in nodes:
+        if rack.node_fault(n, "nccl-socket-fallback"):
+            transports[n] = "Socket"
+            reasons.append(f"{n}: NCCL falls back to sockets (nccl-socket-fallback)")
+            continue
         devs = hca_filter(env.get("NCCL_IB_HCA"), rack.devices(n))
         eps = [rack.endpoint(n, d) for d in devs]
         used[n] = [e for e in eps if e.link_up]
+        transports[n] = "IB" if used[n] else "Socket"
         if not used[n]:
-            sock.reasons.append(f"{n}: NET/IB : No device found")
-            sock.devices = {m: [] for m in nodes}
-            return sock
+            reasons.append(f"{n}: NET/IB : No device found")
+    on_socket = [n for n in nodes if transports[n] == "Socket"]
+    if len(on_socket) == len(nodes):
+        sock.reasons += reasons
+        return sock
+    devices = {n: [e.dev for e in used.get(n, [])] for n in nodes}
+    if on_socket:
+        # the first connection from a node on one network to a node on the
+        # other fails when it is accepted: NCCL checks the socket type
+        for i, n in enumerate(nodes):
+            prev = nodes[i - 1]
+            if transports[prev] != transports[n]:
+                error = "socketFinalizeAccept: wrong type %d != %d" % (
+                    NCCL_SOCKET_TYPE[transports[prev]], NCCL_SOCKET_TYPE[transports[n]])
+                break
+        return NcclResult(False, "mixed", 0.0, devices, reasons + [
+            "%s on NET/Socket, %s on NET/IB: the job cannot connect" % (
+                ", ".join(on_socket), ", ".join(n for n in nodes if n not in on_socket))],
+            error, [], transports)
     k = min(min(len(v) for v in used.values()), max(ranks_per_node, 1))
     rails = []
     for r in range(k):
@@ -455,7 +491,7 @@ def nccl_busbw(rack: Rack, nodes: list[str], ranks_per_node: int, env: dict,
             p = rdma_path(rack, used[n][r], used[m][r], gid_index=gid_index, tos=tos)
             if not p.ok:
                 return NcclResult(False, "IB", 0.0, {n: [e.dev for e in v[:k]] for n, v in used.items()},
-                                  [p.detail], f"rail {r}: {p.detail}", rails + [p])
+                                  [p.detail], f"rail {r}: {p.detail}", rails + [p], transports)
             if worst is None or p.bw_gbps < worst.bw_gbps:
                 worst = p
         rails.append(worst)
@@ -463,4 +499,4 @@ def nccl_busbw(rack: Rack, nodes: list[str], ranks_per_node: int, env: dict,
     busbw = per_rail_gbs * k * NCCL_EFFICIENCY
     reasons = [x for p in rails for x in p.reasons]
     return NcclResult(True, "IB", round(busbw, 2), {n: [e.dev for e in v[:k]] for n, v in used.items()},
-                      reasons, None, rails)
+                      reasons, None, rails, transports)

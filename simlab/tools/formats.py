@@ -639,17 +639,20 @@ def nccl_avg_busbw(rows):
 
 
 def nccl_net_info_lines(host, pid, transport="IB", devices=("mlx5_0",), oob="eth0:10.0.0.1<0>",
-                        link="RoCE"):
+                        link="RoCE", ib_disabled=False):
     """NCCL_DEBUG=INFO lines that name the network transport, as NCCL
-    prints them during communicator set-up."""
+    prints them during communicator set-up, with the process's
+    ``<host>:<pid>:<tid> [0]`` prefix.  A process on sockets first reports
+    that the IB network found no device, unless ``NCCL_IB_DISABLE=1``
+    (``ib_disabled``) kept it from looking."""
     prefix = "%s:%d:%d [0] NCCL INFO " % (host, pid, pid)
     if transport == "IB":
         devs = " ".join("[%d]%s:1/%s" % (i, d, link) for i, d in enumerate(devices))
         return [prefix + "NET/IB : Using %s [RO]; OOB %s" % (devs, oob),
                 prefix + "Using network IB"]
-    return [prefix + "NET/IB : No device found.",
-            prefix + "NET/Socket : Using [0]%s" % oob,
-            prefix + "Using network Socket"]
+    return ([] if ib_disabled else [prefix + "NET/IB : No device found."]) + [
+        prefix + "NET/Socket : Using [0]%s" % oob,
+        prefix + "Using network Socket"]
 
 
 def _fit(value, width):

@@ -13,6 +13,14 @@ in one process: NVLink-bound, a fixed bus bandwidth per GPU family.
 
 Honoured: ``NCCL_IB_HCA``, ``NCCL_IB_DISABLE``, ``NCCL_IB_GID_INDEX``,
 ``NCCL_IB_TC``, ``NCCL_DEBUG``, ``NCCL_SOCKET_IFNAME``, ``NCCL_TESTS_MIN_BW``.
+
+As NCCL, each node's ranks print the network they picked with their own
+``<host>:<pid>:<tid>`` prefix: ``NET/IB : Using [0]...`` where RDMA works,
+``NET/IB : No device found.`` and ``NET/Socket : Using`` where it does not.
+A job with nodes on both networks fails while connecting (the fabric
+model's ``mixed``): the nodes that accept a connection from the other
+network print ``NCCL WARN socketFinalizeAccept: wrong type`` and nccl-tests'
+``Test NCCL failure ... 'internal error ...'``; no row is printed.
 """
 
 from __future__ import annotations
@@ -21,7 +29,7 @@ import hashlib
 import os
 import sys
 
-from simlab.fabric.model import DEFAULT_GPU, FabricError, Rack, nccl_busbw
+from simlab.fabric.model import DEFAULT_GPU, NCCL_SOCKET_TYPE, FabricError, Rack, nccl_busbw
 from simlab.tools import formats
 from simlab.tools.perftest import RACK, own_node
 
@@ -147,20 +155,36 @@ def run_job(rack: Rack, hosts: list[tuple[str, int]], o: dict, env: dict, out=sy
     lines = []
     debug = str(env.get("NCCL_DEBUG", "")).upper() in ("INFO", "TRACE")
     if debug and res.transport != "NVLink":
+        # every node's ranks print the network they picked; the twin prints
+        # the lines of each node's first process
+        ib_disabled = str(env.get("NCCL_IB_DISABLE", "0")).strip() == "1"
         for host in nodes:
             pid = _pid(host, 0)
             oob = _oob(rack.live.get(host), env)
-            if res.transport == "IB":
+            if res.transports.get(host, res.transport) == "IB":
                 lines += formats.nccl_net_info_lines(host, pid, "IB", res.devices.get(host) or ["mlx5_0"], oob)
             else:
-                lines += formats.nccl_net_info_lines(host, pid, "Socket", oob=oob)
-        via = "NET/IB/%d/GDRDMA" if res.transport == "IB" else "NET/Socket/%d"
-        h0 = nodes[0]
-        nch = max(len(res.devices.get(h0) or []), 1)
-        last = ppn * o["g"] * o["t"] - 1
-        for c in range(nch):
-            lines.append("%s:%d:%d [0] NCCL INFO Channel %02d/0 : %d[%d] -> %d[0] [send] via %s" % (
-                h0, _pid(h0, 0), _pid(h0, 0), c, last, last % 8, last + 1, via % c))
+                lines += formats.nccl_net_info_lines(host, pid, "Socket", oob=oob, ib_disabled=ib_disabled)
+        # the ring: each node's last rank sends to the next node's first,
+        # over the sender's network
+        first, start = {}, 0
+        for host, n in hosts:
+            if n > 0:
+                first[host] = (start, n * o["g"] * o["t"])
+            start += n * o["g"] * o["t"]
+        for i, host in enumerate(nodes):
+            nxt = nodes[(i + 1) % len(nodes)]
+            ib = res.transports.get(host, res.transport) == "IB"
+            via = "NET/IB/%d/GDRDMA" if ib else "NET/Socket/%d"
+            nch = max(len(res.devices.get(host) or []), 1) if ib else 1
+            local = first[host][1] - 1
+            pid = _pid(host, local // o["g"])
+            for c in range(nch):
+                lines.append("%s:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[0] [send] via %s" % (
+                    host, pid, pid, local % 8, c, first[host][0] + local, local % 8, first[nxt][0], via % c))
+    if not res.ok and res.transport == "mixed":
+        _mixed_failure(o, devices, nranks, nodes, res, lines, out)
+        return 1
     if not res.ok:
         h0 = nodes[0]
         pre = "%s:%d:%d [0] " % (h0, _pid(h0, 0), _pid(h0, 0))
@@ -182,6 +206,31 @@ def run_job(rack: Rack, hosts: list[tuple[str, int]], o: dict, env: dict, out=sy
     out.flush()
     avg = formats.nccl_avg_busbw(rows)
     return 1 if (min_bw is not None and avg < 0.9 * min_bw) else 0
+
+
+def _mixed_failure(o, devices, nranks, nodes, res, lines, out):
+    """Some nodes on NET/IB, others on NET/Socket: the job dies in
+    ncclCommInitRank.  Each node that accepts a connection from a peer on
+    the other network refuses it (the socket type differs) and fails with an
+    internal error; nothing is measured."""
+    text = formats.all_reduce_perf(_header(o, devices, nranks), [], transport_lines=lines, nranks=nranks)
+    out.write(text[:text.rfind("\n", 0, text.find("out-of-place")) + 1])
+    failed = []
+    for i, host in enumerate(nodes):
+        prev = nodes[i - 1]
+        mine, theirs = res.transports[host], res.transports[prev]
+        if mine == theirs:
+            continue
+        pid = _pid(host, 0)
+        msg = "socketFinalizeAccept: wrong type %d != %d" % (NCCL_SOCKET_TYPE[theirs], NCCL_SOCKET_TYPE[mine])
+        pre = "%s:%d:%d [0] " % (host, pid, pid + 40)
+        out.write(pre + "misc/socket.cc:484 NCCL WARN %s\n" % msg)
+        out.write(pre + "NCCL INFO misc/socket.cc:564 -> 3\n")
+        failed.append((host, pid, msg))
+    for host, pid, msg in failed:
+        out.write("%s: Test NCCL failure common.cu:1099 'internal error - please report this issue to the NCCL "
+                  "developers / %s'\n .. %s pid %d: Test failure common.cu:1144\n" % (host, msg, host, pid))
+    out.flush()
 
 
 def _header(o, devices, nranks):

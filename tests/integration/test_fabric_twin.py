@@ -1,6 +1,7 @@
 """ib_write_bw, mpirun and all_reduce_perf twins on a live 2-node, 2-switch
 rack, driven by the fabric model: healthy RoCE chain, host PFC mismatch,
-link down, NCCL over RDMA and the socket fallback."""
+link down, NCCL over RDMA, over sockets, and the socket fallback on one node
+(only that node's ranks fall back; the job fails)."""
 
 import re
 import subprocess
@@ -130,11 +131,24 @@ def test_nccl_over_rdma_then_socket_fallback(fab):
     assert "NET/IB : Using [0]rocep59s0f0:1/RoCE [1]rocep134s0f0:1/RoCE" in healthy.stdout
     assert "# Using devices" in healthy.stdout and "Rank 15" in healthy.stdout
     assert busbw(healthy.stdout) >= 0.85 * 2 * 50
+    # every node on sockets: the job runs at socket speed
+    sockets = fab.sh("node01", MPI.replace("-x NCCL_DEBUG=INFO", "-x NCCL_DEBUG=INFO -x NCCL_IB_DISABLE=1"))
+    assert sockets.returncode == 0, sockets.stdout[-2000:] + sockets.stderr[-2000:]
+    assert "NET/Socket : Using" in sockets.stdout and "NET/IB : Using" not in sockets.stdout
+    assert busbw(sockets.stdout) < 5
     fab.fault("node02", "nccl-socket-fallback")
     try:
         time.sleep(0.8)
-        fallback = fab.sh("node01", MPI)
-        assert "NET/Socket : Using" in fallback.stdout and "NET/IB : Using" not in fallback.stdout
-        assert busbw(fallback.stdout) < 5
+        fallback = fab.sh("node01", MPI, check=False)
     finally:
         fab.fault("node02", "clear")
+    # only node02's ranks fall back; node01's use RDMA
+    node01 = "\n".join(ln for ln in fallback.stdout.splitlines() if ln.startswith("node01:"))
+    node02 = "\n".join(ln for ln in fallback.stdout.splitlines() if ln.startswith("node02:"))
+    assert "NET/IB : Using [0]rocep59s0f0:1/RoCE [1]rocep134s0f0:1/RoCE" in node01 and "NET/Socket" not in node01
+    assert "NET/IB : No device found." in node02 and "NET/Socket : Using" in node02
+    assert "NET/IB : Using" not in node02
+    # a job with nodes on both networks cannot connect: it fails before any row
+    assert fallback.returncode != 0
+    assert "NCCL WARN socketFinalizeAccept: wrong type 4 != 3" in node02
+    assert "Test NCCL failure" in fallback.stdout and "# Avg bus bandwidth" not in fallback.stdout

@@ -1,9 +1,11 @@
 """Layer 15 on a live 2-node, 2-switch twin rack configured lossless (as
 test_fabric_twin.py does): nccl_validate in hosts mode (the default where
 no Kubernetes runs) starts the twin's mpirun/all_reduce_perf and passes the
-gate; with the nccl-socket-fallback fault on one node the role and the
-doctor's layer 15 check fail with the socket reason, and the doctor writes
-report.json, report.xml and report.html."""
+gate; with the nccl-socket-fallback fault on one node only that node's
+ranks fall back to sockets and the job fails: the role and the doctor's
+layer 15 check fail that node with the socket reason, the other node (its
+ranks used NET/IB) warns naming it, and the doctor writes report.json,
+report.xml and report.html."""
 
 import json
 import subprocess
@@ -55,6 +57,7 @@ DOCTOR = """
         doctor_hosts: "{{ ansible_play_hosts_all }}"
 """
 SOCKET = "NCCL used NET/Socket instead of NET/IB"
+PEER = "all_reduce_perf with node02 failed: node02 used NET/Socket"
 
 
 @pytest.fixture(scope="module")
@@ -130,11 +133,29 @@ def test_socket_fallback_fails_layer15(lab, tmp_path):
     try:
         proc = play(lab, "site.yml", tmp_path / "site")
         assert proc.returncode != 0
-        assert SOCKET in proc.stdout
+        rc = recap(proc.stdout)
+        # the role fails the node that fell back, not its peer
+        assert rc["node02"]["failed"] == 1 and rc["node01"]["failed"] == 0, rc
+        said = " ".join(proc.stdout.split())
+        assert "layer 15 on node02 (run over node01, node02): " + SOCKET in said
+        assert "layer 15 on node01" not in said
         doc = play(lab, "doctor.yml", tmp_path / "doctor")
         assert doc.returncode == 0, doc.stdout[-4000:] + doc.stderr[-2000:]
     finally:
         lab.fault("node02", "clear")
+    # the job: each node printed the network its own ranks picked, and the
+    # job failed while connecting, before any row
+    last = json.loads((tmp_path / "site" / "nccl_validate-last.json").read_text())
+    gate, out = last["gate"], last["output"]
+    assert gate["kind"] == "socket" and gate["parsed"]["rows"] == [] and gate["transport"] == "mixed"
+    assert gate["parsed"]["transports_by_host"] == {"node01": ["IB"], "node02": ["Socket"]}
+    node01 = [ln for ln in out.splitlines() if ln.startswith("node01:")]
+    node02 = [ln for ln in out.splitlines() if ln.startswith("node02:")]
+    assert any("NET/IB : Using [0]rocep59s0f0:1/RoCE [1]rocep134s0f0:1/RoCE" in ln for ln in node01)
+    assert not any("NET/Socket" in ln or "No device found" in ln for ln in node01)
+    assert any("NET/IB : No device found." in ln for ln in node02)
+    assert any("NET/Socket : Using" in ln for ln in node02) and not any("NET/IB : Using" in ln for ln in node02)
+
     report = json.loads((tmp_path / "doctor" / "report.json").read_text())
     v = report["node02"]["verdict"]
     assert (v["status"], v["layer"], v["reason"]) == ("fail", 15, SOCKET)
@@ -142,10 +163,18 @@ def test_socket_fallback_fails_layer15(lab, tmp_path):
     assert r["status"] == "fail" and r["reason"] == SOCKET and "NCCL_IB_HCA" in r["remediation"]
     assert "node02: NCCL transport NET/Socket" in r["evidence"]
     assert any(e.startswith("node02:") and "NET/Socket : Using" in e for e in r["evidence"])
-    # the run is one collective: node01 took part in it and fails with it
-    assert report["node01"]["verdict"]["reason"] == SOCKET
+    # the evidence is node02's own: no NET line of node01
+    assert not [e for e in r["evidence"] if e.startswith("node01:")]
+    # node01's ranks used NET/IB: it warns, naming the node that broke the job
+    (w,) = report["node01"]["layers"]
+    assert (w["layer"], w["status"], w["reason"]) == (15, "warn", PEER)
+    assert "node02" in w["remediation"] and "node01: NCCL transport NET/IB" in w["evidence"]
+    assert any(e.startswith("node01:") and "NET/IB : Using" in e for e in w["evidence"])
+    assert report["node01"]["verdict"]["status"] == "warn"
     suites = {s.get("name"): s for s in ET.parse(tmp_path / "doctor" / "report.xml").getroot()}
     failure = suites["node02"].find("testcase/failure")
     assert failure.get("message") == SOCKET and failure.get("type") == "layer15"
+    assert suites["node01"].find("testcase/failure") is None
     page = (tmp_path / "doctor" / "report.html").read_text()
     assert '<td class="cell fail" id="cell-node02-15"' in page
+    assert '<td class="cell warn" id="cell-node01-15"' in page

@@ -1,4 +1,5 @@
-"""Rules of the twin's RDMA fabric model on constructed rack data."""
+"""Rules of the twin's RDMA fabric model on constructed rack data, and the
+all_reduce_perf twin's output over it."""
 
 import copy
 
@@ -173,11 +174,34 @@ def test_nccl_healthy_multi_rail():
 
 
 def test_nccl_socket_fallbacks():
+    # every node on sockets: the job runs, at socket speed
+    for r, env in ((rack(), {"NCCL_IB_DISABLE": "1"}), (rack(), {"NCCL_IB_HCA": "ib"}),
+                   (rack(faults={"node01": {"nccl-socket-fallback": True},
+                                 "node02": {"nccl-socket-fallback": True}}), {})):
+        res = nccl_busbw(r, ["node01", "node02"], 8, env)
+        assert res.ok and res.transport == "Socket" and res.busbw_gbs < 5, env
+        assert res.transports == {"node01": "Socket", "node02": "Socket"}
+
+
+def test_nccl_socket_fallback_on_one_node_breaks_the_job():
+    # each node's ranks pick their network: the faulted node sockets, the
+    # other IB; the connection between them is refused where it is accepted
     r = rack(faults={"node02": {"nccl-socket-fallback": True}})
     res = nccl_busbw(r, ["node01", "node02"], 8, {})
-    assert res.transport == "Socket" and res.busbw_gbs < 5
-    assert nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_DISABLE": "1"}).transport == "Socket"
-    assert nccl_busbw(rack(), ["node01", "node02"], 8, {"NCCL_IB_HCA": "ib"}).transport == "Socket"
+    assert not res.ok and res.transport == "mixed" and res.busbw_gbs == 0.0
+    assert res.transports == {"node01": "IB", "node02": "Socket"}
+    assert res.devices == {"node01": ["mlx5_0", "mlx5_1"], "node02": []}
+    assert res.error == "socketFinalizeAccept: wrong type 3 != 4"
+    assert "node02: NCCL falls back to sockets (nccl-socket-fallback)" in res.reasons
+    # no usable RDMA device on one node (its only NCCL_IB_HCA device is down)
+    r = rack()
+    r.live["node02"]["pfs"][0]["operstate"] = "down"
+    res = nccl_busbw(r, ["node01", "node02"], 8, {"NCCL_IB_HCA": "=mlx5_0"})
+    assert not res.ok and res.transports == {"node01": "IB", "node02": "Socket"}
+    assert "node02: NET/IB : No device found" in res.reasons
+    # three nodes, the middle one on sockets: both of its neighbours' connections fail
+    res = nccl_busbw(rack(3, faults={"node02": {"nccl-socket-fallback": True}}), ["node01", "node02", "node03"], 8, {})
+    assert not res.ok and res.transports == {"node01": "IB", "node02": "Socket", "node03": "IB"}
 
 
 def test_nccl_lossy_rail_limits_and_failures():
@@ -213,3 +237,53 @@ def test_rack_load_reads_files(tmp_path):
     assert pair(loaded).error == "unreachable"
     assert loaded.by_ipv4("172.30.0.2").node == "node02"
     assert copy.deepcopy(loaded.devices("node01")) == ["mlx5_0", "mlx5_1"]
+
+
+def _job(r, env, hosts=(("node01", 8), ("node02", 8))):
+    import io
+    from simlab.tools import nccl
+    out = io.StringIO()
+    rc = nccl.run_job(r, list(hosts), nccl.parse_perf_args("-b 1G -e 8G -f 2 -g 1 -c 1".split()),
+                      dict(env, NCCL_DEBUG="INFO"), out)
+    return rc, out.getvalue()
+
+
+def _prefixed(text, host):
+    return [ln for ln in text.splitlines() if ln.startswith(host + ":")]
+
+
+def test_all_reduce_perf_twin_prints_each_nodes_own_network():
+    from plugins.module_utils import perf_parsers as P
+    rc, text = _job(rack(), {})
+    assert rc == 0
+    for host in ("node01", "node02"):
+        own = "\n".join(_prefixed(text, host))
+        assert "NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE" in own and "NET/Socket" not in own
+    p = P.parse_all_reduce_perf(text)
+    assert p["transport"] == "IB" and p["transports_by_host"] == {"node01": ["IB"], "node02": ["IB"]}
+    assert len(p["rows"]) == 4 and p["complete"]
+
+
+def test_all_reduce_perf_twin_socket_fallback_on_one_node():
+    from plugins.module_utils import perf_parsers as P
+    rc, text = _job(rack(faults={"node02": {"nccl-socket-fallback": True}}), {})
+    assert rc == 1
+    node01, node02 = "\n".join(_prefixed(text, "node01")), "\n".join(_prefixed(text, "node02"))
+    # only the faulted node's ranks print the fallback
+    assert "NET/IB : Using [0]mlx5_0:1/RoCE" in node01 and "NET/Socket" not in node01
+    assert "NET/IB : No device found." in node02 and "NET/Socket : Using [0]enp0np0:172.30.0.2<0>" in node02
+    assert "NET/IB : Using" not in node02
+    # the job cannot connect: no rows, the refused connections and nccl-tests' failure
+    assert "misc/socket.cc:484 NCCL WARN socketFinalizeAccept: wrong type 4 != 3" in node02
+    assert "# Avg bus bandwidth" not in text
+    p = P.parse_all_reduce_perf(text)
+    assert p["rows"] == [] and p["transport"] == "mixed"
+    assert p["transports_by_host"] == {"node01": ["IB"], "node02": ["Socket"]}
+    assert "node02: socketFinalizeAccept: wrong type 4 != 3" in p["nccl_warnings"]
+    assert [ln for ln in p["test_failures"] if ln.startswith("node02: Test NCCL failure common.cu:1099 "
+                                                             "'internal error")]
+    # with NCCL_IB_DISABLE=1 every node is on sockets and the job runs slowly
+    rc, text = _job(rack(), {"NCCL_IB_DISABLE": "1"})
+    p = P.parse_all_reduce_perf(text)
+    assert rc == 0 and p["transport"] == "Socket" and p["largest"]["oop"]["busbw"] < 5
+    assert "No device found" not in text

@@ -124,12 +124,13 @@ def test_older_and_newer_variants(real_output):
 
 
 def _twin_log(transport, hosts=("node01", "node02"), wrong=0):
-    """Output in the twin's format (simlab.tools.formats), NCCL_DEBUG=INFO."""
+    """Output in the twin's format (simlab.tools.formats), NCCL_DEBUG=INFO.
+    ``transport`` is the network of every host, or ``{host: network}``."""
     from simlab.tools import formats
     rows = formats.nccl_rows([1 << 30, 1 << 31, 1 << 32], 90.5, 16, wrong=wrong)
     lines = []
     for i, h in enumerate(hosts):
-        if transport == "IB":
+        if (transport.get(h, "IB") if isinstance(transport, dict) else transport) == "IB":
             lines += formats.nccl_net_info_lines(h, 100 + i, "IB", ["rocep59s0f0", "rocep134s0f0"],
                                                  "enp59s0f0np0:172.30.0.%d<0>" % (i + 1))
         else:
@@ -147,13 +148,21 @@ def test_net_ib_and_net_socket_lines():
     sock = F.nccl_parse(_twin_log("Socket"))
     assert sock["transport"] == "Socket" and sock["transports_by_host"]["node02"] == ["Socket"]
     assert all("NET/Socket : Using" in ln for ln in sock["net_lines"])
-    # one node on sockets, the other on IB: mixed
-    mixed = _twin_log("IB").replace("node02:101:101 [0] NCCL INFO NET/IB : Using",
-                                    "node02:101:101 [0] NCCL INFO NET/Socket : Using")
-    mixed = mixed.replace("node02:101:101 [0] NCCL INFO Using network IB", "")
-    mixed = mixed.replace("node01:100:100 [0] NCCL INFO Using network IB", "")
-    m = F.nccl_parse(mixed)
+    # one node on sockets, the other on IB: mixed, and each host's own lines
+    m = F.nccl_parse(_twin_log({"node02": "Socket"}))
     assert m["transport"] == "mixed" and m["transports_by_host"] == {"node01": ["IB"], "node02": ["Socket"]}
+    assert m["net_lines_by_host"]["node02"] == [
+        "node02:101:101 [0] NCCL INFO NET/IB : No device found.",
+        "node02:101:101 [0] NCCL INFO NET/Socket : Using [0]enp59s0f0np0:172.30.0.2<0>",
+        "node02:101:101 [0] NCCL INFO Using network Socket"]
+    assert [ln.split(" NCCL INFO ")[1] for ln in m["net_lines_by_host"]["node01"]] == [
+        "NET/IB : Using [0]rocep59s0f0:1/RoCE [1]rocep134s0f0:1/RoCE [RO]; OOB enp59s0f0np0:172.30.0.1<0>",
+        "Using network IB"]
+    # without the 'Using network' lines the NET/ lines alone say so
+    bare = "\n".join(ln for ln in _twin_log({"node02": "Socket"}).split("\n") if "Using network" not in ln)
+    assert F.nccl_parse(bare)["transport"] == "mixed"
+    # the same network everywhere, named by 'Using network' only
+    assert F.nccl_parse(_twin_log("IB"))["transport"] == "IB"
     # real NCCL phrasing of the ring set-up
     via = F.nccl_parse(_twin_log("IB") + "gpu-b:9:9 [3] NCCL INFO Channel 00/0 : 7[3] -> 8[0] [send] via NET/IB/0/GDRDMA\n")
     assert via["transports_by_host"]["gpu-b"] == ["IB"]
@@ -173,6 +182,9 @@ def test_warnings_and_failures_are_kept():
                                   "a network error / '"]
     g = F.nccl_gate(text, 50.0, 0.85, exit_code=1)
     assert g["kind"] == "no_rows" and "transport retry counter exceeded" in g["reason"]
+    # NCCL prints the source file and line before 'NCCL WARN'
+    real = text + "node02:16899:16961 [0] misc/socket.cc:441 NCCL WARN socketFinalizeAccept: wrong type 4 != 3\n"
+    assert F.nccl_parse(real)["nccl_warnings"][-1] == "node02: socketFinalizeAccept: wrong type 4 != 3"
 
 
 def test_parse_rejects_other_text():
@@ -380,6 +392,9 @@ def test_doctor_verdicts():
     assert sock["status"] == "fail" and sock["reason"] == "NCCL used NET/Socket instead of NET/IB"
     assert "NCCL_IB_HCA" in sock["remediation"]
     assert [e for e in sock["evidence"] if e.startswith("node02:") and "NET/Socket : Using" in e]
+    # every node on sockets (NCCL_IB_DISABLE=1): every node fails
+    both = F.nccl_gate(_twin_log("Socket"), 100.0, require_ib=True)
+    assert [F.nccl_doctor_result(plan, h, both)["status"] for h in ("node01", "node02")] == ["fail", "fail"]
     down = node()
     down["pfs"][0]["speed_mbps"] = None
     bad = F.nccl_plan({"node01": node(), "node02": down}, ROCE)
@@ -388,3 +403,66 @@ def test_doctor_verdicts():
     one = F.nccl_doctor_result(F.nccl_plan({"node01": node()}, ROCE), "node01")
     assert one["status"] == "skipped"
     assert F.nccl_doctor_result(plan, "node01")["status"] == "skipped"
+
+
+def _mixed_job(hosts=("node01", "node02"), socket=("node02",)):
+    """The twin's output of a job whose `socket` nodes fell back to sockets."""
+    import io
+    from simlab.tools import nccl
+    from test_fabric_model import rack   # the fabric model's constructed rack
+    r = rack(len(hosts), faults={h: {"nccl-socket-fallback": True} for h in socket})
+    out = io.StringIO()
+    rc = nccl.run_job(r, [(h, 8) for h in hosts], nccl.parse_perf_args("-b 1G -e 8G -f 2 -g 1 -c 1".split()),
+                      {"NCCL_DEBUG": "INFO"}, out)
+    return rc, out.getvalue()
+
+
+def test_doctor_names_the_node_that_fell_back_to_sockets():
+    """Only node02's ranks used NET/Socket, so the job failed: node02 fails
+    with the socket reason and its own lines, node01 (NET/IB) warns naming
+    node02."""
+    plan = F.nccl_plan({"node01": node(), "node02": node()}, ROCE)
+    rc, text = _mixed_job()
+    gate = F.nccl_gate(text, plan["expected_busbw_gbs"], require_ib=True, exit_code=rc)
+    assert gate["kind"] == "socket" and not gate["passed"]
+    bad = F.nccl_doctor_result(plan, "node02", gate)
+    assert (bad["status"], bad["reason"]) == ("fail", "NCCL used NET/Socket instead of NET/IB")
+    assert bad["remediation"] == NV.REMEDIATION["socket"]
+    assert "node02: NCCL transport NET/Socket" in bad["evidence"]
+    own = [e for e in bad["evidence"] if re.match(r"^node0\d:\d+:\d+ \[0\] NCCL INFO ", e)]
+    assert own and all(e.startswith("node02:") for e in own)
+    assert any("NET/IB : No device found." in e for e in own) and any("NET/Socket : Using" in e for e in own)
+    warns = [e for e in bad["evidence"] if e.startswith("NCCL WARN ")]
+    assert warns == ["NCCL WARN node02: socketFinalizeAccept: wrong type 4 != 3"]
+    ok = F.nccl_doctor_result(plan, "node01", gate)
+    assert (ok["status"], ok["reason"]) == ("warn", "all_reduce_perf with node02 failed: node02 used NET/Socket")
+    assert "node02" in ok["remediation"] and ok["remediation"].startswith("this node's ranks used NET/IB")
+    assert "node01: NCCL transport NET/IB" in ok["evidence"] and "node02: NCCL transport NET/Socket" in ok["evidence"]
+    own = [e for e in ok["evidence"] if re.match(r"^node0\d:\d+:\d+ \[0\] NCCL INFO ", e)]
+    assert own and all(e.startswith("node01:") and "NET/Socket" not in e for e in own)
+    # the recorded run (JSON) gives the same verdicts
+    import json
+    again = json.loads(json.dumps({"plan": plan, "gate": gate}))
+    assert F.nccl_doctor_result(again["plan"], "node01", again["gate"])["status"] == "warn"
+
+
+def test_doctor_peer_verdicts_on_three_nodes_and_other_names():
+    plan = F.nccl_plan({h: node() for h in ("node01", "node02", "node03")}, ROCE)
+    rc, text = _mixed_job(("node01", "node02", "node03"), ("node02", "node03"))
+    gate = F.nccl_gate(text, plan["expected_busbw_gbs"], require_ib=True, exit_code=rc)
+    got = {h: F.nccl_doctor_result(plan, h, gate) for h in plan["hosts"]}
+    assert {h: r["status"] for h, r in got.items()} == {"node01": "warn", "node02": "fail", "node03": "fail"}
+    assert got["node01"]["reason"] == "all_reduce_perf with node02, node03 failed: node02, node03 used NET/Socket"
+    # the log names the nodes by their host names: the inventory name, the
+    # name mpirun reaches the node by, with or without the domain
+    fq = F.nccl_plan({"gpu-a": dict(node(), mpi_host="node01.rack.example"), "gpu-b": dict(node(), mpi_host="node02")},
+                     ROCE)
+    rc, text = _mixed_job()
+    gate = F.nccl_gate(text, fq["expected_busbw_gbs"], require_ib=True, exit_code=rc)
+    assert F.nccl_doctor_result(fq, "gpu-b", gate)["status"] == "fail"
+    warn = F.nccl_doctor_result(fq, "gpu-a", gate)
+    assert warn["status"] == "warn" and warn["reason"] == "all_reduce_perf with gpu-b failed: gpu-b used NET/Socket"
+    # a log that names none of the run's nodes (pods): every node fails with the gate's reason
+    pods = F.nccl_plan({"gpu-a": node(), "gpu-b": node()}, ROCE)
+    assert {F.nccl_doctor_result(pods, h, gate)["reason"] for h in ("gpu-a", "gpu-b")} == {gate["reason"]}
+    assert gate["reason"] == "NCCL used NET/Socket instead of NET/IB on some ranks"

@@ -74,27 +74,14 @@ except ImportError:  # ansible-core 2.19 controllers run Python 3.11 or newer
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_intent
+from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_intent, plain_data
 
 
-def _plain(value):
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _first(value):
-    value = _plain(value)
-    if isinstance(value, list):
-        return value[0] if value else None
-    return value or None
 
 
 def kube_network_errors(pod_subnet, service_subnet, node_networks=None, node_count=0, node_cidr_mask_size=24,
                         pod_variable="gpufabric_kube_pod_cidr", service_variable="gpufabric_kube_service_cidr"):
-    return kube_intent.network_errors(pod_subnet, service_subnet, _plain(node_networks or []), node_count,
+    return kube_intent.network_errors(pod_subnet, service_subnet, plain_data.plain(node_networks or []), node_count,
                                       node_cidr_mask_size, pod_variable, service_variable)
 
 
@@ -122,11 +109,11 @@ class _HostView(object):
             value = self.hv[key]
         except (KeyError, AttributeError):
             return default
-        return _plain(value)
+        return plain_data.plain(value)
 
 
 def kube_node_networks(hostvars, hosts, extra_networks=None, extra_variable="gpufabric_node_networks"):
-    return kube_intent.node_networks(_Vars(hostvars), list(hosts or []), _plain(extra_networks or []), extra_variable)
+    return kube_intent.node_networks(_Vars(hostvars), list(hosts or []), plain_data.plain(extra_networks or []), extra_variable)
 
 
 def kube_address(value):
@@ -164,7 +151,7 @@ def kube_cluster_dns(service_subnet):
 
 
 def kube_config_drift(live, wanted, keys):
-    return kube_intent.config_drift(_plain(live), _plain(wanted), _plain(keys))
+    return kube_intent.config_drift(plain_data.plain(live), plain_data.plain(wanted), plain_data.plain(keys))
 
 
 JOIN_TOKEN_RE = re.compile(r"--token\s+([a-z0-9]{6}\.[a-z0-9]{16})\b")
@@ -194,7 +181,7 @@ def containerd_config_version(version_output):
 def kube_object_file(obj):
     """Render mode: the file one Kubernetes object is written to,
     <kind>-<name>.yaml or <kind>-<namespace>-<name>.yaml (kind lower case)."""
-    obj = _plain(obj) or {}
+    obj = plain_data.plain(obj) or {}
     meta = obj.get("metadata") or {}
     if not obj.get("kind") or not meta.get("name"):
         raise AnsibleFilterError("kube_object_file: object without kind or metadata.name: %r" % (obj,))
@@ -205,7 +192,7 @@ def kube_object_file(obj):
 def kube_check_container_runtime(facts, config_dump=""):
     """The doctor's layer 10 verdict; config_dump is the text of
     `containerd config dump`."""
-    facts = _plain(facts) or {}
+    facts = plain_data.plain(facts) or {}
     if "module_results" in facts:
         builtin = set()
         for line in str(facts.pop("modules_builtin", "") or "").splitlines():
@@ -241,8 +228,8 @@ def kube_check_container_runtime(facts, config_dump=""):
 
 def kube_check_kubeadm(node_name, node, server_version=None, wanted_version=None, kubelet_config=None,
                        wanted_kubelet=None, skip_reason=None, api_error=None):
-    return kube_checks.check_kubeadm(node_name, _first(node), server_version or None, wanted_version or None,
-                                     _plain(kubelet_config) or None, _plain(wanted_kubelet) or None,
+    return kube_checks.check_kubeadm(node_name, plain_data.first(node), server_version or None, wanted_version or None,
+                                     plain_data.plain(kubelet_config) or None, plain_data.plain(wanted_kubelet) or None,
                                      skip_reason or None, api_error or None)
 
 

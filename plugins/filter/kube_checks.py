@@ -58,41 +58,28 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_net
+from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_net, plain_data
 
 
-def _plain(value):
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _first(value):
-    value = _plain(value)
-    if isinstance(value, list):
-        return value[0] if value else None
-    return value or None
 
 
 def kube_check_cni(node_name, node, pods, plugin="calico", expected_mtu=None, installation=None,
                    cilium_config=None, api_error=None):
-    return kube_checks.check_cni(node_name, _first(node), _plain(pods), plugin, expected_mtu,
-                                 _first(installation), _first(cilium_config), api_error or None)
+    return kube_checks.check_cni(node_name, plain_data.first(node), plain_data.plain(pods), plugin, expected_mtu,
+                                 plain_data.first(installation), plain_data.first(cilium_config), api_error or None)
 
 
 def kube_check_multus(node_name, node, crd, daemonset, pods, api_error=None):
-    return kube_checks.check_multus(node_name, _first(node), _first(crd), _first(daemonset), _plain(pods),
+    return kube_checks.check_multus(node_name, plain_data.first(node), plain_data.first(crd), plain_data.first(daemonset), plain_data.plain(pods),
                                     api_error or None)
 
 
 def kube_check_sriov_operator(node_name, node, operator_pods, resources, expected_nads, nads,
                               provider="sriov-network-operator", node_state=None, nic_cluster_policy=None,
                               api_error=None):
-    return kube_checks.check_sriov_operator(node_name, _first(node), _plain(operator_pods), _plain(resources),
-                                            _plain(expected_nads), _plain(nads), provider, _first(node_state),
-                                            _first(nic_cluster_policy), api_error or None)
+    return kube_checks.check_sriov_operator(node_name, plain_data.first(node), plain_data.plain(operator_pods), plain_data.plain(resources),
+                                            plain_data.plain(expected_nads), plain_data.plain(nads), provider, plain_data.first(node_state),
+                                            plain_data.first(nic_cluster_policy), api_error or None)
 
 
 def cni_settings(plugin, encapsulation, underlay_mtu, mtu=0, pod_cidr=None, cross_subnet=False):

@@ -60,21 +60,13 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs
+from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, rdma_pairs
 
-
-def _plain(value):
-    """Ansible's lazy containers as plain dicts and lists."""
-    if isinstance(value, dict):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _wrap(fn, *args, **kwargs):
     try:
-        return fn(*[_plain(a) for a in args], **dict((k, _plain(v)) for k, v in kwargs.items()))
+        return fn(*[plain_data.plain(a) for a in args], **dict((k, plain_data.plain(v)) for k, v in kwargs.items()))
     except rdma_pairs.PlanError as exc:
         raise AnsibleFilterError(str(exc))
 

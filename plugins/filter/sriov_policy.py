@@ -59,21 +59,13 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov_policy as sp
+from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, sriov_policy as sp
 
-
-def _plain(value):
-    """Ansible hands lazy containers to filters; give the plain-Python code lists and dicts."""
-    if isinstance(value, dict) or hasattr(value, "items"):
-        return dict((k, _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def sriov_policy_plan(nodes, cabling, namespace="sriov-network-operator", profile_label="gpufabric.io/nic-profile",
                       link_type="eth", underlay_mtu=None, operator_prefix="openshift.io"):
-    plan = sp.generate(_plain(nodes), _plain(cabling), namespace=namespace, profile_label=profile_label,
+    plan = sp.generate(plain_data.plain(nodes), plain_data.plain(cabling), namespace=namespace, profile_label=profile_label,
                        link_type=link_type, underlay_mtu=underlay_mtu, operator_prefix=operator_prefix)
     plan["node_label_objects"] = sp.node_label_objects(plan["node_labels"])
     return plan
@@ -85,34 +77,34 @@ def sriov_tenant_errors(tenants, resources, provider="sriov-network-operator", l
         errors.append("sriov_operator_provider %r is not one of %s" % (provider, ", ".join(sp.PROVIDERS)))
     if str(link_type).lower() not in ("eth", "ib"):
         errors.append("sriov_operator_link_type %r is not eth or ib" % (link_type,))
-    return errors + sp.validate_tenants(_plain(tenants), _plain(resources), provider, str(link_type), underlay_mtu)
+    return errors + sp.validate_tenants(plain_data.plain(tenants), plain_data.plain(resources), provider, str(link_type), underlay_mtu)
 
 
 def sriov_tenant_networks(tenants, resources, namespace="sriov-network-operator", link_type="eth",
                           roce_priority=None, rdma_cni=False):
-    return sp.tenant_networks(_plain(tenants), _plain(resources), namespace, link_type, roce_priority, rdma_cni)
+    return sp.tenant_networks(plain_data.plain(tenants), plain_data.plain(resources), namespace, link_type, roce_priority, rdma_cni)
 
 
 def sriov_expected_nads(tenants, resources):
-    return sp.expected_nads(_plain(tenants), _plain(resources))
+    return sp.expected_nads(plain_data.plain(tenants), plain_data.plain(resources))
 
 
 def sriov_tenant_namespaces(tenants, labels=None):
-    return sp.tenant_namespaces(_plain(tenants), _plain(labels))
+    return sp.tenant_namespaces(plain_data.plain(tenants), plain_data.plain(labels))
 
 
 def sriov_rdma_shared_config(resources, rdma_hca_max=63):
-    return sp.rdma_shared_config(_plain(resources), rdma_hca_max)
+    return sp.rdma_shared_config(plain_data.plain(resources), rdma_hca_max)
 
 
 def sriov_macvlan_nads(tenants, resources, resource_prefix="rdma"):
-    objects, errors = sp.macvlan_nads(_plain(tenants), _plain(resources), resource_prefix)
+    objects, errors = sp.macvlan_nads(plain_data.plain(tenants), plain_data.plain(resources), resource_prefix)
     return {"objects": objects, "errors": errors}
 
 
 def sriov_policy_check(policies, node, node_labels, nic_facts, nics=None):
-    return sp.check_policies(_plain(policies), node, _plain(node_labels), _plain(nic_facts),
-                             _plain(nics) if nics is not None else None)
+    return sp.check_policies(plain_data.plain(policies), node, plain_data.plain(node_labels), plain_data.plain(nic_facts),
+                             plain_data.plain(nics) if nics is not None else None)
 
 
 class FilterModule(object):

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -28,6 +29,17 @@ BIN = Path(sys.executable).parent
 def have_twin():
     from shutil import which
     return which("podman") and os.path.exists("/dev/fuse")
+
+
+def require_twin():
+    """Skip a twin test where the twin cannot run (no podman or /dev/fuse);
+    fail instead under `make test` (SIMLAB_REQUIRED=1), where a skipped twin
+    test would hide that nothing ran."""
+    if have_twin():
+        return
+    if os.environ.get("SIMLAB_REQUIRED") == "1":
+        pytest.fail("podman and /dev/fuse are needed for twin tests (SIMLAB_REQUIRED=1)")
+    pytest.skip("podman and /dev/fuse are needed for twin tests")
 
 
 class Twin:
@@ -85,21 +97,69 @@ class Twin:
     def report(self):
         return json.loads((self.reports / "report.json").read_text())
 
+    @classmethod
+    def up(cls, tmp_path_factory, prefix, *args, **kwargs):
+        """`python -m simlab up` a rack of its own (a unique name from
+        `prefix`, an inventory in a fresh temporary directory) with the given
+        options; extra keyword arguments go to the constructor."""
+        name = f"{prefix}{uuid.uuid4().hex[:6]}"
+        t = cls(name, tmp_path_factory.mktemp("inventory"), **kwargs)
+        proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, *args,
+                               "--inventory", str(t.inventory)], cwd=REPO, env=ENV, capture_output=True, text=True)
+        if proc.returncode:
+            t.down()
+            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+        return t
+
+    def down(self):
+        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", self.name], cwd=REPO, env=ENV,
+                       capture_output=True, text=True)
+
 
 @pytest.fixture(scope="session")
 def twin(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"it{uuid.uuid4().hex[:6]}"
-    inv = tmp_path_factory.mktemp("inventory")
-    t = Twin(name, inv)
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
-                           "--inventory", str(inv)], cwd=REPO, env=ENV, capture_output=True, text=True)
-    if proc.returncode:
-        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    require_twin()
+    t = Twin.up(tmp_path_factory, "it", "--nodes", "2", "--switches", "2")
     yield t
-    subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                   capture_output=True, text=True)
+    t.down()
+
+
+# The switch and host side of the RoCE chain (layers 7 and 8) set by hand, for
+# the tests of the fabric model and the layers above it: leaf1 runs Onyx,
+# leaf2 NVUE, both PFs of each node trust DSCP with PFC on priority 3.
+ROCE_ONYX = ["enable", "configure terminal", "interface ethernet 1/1-1/2 qos trust L3",
+             "dcb priority-flow-control enable force", "dcb priority-flow-control priority 3 enable",
+             "interface ethernet 1/1-1/2 dcb priority-flow-control mode on force",
+             "interface ethernet 1/1-1/2 mtu 9216 force"]
+ROCE_NVUE = ["nv set qos roce mode lossless", "nv set interface swp1-2 link mtu 9216", "nv config apply -y"]
+ROCE_PFS = ("enp59s0f0np0", "enp134s0f0np0")
+
+
+def roce_rack(tmp_path_factory, prefix):
+    """A rack of 2 nodes and 2 switches (Onyx, NVUE) with RoCE set by hand."""
+    t = Twin.up(tmp_path_factory, prefix, "--nodes", "2", "--switches", "2", "--nos", "onyx,nvue")
+    try:
+        from simlab.lab import lab_dir
+        from simlab.switches import load_switch, save_switch
+        sw = lab_dir(t.name) / "switches"
+        for leaf, lines in (("leaf1", ROCE_ONYX), ("leaf2", ROCE_NVUE)):
+            m = load_switch(sw, leaf)
+            outs = [m.handle(line) for line in lines]
+            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
+            save_switch(sw, m)
+        for node in ("node01", "node02"):
+            roce_host_by_hand(t, node)
+    except BaseException:
+        t.down()
+        raise
+    return t
+
+
+def roce_host_by_hand(t, node):
+    script = "; ".join(f"mlnx_qos -i {pf} --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null && "
+                       f"ip link set dev {pf} mtu 9000" for pf in ROCE_PFS)
+    t.sh(node, "set -e; " + script)
+    time.sleep(0.8)         # live.json follows within the agent's publish interval
 
 
 def recap(stdout):

@@ -7,13 +7,10 @@ are asserted."""
 
 import json
 import re
-import subprocess
-import sys
-import uuid
 
 import yaml
 
-from conftest import ENV, REPO, Twin, recap
+from conftest import Twin, recap
 from simlab.lab import node_names
 
 SYSFS = "/run/simlab/sys"
@@ -24,27 +21,14 @@ LAYER_TAGS = ",".join(f"layer{n:02d}" for n in LAYERS)
 class HostLab(Twin):
     """Twin plus the calls the host layer tests repeat."""
 
-    def __init__(self, name, inventory, reports, nodes):
+    def __init__(self, name, inventory, nodes=()):
         super().__init__(name, inventory)
-        self.reports = reports
-        self.nodes = nodes
+        self.nodes = list(nodes)
 
     @classmethod
     def up(cls, tmp_path_factory, prefix, nodes=2, preset="ready"):
-        name = f"{prefix}{uuid.uuid4().hex[:6]}"
-        inv = tmp_path_factory.mktemp("inventory")
-        lab = cls(name, inv, tmp_path_factory.mktemp("reports"), node_names(nodes))
-        proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", str(nodes),
-                               "--switches", "1", "--preset", preset, "--inventory", str(inv)],
-                              cwd=REPO, env=ENV, capture_output=True, text=True)
-        if proc.returncode:
-            lab.down()
-            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
-        return lab
-
-    def down(self):
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", self.name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
+        return super().up(tmp_path_factory, prefix, "--nodes", str(nodes), "--switches", "1", "--preset", preset,
+                          nodes=node_names(nodes))
 
     def site(self, *args):
         """playbooks/site.yml on the GPU nodes, layers 1-6 unless args name
@@ -55,8 +39,7 @@ class HostLab(Twin):
 
     def validate(self, *args):
         """playbooks/validate.yml on the GPU nodes; returns {node: {layer: row}} and the verdicts."""
-        proc = self.playbook("playbooks/validate.yml", "--limit", "gpu_workers",
-                             "-e", f"doctor_report_dir={self.reports}", *args)
+        proc = self.playbook("playbooks/validate.yml", "--limit", "gpu_workers", *args)
         if proc.returncode:
             raise AssertionError(f"validate.yml failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
         report = json.loads((self.reports / "report.json").read_text())

@@ -10,7 +10,7 @@ import json
 import pytest
 import yaml
 
-from conftest import have_twin
+from conftest import require_twin
 from host_lab import SYSFS, HostLab, green
 from simlab.lab import lab_dir
 
@@ -21,8 +21,7 @@ NODE = "node01"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
+    require_twin()
     lab = HostLab.up(tmp_path_factory, "bi", nodes=1)
     try:
         proc, rc = lab.site()

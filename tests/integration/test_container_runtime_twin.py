@@ -11,13 +11,11 @@ the API with kubernetes.core and reports the failed read."""
 
 import json
 import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin, recap
+from conftest import ENV, Twin, recap, require_twin
 
 pytestmark = [pytest.mark.twin, pytest.mark.slow]
 
@@ -50,20 +48,13 @@ CHECK = """
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"cr{uuid.uuid4().hex[:6]}"
-    inv = tmp_path_factory.mktemp("inventory")
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "1",
-                           "--inventory", str(inv)], cwd=REPO, env=ENV, capture_output=True, text=True)
-    if proc.returncode:
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV, capture_output=True)
-        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    require_twin()
+    t = Twin.up(tmp_path_factory, "cr", "--nodes", "2", "--switches", "1")
     play = tmp_path_factory.mktemp("play")
     (play / "converge.yml").write_text(CONVERGE)
     (play / "check.yml").write_text(CHECK)
-    yield Twin(name, inv), play
-    subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV, capture_output=True)
+    yield t, play
+    t.down()
 
 
 def converge(twin, play, *args):

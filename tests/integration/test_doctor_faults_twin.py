@@ -24,13 +24,10 @@ warns naming it."""
 
 import json
 import re
-import subprocess
-import sys
-import uuid
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin, recap
+from conftest import Twin, recap, require_twin
 
 pytestmark = [pytest.mark.twin, pytest.mark.slow]
 
@@ -47,29 +44,17 @@ PEER_BROKE_NCCL = re.compile(r"^all_reduce_perf with (node0\d) failed: \1 used N
 
 
 class Rack(Twin):
-    def __init__(self, name, inventory, reports):
-        super().__init__(name, inventory)
-        self.reports = reports
-        self.healthy = False
-
-    def down(self):
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", self.name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
-
-    def run(self, playbook, *args):
-        """A playbook with the NCCL record kept in the lab's directory."""
-        return self.playbook(playbook, "-e", f"nccl_validate_result_file={self.reports}/nccl_validate-last.json",
-                             *args)
+    healthy = False
 
     def site(self, *args):
-        proc = self.run("playbooks/site.yml", *args)
+        proc = self.playbook("playbooks/site.yml", *args)
         return proc, recap(proc.stdout)
 
     def validate(self, *args):
         """validate.yml -> (proc, report.json); the report is removed first so
         a run that writes none cannot pass on an old one."""
         (self.reports / "report.json").unlink(missing_ok=True)
-        proc = self.run("playbooks/validate.yml", "-e", f"doctor_report_dir={self.reports}", *args)
+        proc = self.playbook("playbooks/validate.yml", *args)
         path = self.reports / "report.json"
         assert path.exists(), f"validate.yml wrote no report (rc {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
         return proc, json.loads(path.read_text())
@@ -130,14 +115,9 @@ def node_row(report, host, layer):
 
 @pytest.fixture(scope="module")
 def rack(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"dr{uuid.uuid4().hex[:6]}"
-    lab = Rack(name, tmp_path_factory.mktemp("inventory"), tmp_path_factory.mktemp("reports"))
+    require_twin()
+    lab = Rack.up(tmp_path_factory, "dr", "--nodes", "2", "--switches", "2")
     try:
-        proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
-                               "--inventory", str(lab.inventory)], cwd=REPO, env=ENV, capture_output=True, text=True)
-        assert proc.returncode == 0, f"simlab up failed: {proc.stdout}\n{proc.stderr}"
         proc, rc = lab.site()
         assert set(rc) == set(NODES + SWITCHES), proc.stdout[-3000:]
         assert all(r["failed"] == 0 and r["unreachable"] == 0 for r in rc.values()), proc.stdout[-4000:]

@@ -5,59 +5,25 @@ link down, NCCL over RDMA, over sockets, and the socket fallback on one node
 
 import re
 import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin
+from conftest import ENV, ROCE_PFS, require_twin, roce_host_by_hand, roce_rack
 
 pytestmark = pytest.mark.twin
 
-ONYX = ["enable", "configure terminal", "interface ethernet 1/1-1/2 qos trust L3",
-        "dcb priority-flow-control enable force", "dcb priority-flow-control priority 3 enable",
-        "interface ethernet 1/1-1/2 dcb priority-flow-control mode on force",
-        "interface ethernet 1/1-1/2 mtu 9216 force"]
-NVUE = ["nv set qos roce mode lossless", "nv set interface swp1-2 link mtu 9216", "nv config apply -y"]
 DEV = "rocep59s0f0"
-PFS = ("enp59s0f0np0", "enp134s0f0np0")
+PFS = ROCE_PFS
 RAIL0_NODE02 = "172.30.0.2"
 
 
 @pytest.fixture(scope="module")
 def fab(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"fb{uuid.uuid4().hex[:6]}"
-    t = Twin(name, tmp_path_factory.mktemp("inventory"))
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
-                           "--nos", "onyx,nvue", "--inventory", str(t.inventory)],
-                          cwd=REPO, env=ENV, capture_output=True, text=True)
-    if proc.returncode:
-        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
-    try:
-        from simlab.lab import lab_dir
-        from simlab.switches import load_switch, save_switch
-        sw = lab_dir(name) / "switches"
-        for leaf, lines in (("leaf1", ONYX), ("leaf2", NVUE)):
-            m = load_switch(sw, leaf)
-            outs = [m.handle(line) for line in lines]
-            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
-            save_switch(sw, m)
-        for node in ("node01", "node02"):
-            configure_host(t, node)
-        yield t
-    finally:
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
-
-
-def configure_host(t, node):
-    script = "; ".join(f"mlnx_qos -i {pf} --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null && "
-                       f"ip link set dev {pf} mtu 9000" for pf in PFS)
-    t.sh(node, "set -e; " + script)
-    time.sleep(0.8)         # live.json follows within the agent's publish interval
+    require_twin()
+    t = roce_rack(tmp_path_factory, "fb")
+    yield t
+    t.down()
 
 
 def write_bw(t, extra=""):
@@ -100,7 +66,7 @@ def test_host_pfc_mismatch_degrades(fab):
         assert avg_gbps(client.stdout) < 0.90 * 400
     finally:
         fab.fault("node02", "clear")
-        configure_host(fab, "node02")
+        roce_host_by_hand(fab, "node02")
 
 
 def test_link_down_fails_client(fab):

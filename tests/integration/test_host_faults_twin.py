@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from conftest import have_twin
+from conftest import require_twin
 from host_lab import SYSFS, HostLab, green, ran_through_layer6
 
 pytestmark = [pytest.mark.twin, pytest.mark.slow]
@@ -23,8 +23,7 @@ FW_PF = "0000:3b:00.0"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
+    require_twin()
     lab = HostLab.up(tmp_path_factory, "hf")
     try:
         proc, rc = lab.site()

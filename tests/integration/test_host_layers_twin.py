@@ -4,13 +4,10 @@ roles converge layers 2-6 with the reboots they need, a second run changes
 nothing."""
 
 import json
-import subprocess
-import sys
-import uuid
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin, recap
+from conftest import Twin, recap, require_twin
 
 pytestmark = pytest.mark.twin
 
@@ -49,21 +46,13 @@ CHECK = """
 
 @pytest.fixture(scope="module")
 def factory(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"hl{uuid.uuid4().hex[:6]}"
-    inv = tmp_path_factory.mktemp("inventory")
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "1",
-                           "--preset", "factory", "--inventory", str(inv)],
-                          cwd=REPO, env=ENV, capture_output=True, text=True)
-    if proc.returncode:
-        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    require_twin()
+    t = Twin.up(tmp_path_factory, "hl", "--nodes", "2", "--switches", "1", "--preset", "factory")
     play = tmp_path_factory.mktemp("play")
     (play / "converge.yml").write_text(PLAYBOOK)
     (play / "check.yml").write_text(CHECK)
-    yield Twin(name, inv), play
-    subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                   capture_output=True, text=True)
+    yield t, play
+    t.down()
 
 
 def doctor(twin, play):

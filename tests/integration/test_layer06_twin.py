@@ -6,7 +6,7 @@ import copy
 import pytest
 import yaml
 
-from conftest import recap, set_inventory_var
+from conftest import recap
 
 pytestmark = pytest.mark.twin
 

@@ -8,15 +8,11 @@ ranks used NET/IB) warns naming it, and the doctor writes report.json,
 report.xml and report.html."""
 
 import json
-import subprocess
-import sys
-import uuid
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin, recap
-from test_fabric_twin import NVUE, ONYX, configure_host
+from conftest import recap, require_twin, roce_rack
 
 pytestmark = pytest.mark.twin
 
@@ -62,34 +58,14 @@ PEER = "all_reduce_perf with node02 failed: node02 used NET/Socket"
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"nc{uuid.uuid4().hex[:6]}"
-    t = Twin(name, tmp_path_factory.mktemp("inventory"))
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
-                           "--nos", "onyx,nvue", "--inventory", str(t.inventory)],
-                          cwd=REPO, env=ENV, capture_output=True, text=True)
-    if proc.returncode:
-        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
-    try:
-        from simlab.lab import lab_dir
-        from simlab.switches import load_switch, save_switch
-        sw = lab_dir(name) / "switches"
-        for leaf, lines in (("leaf1", ONYX), ("leaf2", NVUE)):
-            m = load_switch(sw, leaf)
-            outs = [m.handle(line) for line in lines]
-            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
-            save_switch(sw, m)
-        for node in ("node01", "node02"):
-            configure_host(t, node)
-        work = tmp_path_factory.mktemp("nccl")
-        (work / "site.yml").write_text(SITE)
-        (work / "doctor.yml").write_text(DOCTOR)
-        t.work = work
-        yield t
-    finally:
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
+    require_twin()
+    t = roce_rack(tmp_path_factory, "nc")
+    work = tmp_path_factory.mktemp("nccl")
+    (work / "site.yml").write_text(SITE)
+    (work / "doctor.yml").write_text(DOCTOR)
+    t.work = work
+    yield t
+    t.down()
 
 
 def play(t, name, out):

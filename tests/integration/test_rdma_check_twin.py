@@ -8,25 +8,15 @@ through roles/doctor/tasks/layer.yml; both write what they found per node."""
 
 import json
 import re
-import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin, recap
+from conftest import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack
 
 pytestmark = pytest.mark.twin
 
-# The switch and host side of the RoCE chain (layers 7 and 8), set directly
-# as tests/integration/test_fabric_twin.py does: leaf1 runs Onyx, leaf2 NVUE.
-ONYX = ["enable", "configure terminal", "interface ethernet 1/1-1/2 qos trust L3",
-        "dcb priority-flow-control enable force", "dcb priority-flow-control priority 3 enable",
-        "interface ethernet 1/1-1/2 dcb priority-flow-control mode on force",
-        "interface ethernet 1/1-1/2 mtu 9216 force"]
-NVUE = ["nv set qos roce mode lossless", "nv set interface swp1-2 link mtu 9216", "nv config apply -y"]
-PFS = ("enp59s0f0np0", "enp134s0f0np0")
+PFS = ROCE_PFS
 LINE_GBPS = 400.0
 
 PLAY = """
@@ -84,40 +74,13 @@ ROLE_ONLY = """
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"rc{uuid.uuid4().hex[:6]}"
-    t = Twin(name, tmp_path_factory.mktemp("inventory"))
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "2", "--switches", "2",
-                           "--nos", "onyx,nvue", "--inventory", str(t.inventory)],
-                          cwd=REPO, env=ENV, capture_output=True, text=True)
-    try:
-        if proc.returncode:
-            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
-        from simlab.lab import lab_dir
-        from simlab.switches import load_switch, save_switch
-        sw = lab_dir(name) / "switches"
-        for leaf, lines in (("leaf1", ONYX), ("leaf2", NVUE)):
-            m = load_switch(sw, leaf)
-            outs = [m.handle(line) for line in lines]
-            assert not [o for o in outs if o and ("%" in o or "Error" in o)], outs
-            save_switch(sw, m)
-        for node in ("node01", "node02"):
-            configure_host(t, node)
-        play = tmp_path_factory.mktemp("play")
-        (play / "layer09.yml").write_text(PLAY)
-        (play / "role.yml").write_text(ROLE_ONLY)
-        yield t, play
-    finally:
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
-
-
-def configure_host(t, node):
-    script = "; ".join(f"mlnx_qos -i {pf} --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null && "
-                       f"ip link set dev {pf} mtu 9000" for pf in PFS)
-    t.sh(node, "set -e; " + script)
-    time.sleep(0.8)         # live.json follows within the agent's publish interval
+    require_twin()
+    t = roce_rack(tmp_path_factory, "rc")
+    play = tmp_path_factory.mktemp("play")
+    (play / "layer09.yml").write_text(PLAY)
+    (play / "role.yml").write_text(ROLE_ONLY)
+    yield t, play
+    t.down()
 
 
 def run(lab, tag):
@@ -215,7 +178,7 @@ def test_host_pfc_mismatch_fails_the_pair_naming_both_ends(lab):
         rc, stdout, role, doctor = run(lab, "pfc-mismatch")
     finally:
         t.fault("node02", "clear")
-        configure_host(t, "node02")
+        roce_host_by_hand(t, "node02")
     assert rc["node01"]["rescued"] == 1 and rc["node02"]["rescued"] == 1, stdout[-4000:]
     want = {
         "node01": "node01 enp59s0f0np0 -> node02 enp59s0f0np0 (leaf1 ethernet 1/1 <-> leaf1 ethernet 1/2)",

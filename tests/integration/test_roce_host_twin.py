@@ -5,14 +5,11 @@ a switch port without PFC, bad input, check mode; and the OFED driver's ECN
 sysfs on a rack of its own."""
 
 import json
-import subprocess
-import sys
 import time
-import uuid
 
 import pytest
 
-from conftest import ENV, REPO, Twin, have_twin, recap
+from conftest import Twin, recap, require_twin
 
 pytestmark = pytest.mark.twin
 
@@ -65,26 +62,13 @@ CHECK = """
 
 
 def lab_up(tmp_path_factory, prefix, *args):
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"{prefix}{uuid.uuid4().hex[:6]}"
-    inv = tmp_path_factory.mktemp("inventory")
-    proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--inventory", str(inv), *args],
-                          cwd=REPO, env=ENV, capture_output=True, text=True)
-    if proc.returncode:
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
-        raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+    require_twin()
+    twin = Twin.up(tmp_path_factory, prefix, *args)
     play = tmp_path_factory.mktemp("play")
     for fname, text in (("converge.yml", CONVERGE), ("host.yml", HOST_ONLY), ("check.yml", CHECK)):
         (play / fname).write_text(text)
     (play / "verdicts").mkdir()
-    return Twin(name, inv), play
-
-
-def lab_down(twin):
-    subprocess.run([sys.executable, "-m", "simlab", "down", "--name", twin.name], cwd=REPO, env=ENV,
-                   capture_output=True, text=True)
+    return twin, play
 
 
 @pytest.fixture
@@ -92,7 +76,7 @@ def ofed_rack(tmp_path_factory):
     # function scope, first in the file: its lab is down before the 2-node rack comes up
     twin, play = lab_up(tmp_path_factory, "ro", "--nodes", "1", "--switches", "1", "--driver", "ofed")
     yield twin, play
-    lab_down(twin)
+    twin.down()
 
 
 def test_ofed_ecn_sysfs_is_set_and_kept_across_a_reboot(ofed_rack):
@@ -136,7 +120,7 @@ def test_ofed_ecn_sysfs_is_set_and_kept_across_a_reboot(ofed_rack):
 def rack(tmp_path_factory):
     twin, play = lab_up(tmp_path_factory, "rh", "--nodes", "2", "--switches", "2")
     yield twin, play
-    lab_down(twin)
+    twin.down()
 
 
 def doctor(twin, play, nodes=("node01", "node02")):

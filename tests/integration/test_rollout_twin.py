@@ -10,13 +10,11 @@ a log of cordon/drain/uncordon in /var/lib/gpufabric/twin-kube on the node."""
 import json
 import re
 import subprocess
-import sys
-import uuid
 
 import pytest
 import yaml
 
-from conftest import BIN, ENV, REPO, Twin, have_twin, set_inventory_var
+from conftest import BIN, ENV, REPO, Twin, require_twin, set_inventory_var
 
 pytestmark = [pytest.mark.twin, pytest.mark.slow]
 
@@ -41,18 +39,11 @@ HOOK = """---
 def lab(tmp_path_factory):
     """Six twin nodes with 8 VFs per PF, batches of two from the inventory,
     and hooks that log themselves next to the twin's maintenance log."""
-    if not have_twin():
-        pytest.skip("podman and /dev/fuse are needed for twin tests")
-    name = f"ro{uuid.uuid4().hex[:6]}"
-    inv = tmp_path_factory.mktemp("rollout-inventory")
+    require_twin()
+    t = Twin.up(tmp_path_factory, "ro", "--nodes", "6", "--switches", "2")
+    inv = t.inventory
     hooks = tmp_path_factory.mktemp("rollout-hooks")
-    t = Twin(name, inv)
-    t.reports = tmp_path_factory.mktemp("rollout-reports")
     try:
-        proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, "--nodes", "6", "--switches", "2",
-                               "--inventory", str(inv)], cwd=REPO, env=ENV, capture_output=True, text=True)
-        if proc.returncode:
-            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
         for hook in ("pre-drain", "pre-uncordon"):
             (hooks / f"{hook}.yml").write_text(HOOK.format(name=hook, dir=TWIN_DIR))
         set_inventory_var(inv, "group_vars/gpu_workers.yml", "rollout_serial", 2)
@@ -65,8 +56,7 @@ def lab(tmp_path_factory):
         t.playbook("playbooks/site.yml", "--tags", "layer06", "--limit", "gpu_workers", check=True)
         yield t
     finally:
-        subprocess.run([sys.executable, "-m", "simlab", "down", "--name", name], cwd=REPO, env=ENV,
-                       capture_output=True, text=True)
+        t.down()
 
 
 def set_vfs(t, count, node=None):

@@ -77,8 +77,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_intent, plain_data
 
 
-
-
 def kube_network_errors(pod_subnet, service_subnet, node_networks=None, node_count=0, node_cidr_mask_size=24,
                         pod_variable="gpufabric_kube_pod_cidr", service_variable="gpufabric_kube_service_cidr"):
     return kube_intent.network_errors(pod_subnet, service_subnet, plain_data.plain(node_networks or []), node_count,

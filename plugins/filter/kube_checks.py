@@ -61,8 +61,6 @@ _value:
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_net, plain_data
 
 
-
-
 def kube_check_cni(node_name, node, pods, plugin="calico", expected_mtu=None, installation=None,
                    cilium_config=None, api_error=None):
     return kube_checks.check_cni(node_name, plain_data.first(node), plain_data.plain(pods), plugin, expected_mtu,

@@ -63,7 +63,6 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, rdma_pairs
 
 
-
 def _wrap(fn, *args, **kwargs):
     try:
         return fn(*[plain_data.plain(a) for a in args], **dict((k, plain_data.plain(v)) for k, v in kwargs.items()))

@@ -62,7 +62,6 @@ _value:
 from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, sriov_policy as sp
 
 
-
 def sriov_policy_plan(nodes, cabling, namespace="sriov-network-operator", profile_label="gpufabric.io/nic-profile",
                       link_type="eth", underlay_mtu=None, operator_prefix="openshift.io"):
     plan = sp.generate(plain_data.plain(nodes), plain_data.plain(cabling), namespace=namespace, profile_label=profile_label,

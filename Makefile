@@ -77,7 +77,8 @@ bench: image
 	$(PY) bench/report.py
 
 # --- tests ---------------------------------------------------------------------
-test: image unit twin-test molecule lint sanity
+# The quick checks first, so a lint or sanity error shows in minutes.
+test: image unit lint sanity twin-test molecule
 
 unit: setup
 	$(BIN)/pytest -q tests/unit

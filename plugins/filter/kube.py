@@ -67,6 +67,8 @@ _value:
 import ipaddress
 import re
 
+import yaml
+
 try:
     import tomllib
 except ImportError:  # ansible-core 2.19 controllers run Python 3.11 or newer
@@ -187,34 +189,32 @@ def kube_object_file(obj):
     return "%s-%s%s.yaml" % (obj["kind"].lower(), (ns + "-") if ns else "", meta["name"])
 
 
-def kube_check_container_runtime(facts, config_dump=""):
-    """The doctor's layer 10 verdict; config_dump is the text of
-    `containerd config dump`."""
-    facts = plain_data.plain(facts) or {}
-    if "module_results" in facts:
-        builtin = set()
-        for line in str(facts.pop("modules_builtin", "") or "").splitlines():
-            name = line.strip().rsplit("/", 1)[-1]
-            builtin.add(re.sub(r"\.ko(\..*)?$", "", name).replace("-", "_"))
-        facts["modules"] = dict((r["item"], bool((r.get("stat") or {}).get("exists")) or r["item"] in builtin)
-                                for r in facts.pop("module_results") or [])
-    if "sysctl_results" in facts:
-        facts["sysctls"] = dict((r["item"]["key"], [r.get("stdout", "").strip() if r.get("rc") == 0 else None,
-                                                    str(r["item"]["value"])])
-                                for r in facts.pop("sysctl_results") or [])
+def kube_check_container_runtime(facts, settings=None):
+    """The doctor's layer 10 verdict from the gpufabric.stack.container_runtime_facts
+    result (facts) and the role's settings (cni_required, gpu_count,
+    nvidia_mode, nvidia_runtime_path)."""
+    facts = dict(plain_data.plain(facts) or {})
+    facts.update(plain_data.plain(settings) or {})
     for key in ("ctr_rc", "gpu_count"):
         if key in facts:
             facts[key] = int(facts[key] or 0)
-    if "boot_time" in facts:
-        boot, mono = float(facts.pop("boot_time") or 0), float(facts.pop("started_monotonic_us", 0) or 0)
-        facts["started_at"] = boot + mono / 1e6 if boot and mono else 0
     for key in ("started_at", "config_mtime"):
         if key in facts:
             facts[key] = float(facts[key] or 0)
     for key in ("unit_exists", "nvidia_binary"):
         if key in facts and not isinstance(facts[key], bool):
             facts[key] = str(facts[key]).lower() in ("true", "1", "yes")
-    if config_dump:
+    kubelet = facts.pop("kubelet_config", "") or ""
+    if kubelet.strip():
+        try:
+            doc = yaml.safe_load(kubelet)
+        except yaml.YAMLError as exc:
+            doc = None
+            facts["kubelet_cgroup_driver"] = "unreadable (%s)" % str(exc).splitlines()[0]
+        if isinstance(doc, dict):
+            facts["kubelet_cgroup_driver"] = str(doc.get("cgroupDriver") or "")
+    config_dump = facts.pop("config_dump", "") or ""
+    if config_dump and not facts.get("config_error"):
         if tomllib is None:
             raise AnsibleFilterError("kube_check_container_runtime needs Python 3.11 (tomllib) on the controller")
         try:

@@ -173,26 +173,33 @@ def test_config_drift_names_keys():
 
 # ------------------------------------------------------------ layer 10
 
+SETTINGS = {"cni_required": ["loopback", "bridge", "host-local", "portmap"], "gpu_count": "8", "nvidia_mode": "auto",
+            "nvidia_runtime_path": "/usr/bin/nvidia-container-runtime"}
+
+
 def rt_facts(**kw):
-    """Facts as tasks/check.yml of container_runtime passes them, for a healthy node."""
+    """What gpufabric.stack.container_runtime_facts returns for a healthy node
+    (with the captured config dump), as tasks/check.yml passes it."""
     facts = {
-        "unit_exists": True, "active": "active", "boot_time": "1790000000", "started_monotonic_us": "600000000",
-        "ctr_rc": "0", "ctr_output": "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n",
-        "config_error": "", "config_path": "/etc/containerd/config.toml", "config_mtime": "1790000550.5",
-        "module_results": [{"item": "overlay", "stat": {"exists": True}}, {"item": "br_netfilter", "stat": {"exists": True}}],
-        "modules_builtin": "",
-        "sysctl_results": [{"item": {"key": "net.bridge.bridge-nf-call-iptables", "value": 1}, "rc": 0, "stdout": "1"},
-                           {"item": {"key": "net.ipv4.ip_forward", "value": 1}, "rc": 0, "stdout": "1\n"}],
-        "swaps": [], "kubelet_cgroup_driver": "", "cni_plugins": ["bridge", "host-local", "loopback", "portmap"],
-        "cni_required": ["loopback", "bridge", "host-local", "portmap"], "gpu_count": "8", "nvidia_mode": "auto",
-        "nvidia_binary": "False", "nvidia_runtime_path": "/usr/bin/nvidia-container-runtime",
+        "unit_exists": True, "active": "active", "started_at": 1790000600.0,
+        "ctr_rc": 0, "ctr_output": "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n",
+        "config_dump": dump("containerd-1.6-config-dump-layer10.toml"),
+        "config_error": "", "config_path": "/etc/containerd/config.toml", "config_mtime": 1790000550.5,
+        "modules": {"overlay": True, "br_netfilter": True},
+        "sysctls": {"net.bridge.bridge-nf-call-iptables": ["1", "1"], "net.ipv4.ip_forward": ["1", "1"]},
+        "swaps": [], "kubelet_config": "", "cni_plugins": ["bridge", "host-local", "loopback", "portmap"],
+        "nvidia_binary": False,
     }
     facts.update(kw)
     return facts
 
 
+def check10(facts, **settings):
+    return F.kube_check_container_runtime(facts, dict(SETTINGS, **settings))
+
+
 def test_layer10_pass_on_the_captured_dump():
-    r = F.kube_check_container_runtime(rt_facts(), dump("containerd-1.6-config-dump-layer10.toml"))
+    r = check10(rt_facts())
     assert r["layer"] == 10 and r["name"] == "container_runtime" and r["status"] == "pass", r
     assert "runtime runc: SystemdCgroup = true" in r["evidence"]
     assert "ctr version: server 1.6.20~ds1" in r["evidence"]
@@ -200,50 +207,53 @@ def test_layer10_pass_on_the_captured_dump():
 
 
 def test_layer10_debian_default_config_fails_on_systemd_cgroup():
-    r = F.kube_check_container_runtime(rt_facts(), dump("containerd-1.6-config-dump-debian-default.toml"))
+    r = check10(rt_facts(config_dump=dump("containerd-1.6-config-dump-debian-default.toml")))
     assert r["status"] == "fail" and "SystemdCgroup is not true for runtime runc" in r["reason"], r
 
 
 def test_layer10_systemd_cgroup_false_in_the_live_config():
     text = dump("containerd-1.6-config-dump-layer10.toml").replace("SystemdCgroup = true", "SystemdCgroup = false")
-    r = F.kube_check_container_runtime(rt_facts(), text)
+    r = check10(rt_facts(config_dump=text))
     assert r["status"] == "fail" and "SystemdCgroup" in r["reason"] and "/etc/containerd/config.toml" in r["reason"]
 
 
-@pytest.mark.parametrize("kw,words", [
-    ({"unit_exists": "False"}, "not installed"),
-    ({"active": "failed"}, "containerd is failed"),
-    ({"ctr_rc": "1", "ctr_output": "ctr: failed to dial \"/run/containerd/containerd.sock\": connection refused"},
+def test_layer10_a_dump_that_is_not_toml_is_named():
+    r = check10(rt_facts(config_dump="version = 2\n[plugins\n"))
+    assert r["status"] == "fail" and "config does not load: not TOML" in r["reason"], r
+
+
+KUBELET_CGROUPFS = "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: cgroupfs\n"
+
+
+@pytest.mark.parametrize("kw,settings,words", [
+    ({"unit_exists": False}, {}, "not installed"),
+    ({"active": "failed"}, {}, "containerd is failed"),
+    ({"ctr_rc": 1, "ctr_output": "ctr: failed to dial \"/run/containerd/containerd.sock\": connection refused"}, {},
      "does not answer on its socket: ctr: failed to dial"),
-    ({"config_error": "failed to load TOML: (14, 3): unexpected token"}, "config does not load"),
-    ({"kubelet_cgroup_driver": "cgroupfs"}, "cgroup driver mismatch: kubelet cgroupDriver is cgroupfs"),
-    ({"module_results": [{"item": "overlay", "stat": {"exists": True}}, {"item": "br_netfilter", "stat": {"exists": False}}]},
-     "kernel module br_netfilter not loaded"),
-    ({"sysctl_results": [{"item": {"key": "net.ipv4.ip_forward", "value": 1}, "rc": 0, "stdout": "0"}]},
-     "net.ipv4.ip_forward is 0, Kubernetes needs 1"),
-    ({"sysctl_results": [{"item": {"key": "net.bridge.bridge-nf-call-iptables", "value": 1}, "rc": 1, "stdout": ""}]},
-     "net.bridge.bridge-nf-call-iptables is absent"),
-    ({"swaps": ["/dev/sda3"]}, "swap is on (/dev/sda3)"),
-    ({"cni_plugins": ["bridge"]}, "CNI plugin loopback missing from /opt/cni/bin"),
-    ({"nvidia_mode": "enabled"}, "8 GPUs but /usr/bin/nvidia-container-runtime is missing"),
-    ({"nvidia_binary": "True"}, "containerd has no nvidia runtime"),
+    ({"ctr_rc": 127, "ctr_output": "\nctr: command not found"}, {}, "does not answer on its socket: ctr: command not found"),
+    ({"config_dump": "", "config_error": "failed to load TOML: (14, 3): unexpected token"}, {}, "config does not load"),
+    ({"kubelet_config": KUBELET_CGROUPFS}, {}, "cgroup driver mismatch: kubelet cgroupDriver is cgroupfs"),
+    ({"modules": {"overlay": True, "br_netfilter": False}}, {}, "kernel module br_netfilter not loaded"),
+    ({"sysctls": {"net.ipv4.ip_forward": ["0", "1"]}}, {}, "net.ipv4.ip_forward is 0, Kubernetes needs 1"),
+    ({"sysctls": {"net.bridge.bridge-nf-call-iptables": [None, "1"]}}, {}, "net.bridge.bridge-nf-call-iptables is absent"),
+    ({"swaps": ["/dev/sda3"]}, {}, "swap is on (/dev/sda3)"),
+    ({"cni_plugins": ["bridge"]}, {}, "CNI plugin loopback missing from /opt/cni/bin"),
+    ({}, {"nvidia_mode": "enabled"}, "8 GPUs but /usr/bin/nvidia-container-runtime is missing"),
+    ({"nvidia_binary": True}, {}, "containerd has no nvidia runtime"),
 ])
-def test_layer10_failures_name_the_cause(kw, words):
-    r = F.kube_check_container_runtime(rt_facts(**kw), "" if "config_error" in kw else
-                                       dump("containerd-1.6-config-dump-layer10.toml"))
+def test_layer10_failures_name_the_cause(kw, settings, words):
+    r = check10(rt_facts(**kw), **settings)
     assert r["status"] == "fail" and words in r["reason"], r
     assert r["remediation"]
 
 
-def test_layer10_builtin_module_counts_as_loaded():
-    facts = rt_facts(module_results=[{"item": "br_netfilter", "stat": {"exists": False}}],
-                     modules_builtin="kernel/net/bridge/br_netfilter.ko\nkernel/fs/overlayfs/overlay.ko\n")
-    assert F.kube_check_container_runtime(facts, dump("containerd-1.6-config-dump-layer10.toml"))["status"] == "pass"
+def test_layer10_kubelet_on_systemd_passes_and_is_evidence():
+    r = check10(rt_facts(kubelet_config=KUBELET_CGROUPFS.replace("cgroupfs", "systemd")))
+    assert r["status"] == "pass" and "kubelet cgroupDriver systemd" in r["evidence"], r
 
 
 def test_layer10_config_newer_than_the_daemon_warns():
-    facts = rt_facts(config_mtime="1790000900")   # daemon started at boot + 600 s = 1790000600
-    r = F.kube_check_container_runtime(facts, dump("containerd-1.6-config-dump-layer10.toml"))
+    r = check10(rt_facts(config_mtime=1790000900.0))   # the daemon became active at 1790000600
     assert r["status"] == "warn" and "changed after containerd started" in r["reason"]
 
 

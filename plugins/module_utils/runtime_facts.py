@@ -1,0 +1,125 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the doctor's layer 10 check reads on a node, in one pass: the
+containerd unit and its start time, whether containerd answers, the
+configuration it loads, the kernel modules and sysctls Kubernetes needs,
+swap, the kubelet's configuration, the CNI plugins and the NVIDIA runtime.
+
+Plain Python: `run(argv) -> (rc, stdout, stderr)` runs a command, and `root`
+prefixes every absolute path, so tests read a fake tree."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+
+def _path(root, path):
+    return os.path.join(root or "/", str(path).lstrip("/"))
+
+
+def _read(root, path):
+    try:
+        with open(_path(root, path)) as fh:
+            return fh.read()
+    except (IOError, OSError):
+        return None
+
+
+def parse_systemctl_show(text):
+    """`systemctl show -p A -p B` output (A=value lines) as a dict."""
+    props = {}
+    for line in (text or "").splitlines():
+        key, sep, value = line.partition("=")
+        if sep:
+            props[key.strip()] = value.strip()
+    return props
+
+
+def boot_time(proc_stat):
+    """The btime line of /proc/stat: seconds since the epoch at boot."""
+    m = re.search(r"^btime\s+(\d+)", proc_stat or "", re.M)
+    return int(m.group(1)) if m else 0
+
+
+def active_swaps(proc_swaps):
+    """The devices or files of /proc/swaps (its first line is a header)."""
+    return [line.split()[0] for line in (proc_swaps or "").splitlines()[1:] if line.strip()]
+
+
+def builtin_modules(modules_builtin):
+    """Module names of modules.builtin (kernel/net/bridge/br_netfilter.ko)."""
+    names = set()
+    for line in (modules_builtin or "").splitlines():
+        name = line.strip().rsplit("/", 1)[-1]
+        if name:
+            names.add(re.sub(r"\.ko(\..*)?$", "", name).replace("-", "_"))
+    return names
+
+
+def last_line(text, default):
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else default
+
+
+def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/etc/containerd/config.toml",
+           modules=(), sysctls=None, cni_bin_dir="/opt/cni/bin", nvidia_runtime_path="/usr/bin/nvidia-container-runtime",
+           kubelet_config_path="/var/lib/kubelet/config.yaml", kernel_release=None):
+    """The layer 10 facts of this node; sysctls is {key: wanted value}.
+
+    Returns unit_exists, active, started_at (epoch seconds, 0 when unknown),
+    ctr_rc, ctr_output, config_dump (text, empty when it failed),
+    config_error, config_path, config_mtime, modules {name: loaded},
+    sysctls {key: [live or None, wanted]}, swaps, kubelet_config (text, empty
+    without one), cni_plugins, nvidia_binary."""
+    facts = {"config_path": config_path}
+
+    rc, out, err = run(["systemctl", "show", unit + ".service", "-p", "LoadState", "-p", "ActiveState",
+                        "-p", "ActiveEnterTimestampMonotonic"])
+    props = parse_systemctl_show(out) if rc == 0 else {}
+    if rc != 0:
+        facts["unit_exists"] = True
+        facts["active"] = "unknown (systemctl show: %s)" % last_line(err, "rc %d" % rc)
+    else:
+        facts["unit_exists"] = props.get("LoadState", "not-found") not in ("not-found", "")
+        facts["active"] = props.get("ActiveState") or "unknown"
+    btime = boot_time(_read(root, "/proc/stat"))
+    try:
+        mono_us = int(props.get("ActiveEnterTimestampMonotonic") or 0)
+    except ValueError:
+        mono_us = 0
+    facts["started_at"] = btime + mono_us / 1e6 if btime and mono_us else 0
+
+    rc, out, err = run(["ctr", "version"])
+    facts["ctr_rc"] = rc
+    facts["ctr_output"] = (out or "") + "\n" + (err or "")
+
+    rc, out, err = run(["containerd", "--config", config_path, "config", "dump"])
+    facts["config_dump"] = out if rc == 0 else ""
+    facts["config_error"] = "" if rc == 0 else last_line(err, "config dump failed")
+    try:
+        facts["config_mtime"] = os.stat(_path(root, config_path)).st_mtime
+    except (IOError, OSError):
+        facts["config_mtime"] = 0
+
+    release = kernel_release or os.uname()[2]
+    builtin = builtin_modules(_read(root, "/lib/modules/%s/modules.builtin" % release))
+    facts["modules"] = dict((name, os.path.exists(os.path.join(sysfs_root, "module", name)) or name in builtin)
+                            for name in modules)
+
+    facts["sysctls"] = {}
+    for key, wanted in sorted((sysctls or {}).items()):
+        rc, out, err = run(["sysctl", "-n", key])
+        facts["sysctls"][key] = [out.strip() if rc == 0 else None, str(wanted)]
+
+    facts["swaps"] = active_swaps(_read(root, "/proc/swaps"))
+    facts["kubelet_config"] = _read(root, kubelet_config_path) or ""
+    try:
+        facts["cni_plugins"] = sorted(os.listdir(_path(root, cni_bin_dir)))
+    except (IOError, OSError):
+        facts["cni_plugins"] = []
+    facts["nvidia_binary"] = os.path.exists(_path(root, nvidia_runtime_path))
+    return facts

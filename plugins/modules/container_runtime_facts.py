@@ -1,0 +1,136 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: container_runtime_facts
+short_description: Read in one call what Kubernetes needs from a node's container runtime
+version_added: "0.1.0"
+description:
+  - Reads the containerd unit (state and start time), asks containerd for its version over its socket
+    (C(ctr version)), dumps the configuration it loads (C(containerd config dump)), and reads the kernel
+    modules, sysctls, active swap, the kubelet's configuration, the CNI plugin directory and the NVIDIA
+    container runtime binary.
+  - The doctor's layer 10 check (role C(gpufabric.stack.container_runtime), C(tasks/check.yml)) turns the
+    result into a verdict with the C(gpufabric.stack.kube_check_container_runtime) filter.
+  - Read-only; safe in check mode. A missing command is reported in the result, not as a failure.
+options:
+  unit:
+    description: The containerd systemd unit, without C(.service).
+    type: str
+    default: containerd
+  config_path:
+    description: The containerd configuration file containerd loads.
+    type: path
+    default: /etc/containerd/config.toml
+  sysfs_root:
+    description: Where sysfs is mounted; loaded modules are C(<sysfs_root>/module/<name>).
+    type: path
+    default: /sys
+  modules:
+    description: Kernel modules that must be loaded (or built into the kernel).
+    type: list
+    elements: str
+    default: []
+  sysctls:
+    description: Sysctls and the values Kubernetes needs, read with C(sysctl -n).
+    type: dict
+    default: {}
+  cni_bin_dir:
+    description: Directory of the CNI plugin binaries.
+    type: path
+    default: /opt/cni/bin
+  nvidia_runtime_path:
+    description: Path of the NVIDIA container runtime binary.
+    type: path
+    default: /usr/bin/nvidia-container-runtime
+  kubelet_config_path:
+    description: The kubelet's configuration file, when the node has joined a cluster.
+    type: path
+    default: /var/lib/kubelet/config.yaml
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+author: gpufabric.stack maintainers (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Read the container runtime of a node
+  gpufabric.stack.container_runtime_facts:
+    modules: [overlay, br_netfilter]
+    sysctls:
+      net.ipv4.ip_forward: 1
+      net.bridge.bridge-nf-call-iptables: 1
+  register: runtime
+"""
+
+RETURN = r"""
+runtime:
+  description: What was read.
+  returned: always
+  type: dict
+  contains:
+    unit_exists: {description: Whether systemd knows the unit, type: bool}
+    active: {description: "systemd ActiveState (active, failed, inactive, ...)", type: str}
+    started_at: {description: "When the unit became active, in seconds since the epoch (0 when unknown)", type: float}
+    ctr_rc: {description: Exit code of C(ctr version), type: int}
+    ctr_output: {description: Output of C(ctr version), type: str}
+    config_dump: {description: Output of C(containerd config dump) (empty when it failed), type: str}
+    config_error: {description: "Last error line of C(containerd config dump), empty when it worked", type: str}
+    config_path: {description: The configuration file, type: str}
+    config_mtime: {description: Modification time of the configuration file (0 when absent), type: float}
+    modules: {description: "Module name: loaded or built in", type: dict, sample: {overlay: true, br_netfilter: false}}
+    sysctls: {description: "Sysctl: [live value or null when absent, wanted value]", type: dict}
+    swaps: {description: Active swap devices and files, type: list, elements: str}
+    kubelet_config: {description: "Text of the kubelet's configuration file, empty without one", type: str}
+    cni_plugins: {description: Names in the CNI plugin directory, type: list, elements: str}
+    nvidia_binary: {description: Whether the NVIDIA container runtime binary exists, type: bool}
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.stack.plugins.module_utils import runtime_facts
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", default="containerd"),
+            config_path=dict(type="path", default="/etc/containerd/config.toml"),
+            sysfs_root=dict(type="path", default="/sys"),
+            modules=dict(type="list", elements="str", default=[]),
+            sysctls=dict(type="dict", default={}),
+            cni_bin_dir=dict(type="path", default="/opt/cni/bin"),
+            nvidia_runtime_path=dict(type="path", default="/usr/bin/nvidia-container-runtime"),
+            kubelet_config_path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
+        ),
+        supports_check_mode=True,
+    )
+
+    def run(argv):
+        binary = module.get_bin_path(argv[0])
+        if binary is None:
+            return 127, "", "%s: command not found" % argv[0]
+        return module.run_command([binary] + list(argv[1:]), environ_update={"LC_ALL": "C"})
+
+    p = module.params
+    facts = runtime_facts.gather(run, sysfs_root=p["sysfs_root"], unit=p["unit"], config_path=p["config_path"],
+                                 modules=p["modules"], sysctls=p["sysctls"], cni_bin_dir=p["cni_bin_dir"],
+                                 nvidia_runtime_path=p["nvidia_runtime_path"],
+                                 kubelet_config_path=p["kubelet_config_path"])
+    module.exit_json(changed=False, runtime=facts)
+
+
+if __name__ == "__main__":
+    main()

@@ -172,7 +172,25 @@ def sriov_info(fs, bdf):
         "offset": _int(_read(fs.pci(bdf, "sriov_offset"))),
         "stride": _int(_read(fs.pci(bdf, "sriov_stride"))),
         "drivers_autoprobe": _read(fs.pci(bdf, "sriov_drivers_autoprobe")) == "1",
+        "iov_bars_assigned": iov_bars_assigned(_read(fs.pci(bdf, "resource"))),
     }
+
+
+def iov_bars_assigned(resource):
+    """Whether the kernel gave the PF's IOV BARs an address: lines 7..12 of
+    its `resource` file (after BARs 0-5 and the ROM). None when the file is
+    missing or short. When none has an address, writing sriov_numvfs answers
+    ENOMEM (no MMIO window for the VFs)."""
+    lines = (resource or "").splitlines()
+    if len(lines) < 13:
+        return None
+    starts = []
+    for line in lines[7:13]:
+        try:
+            starts.append(int(line.split()[0], 16))
+        except (IndexError, ValueError):
+            return None
+    return any(starts)
 
 
 def pf_facts(fs, bdf, netdev=None):
@@ -239,6 +257,10 @@ def discover(sysfs_root="/sys"):
     return [pf_facts(fs, bdf, found[bdf]) for bdf in sorted(found)]
 
 
+def iommus(sysfs_root="/sys"):
+    """The active IOMMUs (entries of class/iommu, dmar0 or ivhd0 style)."""
+    return sorted(_listdir(Sysfs(sysfs_root).p("class", "iommu")))
+
+
 def iommu_active(sysfs_root="/sys"):
-    fs = Sysfs(sysfs_root)
-    return bool(_listdir(fs.p("class", "iommu")))
+    return bool(iommus(sysfs_root))

@@ -71,9 +71,12 @@ nics:
     link_type: {description: ETH or IB, type: str}
     speed_mbps: {description: "Link speed in Mb/s, null when the link is down", type: int}
     sriov:
-      description: C(capable) is false when SR-IOV is off in the NIC firmware (no sriov_* files).
+      description:
+        - C(capable) is false when SR-IOV is off in the NIC firmware (no sriov_* files).
+        - C(iov_bars_assigned) is false when none of the PF's IOV BARs (lines 7-12 of its C(resource) file) has an
+          address, null when the file cannot be read.
       type: dict
-      sample: {capable: true, totalvfs: 16, numvfs: 8}
+      sample: {capable: true, totalvfs: 16, numvfs: 8, iov_bars_assigned: true}
     vfs:
       description: VFs with index, pci_address, netdev, rdma_device, driver, mtu.
       type: list
@@ -85,6 +88,12 @@ iommu_active:
   description: Whether the kernel has an active IOMMU (entries under class/iommu).
   returned: always
   type: bool
+iommus:
+  description: The active IOMMUs, the entries under class/iommu.
+  returned: always
+  type: list
+  elements: str
+  sample: [dmar0, dmar1]
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -106,8 +115,8 @@ def main():
     vendor = module.params["vendor"].lower().replace("0x", "")
     if vendor:
         nics = [n for n in nics if n["vendor"] == vendor]
-    module.exit_json(changed=False, nics=nics,
-                     iommu_active=sysfs_nic.iommu_active(module.params["sysfs_root"]))
+    iommus = sysfs_nic.iommus(module.params["sysfs_root"])
+    module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus)
 
 
 if __name__ == "__main__":

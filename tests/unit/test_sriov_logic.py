@@ -31,14 +31,14 @@ def test_discover_maps_netdev_pci_rdma_through_links(tmp_path):
     assert pf["driver"] == "mlx5_core" and pf["numa_node"] == 0 and pf["link_type"] == "ETH"
     assert pf["speed_mbps"] == 400000
     assert pf["sriov"] == {"capable": True, "totalvfs": 16, "numvfs": 2, "vf_device": "101e",
-                           "offset": 1, "stride": 1, "drivers_autoprobe": True}
+                           "offset": 1, "stride": 1, "drivers_autoprobe": True, "iov_bars_assigned": True}
     assert [(v["index"], v["pci_address"], v["netdev"], v["rdma_device"]) for v in pf["vfs"]] == [
         (0, "0000:3b:00.1", "enp59s0f0v0", "rocep59s0f1"), (1, "0000:3b:00.2", "enp59s0f0v1", "rocep59s0f2")]
     assert pf["rdma_device"] == "rocep59s0f0"
     assert pf["rdma"]["roce_v2_gid_index"] == 3
     assert pf["rdma"]["gids"][3]["ipv4"] == "172.30.0.1"
     assert pfs[1]["numa_node"] == 1
-    assert sysfs_nic.iommu_active(root)
+    assert sysfs_nic.iommu_active(root) and sysfs_nic.iommus(root) == ["dmar0"]
 
 
 def test_discover_kernel_rdma_names_and_unbound_pf(tmp_path):
@@ -55,6 +55,27 @@ def test_discover_reports_sriov_off_in_firmware(tmp_path):
     k, t, _ = make(preset="factory")
     pfs, _ = discover(t, tmp_path)
     assert pfs[0]["sriov"] == {"capable": False, "totalvfs": None, "numvfs": None}
+
+
+def test_discover_tells_pfs_without_iov_bars(tmp_path):
+    # the MMIO window is too small for the VF BARs: resource lines 7-12 are zero
+    k, t, _ = make(faults={"numvfs-enomem": True})
+    pfs, _ = discover(t, tmp_path)
+    assert [p["sriov"]["iov_bars_assigned"] for p in pfs] == [False, False]
+    k, t, _ = make(faults={"numvfs-enomem": True}, cmdline="ro intel_iommu=on iommu=pt pci=realloc")
+    pfs, _ = discover(t, tmp_path / "realloc")
+    assert [p["sriov"]["iov_bars_assigned"] for p in pfs] == [True, True]
+
+
+@pytest.mark.parametrize("text,assigned", [
+    ("", None),
+    ("0x1 0x2 0x3\n" * 7, None),
+    ("0x0000000090000000 0x0000000091ffffff 0x000000000014220c\n" + "0x0 0x0 0x0\n" * 12, False),
+    ("0x0 0x0 0x0\n" * 7 + "0x0000000092000000 0x0000000092ffffff 0x000000000014220c\n" + "0x0 0x0 0x0\n" * 5, True),
+    ("0x0 0x0 0x0\n" * 12 + "0x0000000092000000 0x0000000092ffffff 0x000000000014220c\n", True),
+])
+def test_iov_bars_assigned_reads_lines_7_to_12(text, assigned):
+    assert sysfs_nic.iov_bars_assigned(text) is assigned
 
 
 def plan(pfs, **entry):

@@ -195,15 +195,7 @@ def kube_check_container_runtime(facts, settings=None):
     nvidia_mode, nvidia_runtime_path)."""
     facts = dict(plain_data.plain(facts) or {})
     facts.update(plain_data.plain(settings) or {})
-    for key in ("ctr_rc", "gpu_count"):
-        if key in facts:
-            facts[key] = int(facts[key] or 0)
-    for key in ("started_at", "config_mtime"):
-        if key in facts:
-            facts[key] = float(facts[key] or 0)
-    for key in ("unit_exists", "nvidia_binary"):
-        if key in facts and not isinstance(facts[key], bool):
-            facts[key] = str(facts[key]).lower() in ("true", "1", "yes")
+    facts["gpu_count"] = int(facts.get("gpu_count") or 0)
     kubelet = facts.pop("kubelet_config", "") or ""
     if kubelet.strip():
         try:

@@ -65,18 +65,55 @@ def last_line(text, default):
     return lines[-1] if lines else default
 
 
+SUBSETS = ("unit", "ctr", "config", "modules", "sysctls", "swaps", "kubelet", "cni", "nvidia")
+
+
 def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/etc/containerd/config.toml",
            modules=(), sysctls=None, cni_bin_dir="/opt/cni/bin", nvidia_runtime_path="/usr/bin/nvidia-container-runtime",
-           kubelet_config_path="/var/lib/kubelet/config.yaml", kernel_release=None):
-    """The layer 10 facts of this node; sysctls is {key: wanted value}.
+           kubelet_config_path="/var/lib/kubelet/config.yaml", kernel_release=None, subset=SUBSETS):
+    """The layer 10 facts of this node; sysctls is {key: wanted value};
+    subset names the parts to read (SUBSETS, all by default).
 
     Returns unit_exists, active, started_at (epoch seconds, 0 when unknown),
     ctr_rc, ctr_output, config_dump (text, empty when it failed),
     config_error, config_path, config_mtime, modules {name: loaded},
     sysctls {key: [live or None, wanted]}, swaps, kubelet_config (text, empty
     without one), cni_plugins, nvidia_binary."""
-    facts = {"config_path": config_path}
+    facts = {}
+    if "unit" in subset:
+        facts.update(_unit(run, root, unit))
+    if "ctr" in subset:
+        rc, out, err = run(["ctr", "version"])
+        facts["ctr_rc"] = rc
+        facts["ctr_output"] = (out or "") + "\n" + (err or "")
+    if "config" in subset:
+        facts.update(_config(run, root, config_path))
+    if "modules" in subset:
+        release = kernel_release or os.uname()[2]
+        builtin = builtin_modules(_read(root, "/lib/modules/%s/modules.builtin" % release))
+        facts["modules"] = dict((name, os.path.exists(os.path.join(sysfs_root, "module", name)) or name in builtin)
+                                for name in modules)
+    if "sysctls" in subset:
+        facts["sysctls"] = {}
+        for key, wanted in sorted((sysctls or {}).items()):
+            rc, out, err = run(["sysctl", "-n", key])
+            facts["sysctls"][key] = [out.strip() if rc == 0 else None, str(wanted)]
+    if "swaps" in subset:
+        facts["swaps"] = active_swaps(_read(root, "/proc/swaps"))
+    if "kubelet" in subset:
+        facts["kubelet_config"] = _read(root, kubelet_config_path) or ""
+    if "cni" in subset:
+        try:
+            facts["cni_plugins"] = sorted(os.listdir(_path(root, cni_bin_dir)))
+        except (IOError, OSError):
+            facts["cni_plugins"] = []
+    if "nvidia" in subset:
+        facts["nvidia_binary"] = os.path.exists(_path(root, nvidia_runtime_path))
+    return facts
 
+
+def _unit(run, root, unit):
+    facts = {}
     rc, out, err = run(["systemctl", "show", unit + ".service", "-p", "LoadState", "-p", "ActiveState",
                         "-p", "ActiveEnterTimestampMonotonic"])
     props = parse_systemctl_show(out) if rc == 0 else {}
@@ -92,11 +129,11 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
     except ValueError:
         mono_us = 0
     facts["started_at"] = btime + mono_us / 1e6 if btime and mono_us else 0
+    return facts
 
-    rc, out, err = run(["ctr", "version"])
-    facts["ctr_rc"] = rc
-    facts["ctr_output"] = (out or "") + "\n" + (err or "")
 
+def _config(run, root, config_path):
+    facts = {"config_path": config_path}
     rc, out, err = run(["containerd", "--config", config_path, "config", "dump"])
     facts["config_dump"] = out if rc == 0 else ""
     facts["config_error"] = "" if rc == 0 else last_line(err, "config dump failed")
@@ -104,22 +141,4 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
         facts["config_mtime"] = os.stat(_path(root, config_path)).st_mtime
     except (IOError, OSError):
         facts["config_mtime"] = 0
-
-    release = kernel_release or os.uname()[2]
-    builtin = builtin_modules(_read(root, "/lib/modules/%s/modules.builtin" % release))
-    facts["modules"] = dict((name, os.path.exists(os.path.join(sysfs_root, "module", name)) or name in builtin)
-                            for name in modules)
-
-    facts["sysctls"] = {}
-    for key, wanted in sorted((sysctls or {}).items()):
-        rc, out, err = run(["sysctl", "-n", key])
-        facts["sysctls"][key] = [out.strip() if rc == 0 else None, str(wanted)]
-
-    facts["swaps"] = active_swaps(_read(root, "/proc/swaps"))
-    facts["kubelet_config"] = _read(root, kubelet_config_path) or ""
-    try:
-        facts["cni_plugins"] = sorted(os.listdir(_path(root, cni_bin_dir)))
-    except (IOError, OSError):
-        facts["cni_plugins"] = []
-    facts["nvidia_binary"] = os.path.exists(_path(root, nvidia_runtime_path))
     return facts

@@ -21,6 +21,13 @@ description:
     result into a verdict with the C(gpufabric.stack.kube_check_container_runtime) filter.
   - Read-only; safe in check mode. A missing command is reported in the result, not as a failure.
 options:
+  gather_subset:
+    description:
+      - The parts to read; C(all) reads every one. The converge path of the role reads only C(modules).
+    type: list
+    elements: str
+    choices: [all, unit, ctr, config, modules, sysctls, swaps, kubelet, cni, nvidia]
+    default: [all]
   unit:
     description: The containerd systemd unit, without C(.service).
     type: str
@@ -78,7 +85,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 runtime:
-  description: What was read.
+  description: What was read; only the keys of the parts in O(gather_subset).
   returned: always
   type: dict
   contains:
@@ -106,6 +113,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import runtime_fac
 def main():
     module = AnsibleModule(
         argument_spec=dict(
+            gather_subset=dict(type="list", elements="str", default=["all"],
+                               choices=["all"] + list(runtime_facts.SUBSETS)),
             unit=dict(type="str", default="containerd"),
             config_path=dict(type="path", default="/etc/containerd/config.toml"),
             sysfs_root=dict(type="path", default="/sys"),
@@ -125,10 +134,11 @@ def main():
         return module.run_command([binary] + list(argv[1:]), environ_update={"LC_ALL": "C"})
 
     p = module.params
+    subset = runtime_facts.SUBSETS if "all" in p["gather_subset"] else p["gather_subset"]
     facts = runtime_facts.gather(run, sysfs_root=p["sysfs_root"], unit=p["unit"], config_path=p["config_path"],
                                  modules=p["modules"], sysctls=p["sysctls"], cni_bin_dir=p["cni_bin_dir"],
                                  nvidia_runtime_path=p["nvidia_runtime_path"],
-                                 kubelet_config_path=p["kubelet_config_path"])
+                                 kubelet_config_path=p["kubelet_config_path"], subset=subset)
     module.exit_json(changed=False, runtime=facts)
 
 

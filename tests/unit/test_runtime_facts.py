@@ -112,6 +112,14 @@ def test_systemctl_failing_is_not_mistaken_for_a_missing_unit(tmp_path):
     assert f["active"] == "unknown (systemctl show: System has not been booted with systemd as init system (PID 1).)"
 
 
+def test_a_subset_reads_only_its_part(tmp_path):
+    root, sysfs = tree(tmp_path)
+    run, calls = fake_run({})
+    f = gather(root, sysfs, run, subset=("modules",))
+    assert f == {"modules": {"overlay": True, "br_netfilter": True, "nf_conntrack": False}}
+    assert calls == []      # no systemctl, ctr, containerd or sysctl for the converge path's module check
+
+
 def test_helpers():
     assert rf.boot_time("cpu 1\nbtime 1790000000\n") == 1790000000 and rf.boot_time("") == 0
     assert rf.builtin_modules("kernel/net/bridge/br_netfilter.ko\nkernel/fs/fuse/fuse.ko.xz\nkernel/x/nf-nat.ko\n") == {
@@ -147,13 +155,19 @@ def test_the_module_runs_and_changes_nothing(tmp_path):
         sysctls: {net.ipv4.ip_forward: 1, net.bridge.bridge-nf-call-iptables: 1}
         cni_bin_dir: %s
       register: rt
+    - name: Read the modules only
+      gpufabric.stack.container_runtime_facts:
+        gather_subset: [modules]
+        sysfs_root: %s
+        modules: [gpufabric_no_such_module]
+      register: mods
     - name: Save it
       ansible.builtin.copy:
-        content: "{{ rt | to_json }}"
+        content: "{{ rt | combine({'subset_modules': mods}) | to_json }}"
         dest: %s
         mode: "0644"
       check_mode: false
-""" % (tmp_path, bindir, out))
+""" % (tmp_path, bindir, tmp_path, out))
     env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
     playbook = Path(sys.executable).with_name("ansible-playbook")
     proc = subprocess.run([str(playbook) if playbook.exists() else "ansible-playbook", "-i", "localhost,", "--check",
@@ -167,3 +181,5 @@ def test_the_module_runs_and_changes_nothing(tmp_path):
     assert f["modules"] == {"gpufabric_no_such_module": False}
     assert f["sysctls"] == {"net.ipv4.ip_forward": ["1", "1"], "net.bridge.bridge-nf-call-iptables": [None, "1"]}
     assert sorted(f["cni_plugins"]) == sorted(STUBS)
+    assert f["modules"] == {"gpufabric_no_such_module": False}
+    assert r["subset_modules"]["runtime"] == {"modules": {"gpufabric_no_such_module": False}}

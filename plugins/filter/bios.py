@@ -29,6 +29,8 @@ try:
 except ImportError:  # pragma: no cover - plain Python use
     AnsibleFilterError = ValueError
 
+from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
+
 VENDORS = ("dell", "hpe", "supermicro")
 CPU_VENDORS = ("intel", "amd")
 SWITCHES = ("sriov", "iommu", "acs")
@@ -71,15 +73,11 @@ def _fail(msg):
 
 def bios_vendor(name):
     """Map a Redfish Manufacturer or ServiceRoot Vendor to a vendor key."""
-    s = str(name or "").lower()
-    if "dell" in s:
-        return "dell"
-    if "hpe" in s or "hewlett" in s or s == "hp":
-        return "hpe"
-    if "supermicro" in s or "super micro" in s:
-        return "supermicro"
-    _fail("unsupported BMC vendor %r (expected Dell, HPE or Supermicro; "
-          "set bmc_vendor explicitly)" % (name,))
+    vendor = redfish_bios.manufacturer_vendor(name)
+    if not vendor:
+        _fail("unsupported BMC vendor %r (expected Dell, HPE or Supermicro; "
+              "set bmc_vendor explicitly)" % (name,))
+    return vendor
 
 
 def _norm(key):

@@ -1,0 +1,120 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read a server's BIOS through Redfish: current attributes, pending settings
+and, for Supermicro, the attribute registry.  Plain Python; the HTTP client is
+passed in, so tests drive it without a BMC.
+
+The walk follows the links the service gives, never guessed paths:
+``/redfish/v1/Systems`` -> first member -> its ``Bios`` -> the Bios
+resource's ``@Redfish.Settings.SettingsObject`` (``Bios/Settings`` on Dell
+and most others, ``Bios/SD`` on Supermicro) -> for Supermicro, the
+``AttributeRegistry`` file under ``/redfish/v1/Registries`` and its English
+``Location``.
+
+``get(path)`` returns ``(status, body, message)``: the HTTP status (``-1``
+when nothing answered), the decoded JSON body (``None`` when there is none)
+and a message for errors.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+def manufacturer_vendor(name):
+    """Map a Redfish Manufacturer string to dell, hpe or supermicro ('' for others)."""
+    s = str(name or "").lower()
+    if "dell" in s:
+        return "dell"
+    if "hpe" in s or "hewlett" in s or s == "hp":
+        return "hpe"
+    if "supermicro" in s or "super micro" in s:
+        return "supermicro"
+    return ""
+
+
+def _error(address, status, message, what):
+    if status in (401, 403):
+        return ("wrong credentials: the BMC at %s rejected bmc_username/bmc_password (HTTP %d)"
+                % (address, status))
+    if status in (-1, 0):
+        text = str(message or "")
+        if len(text) > 200:
+            text = text[:197] + "..."
+        return "BMC unreachable: no Redfish answer from %s (%s)" % (address, text)
+    return "BIOS unreadable: HTTP %d from %s (%s)" % (status, address, what)
+
+
+def _odata(body, *keys):
+    """body[keys...]['@odata.id'] or ''."""
+    cur = body
+    for key in keys:
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(key)
+    if isinstance(cur, dict):
+        return str(cur.get("@odata.id") or "")
+    return ""
+
+
+def read_bios(get, address, vendor="auto"):
+    """Walk the BIOS resources; return a dict with ``error`` ('' on success),
+    ``status`` (of the first request that failed, else 200), ``manufacturer``,
+    ``vendor`` (``vendor`` when not ``auto``, else derived from the
+    manufacturer, '' when unknown), ``system_uri``, ``bios_uri``,
+    ``settings_uri``, ``current``, ``pending`` and ``registry``."""
+    out = {"error": "", "status": 200, "manufacturer": "", "vendor": "", "system_uri": "",
+           "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {}}
+
+    def fetch(path, what):
+        status, body, message = get(path)
+        if status != 200 or not isinstance(body, dict):
+            out["status"] = status
+            out["error"] = _error(address, status, message, what)
+            return None
+        return body
+
+    systems = fetch("/redfish/v1/Systems", "/redfish/v1/Systems")
+    if systems is None:
+        return out
+    members = systems.get("Members") or []
+    out["system_uri"] = _odata(members[0]) if members else ""
+    if not out["system_uri"]:
+        out["status"] = 404
+        out["error"] = "BIOS unreadable: the BMC at %s lists no system in /redfish/v1/Systems" % address
+        return out
+    system = fetch(out["system_uri"], out["system_uri"])
+    if system is None:
+        return out
+    out["manufacturer"] = str(system.get("Manufacturer") or "")
+    out["vendor"] = vendor if vendor and vendor != "auto" else manufacturer_vendor(out["manufacturer"])
+    out["bios_uri"] = _odata(system, "Bios")
+    if not out["bios_uri"]:
+        out["status"] = 404
+        out["error"] = "BIOS unreadable: %s on the BMC at %s has no Bios resource" % (out["system_uri"], address)
+        return out
+    bios = fetch(out["bios_uri"], out["bios_uri"])
+    if bios is None:
+        return out
+    if not isinstance(bios.get("Attributes"), dict):
+        out["status"] = 502
+        out["error"] = "BIOS unreadable: %s on the BMC at %s has no Attributes" % (out["bios_uri"], address)
+        return out
+    out["current"] = bios["Attributes"]
+    out["settings_uri"] = _odata(bios, "@Redfish.Settings", "SettingsObject")
+    if out["settings_uri"]:
+        settings = fetch(out["settings_uri"], out["settings_uri"])
+        if settings is None:
+            return out
+        out["pending"] = settings.get("Attributes") or {}
+    if out["vendor"] == "supermicro" and bios.get("AttributeRegistry"):
+        # Optional: without the registry the keys are matched by their shape.
+        status, regfile, _msg = get("/redfish/v1/Registries/%s" % bios["AttributeRegistry"])
+        english = [loc for loc in (regfile or {}).get("Location") or []
+                   if str(loc.get("Language", "")).startswith("en") and loc.get("Uri")] if status == 200 else []
+        if english:
+            status, registry, _msg = get(english[0]["Uri"])
+            if status == 200 and isinstance(registry, dict):
+                out["registry"] = registry
+    return out

@@ -1,0 +1,173 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: bios_facts
+short_description: Read a server's current and pending BIOS attributes through its Redfish BMC, in one call
+version_added: "0.1.0"
+description:
+  - Follows the links of the Redfish service from C(/redfish/v1/Systems) to the first system, its C(Bios)
+    resource (the current C(Attributes)) and the C(@Redfish.Settings) object of that resource (the attributes
+    pending the next reset). For Supermicro it also reads the BIOS attribute registry, whose C(DisplayName)s
+    resolve the BIOS's per-version attribute keys.
+  - community.general.redfish_info reads the current attributes but not the pending ones; this module reads
+    both in one execution, so the bios role and the doctor's layer 2 cost one call per node.
+  - "Runs where the BMC is reachable, normally the controller (C(delegate_to: localhost))."
+  - A BMC that does not answer, refuses the credentials or serves no BIOS is not a module failure; the
+    result's C(error) says which, so the caller reports it per node.
+  - Read-only; safe in check mode.
+options:
+  baseuri:
+    description: The BMC's address, C(host) or C(host:port), with or without C(https://).
+    type: str
+    required: true
+  username:
+    description: BMC user.
+    type: str
+    required: true
+  password:
+    description: BMC password.
+    type: str
+    required: true
+  validate_certs:
+    description: Verify the BMC's TLS certificate.
+    type: bool
+    default: false
+  timeout:
+    description: Seconds to wait for each answer.
+    type: int
+    default: 30
+  vendor:
+    description:
+      - C(auto) derives the vendor from the system's C(Manufacturer); only C(supermicro) changes what is read
+        (the attribute registry).
+    type: str
+    default: auto
+    choices: [auto, dell, hpe, supermicro]
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+author:
+  - gpufabric.stack maintainers (@gpufabric)
+"""
+
+EXAMPLES = r"""
+- name: Read the BIOS of a node
+  gpufabric.stack.bios_facts:
+    baseuri: "{{ bmc_address }}"
+    username: "{{ bmc_username }}"
+    password: "{{ bmc_password }}"
+  delegate_to: localhost
+  no_log: true
+  register: bios
+
+- name: Fail when the BMC could not be read
+  ansible.builtin.fail:
+    msg: "{{ inventory_hostname }}: {{ bios.error }}"
+  when: bios.error | length > 0
+"""
+
+RETURN = r"""
+error:
+  description: Empty when the BIOS was read; otherwise why not (unreachable, wrong credentials, HTTP status).
+  type: str
+  returned: always
+status:
+  description: HTTP status of the first request that failed, C(-1) when nothing answered, 200 on success.
+  type: int
+  returned: always
+manufacturer:
+  description: The system's C(Manufacturer).
+  type: str
+  returned: always
+vendor:
+  description: dell, hpe or supermicro; empty for a manufacturer the collection does not know.
+  type: str
+  returned: always
+system_uri:
+  description: Path of the system resource.
+  type: str
+  returned: always
+bios_uri:
+  description: Path of the system's Bios resource.
+  type: str
+  returned: always
+settings_uri:
+  description: Path of the pending settings object, empty when the BIOS has none.
+  type: str
+  returned: always
+current:
+  description: The current BIOS attributes.
+  type: dict
+  returned: always
+pending:
+  description: The attributes staged for the next reset.
+  type: dict
+  returned: always
+registry:
+  description: The English BIOS attribute registry (Supermicro only; empty otherwise or when unavailable).
+  type: dict
+  returned: always
+"""
+
+import json
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.urls import open_url
+from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            baseuri=dict(type="str", required=True),
+            username=dict(type="str", required=True),
+            password=dict(type="str", required=True, no_log=True),
+            validate_certs=dict(type="bool", default=False),
+            timeout=dict(type="int", default=30),
+            vendor=dict(type="str", default="auto", choices=["auto", "dell", "hpe", "supermicro"]),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    address = re.sub(r"/.*$", "", re.sub(r"^https?://", "", p["baseuri"]))
+    root = "https://" + address
+
+    def get(path):
+        try:
+            resp = open_url(root + path, method="GET",
+                            headers={"Accept": "application/json", "OData-Version": "4.0"},
+                            url_username=p["username"], url_password=p["password"], force_basic_auth=True,
+                            validate_certs=p["validate_certs"], timeout=p["timeout"])
+            status = resp.getcode()
+            raw = resp.read()
+        except HTTPError as exc:
+            return exc.code, None, str(exc)
+        except Exception as exc:  # pylint: disable=broad-except  # any transport error: no answer
+            return -1, None, str(exc)
+        try:
+            return status, json.loads(raw.decode("utf-8") or "null"), ""
+        except ValueError as exc:
+            return 502, None, "not JSON: %s" % exc
+
+    result = redfish_bios.read_bios(get, address, vendor=p["vendor"])
+    module.exit_json(changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""module_utils/redfish_bios: one walk from the Systems collection to the
+current and pending BIOS attributes, against the twin's BMCs over HTTPS and
+against recorded answers of other shapes."""
+
+import base64
+import http.client
+import json
+import ssl
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
+from simlab.bmc.power import FakePowerDriver
+from simlab.bmc.server import BmcLab
+
+CTX = ssl._create_unverified_context()
+SPEC = [
+    {"name": "dell1", "port": 0, "vendor": "dell", "username": "root", "password": "calvin",
+     "container": "c-dell1"},
+    {"name": "hpe1", "port": 0, "vendor": "hpe", "username": "Administrator",
+     "password": "hpe-pw", "container": "c-hpe1"},
+    {"name": "smc1", "port": 0, "vendor": "supermicro", "username": "ADMIN",
+     "password": "smc-pw", "container": "c-smc1", "bios_version": "3.0a"},
+]
+
+
+@pytest.fixture
+def lab(tmp_path):
+    lab = BmcLab(tmp_path, SPEC, FakePowerDriver(initial="On"))
+    lab.start()
+    yield lab
+    lab.stop()
+
+
+def _getter(lab, name, password=None, log=None):
+    entry = next(e for e in SPEC if e["name"] == name)
+    port = lab.bmcs[name].port
+    cred = base64.b64encode(("%s:%s" % (entry["username"], password or entry["password"])).encode()).decode()
+
+    def get(path):
+        if log is not None:
+            log.append(path)
+        conn = http.client.HTTPSConnection("127.0.0.1", port, context=CTX, timeout=10)
+        try:
+            conn.request("GET", path, headers={"Accept": "application/json", "Authorization": "Basic " + cred})
+            r = conn.getresponse()
+            raw = r.read()
+            return r.status, (json.loads(raw) if raw else None), r.reason
+        finally:
+            conn.close()
+    return get, "127.0.0.1:%d" % port
+
+
+def _patch(lab, name, path, body):
+    entry = next(e for e in SPEC if e["name"] == name)
+    conn = http.client.HTTPSConnection("127.0.0.1", lab.bmcs[name].port, context=CTX, timeout=10)
+    cred = base64.b64encode(("%s:%s" % (entry["username"], entry["password"])).encode()).decode()
+    conn.request("PATCH", path, body=json.dumps(body),
+                 headers={"Content-Type": "application/json", "Authorization": "Basic " + cred})
+    assert conn.getresponse().status in (200, 202, 204)
+    conn.close()
+
+
+def test_dell_current_and_pending_follow_the_links(lab):
+    log = []
+    get, addr = _getter(lab, "dell1", log=log)
+    before = redfish_bios.read_bios(get, addr)
+    assert before["error"] == "" and before["status"] == 200
+    assert before["vendor"] == "dell" and "Dell" in before["manufacturer"]
+    assert before["system_uri"] == "/redfish/v1/Systems/System.Embedded.1"
+    assert before["settings_uri"] == before["bios_uri"] + "/Settings"
+    assert before["current"]["SriovGlobalEnable"] == "Disabled"
+    assert before["pending"] == {} and before["registry"] == {}
+    # Systems, the system, Bios, its settings object: nothing else for Dell.
+    assert log == ["/redfish/v1/Systems", before["system_uri"], before["bios_uri"], before["settings_uri"]]
+    _patch(lab, "dell1", before["settings_uri"], {"Attributes": {"SriovGlobalEnable": "Enabled"}})
+    after = redfish_bios.read_bios(get, addr)
+    assert after["pending"] == {"SriovGlobalEnable": "Enabled"}
+    assert after["current"]["SriovGlobalEnable"] == "Disabled"
+
+
+def test_supermicro_reads_the_english_registry(lab):
+    get, addr = _getter(lab, "smc1")
+    out = redfish_bios.read_bios(get, addr)
+    assert out["error"] == "" and out["vendor"] == "supermicro"
+    names = [a["DisplayName"] for a in out["registry"]["RegistryEntries"]["Attributes"]]
+    assert "SR-IOV Support" in names
+    assert any(k.startswith("SR_IOVSupport_") for k in out["current"])
+
+
+def test_vendor_given_overrides_the_manufacturer(lab):
+    get, addr = _getter(lab, "hpe1")
+    assert redfish_bios.read_bios(get, addr)["vendor"] == "hpe"
+    assert redfish_bios.read_bios(get, addr, vendor="dell")["vendor"] == "dell"
+
+
+def test_wrong_password_is_named_not_raised(lab):
+    get, addr = _getter(lab, "hpe1", password="nope")
+    out = redfish_bios.read_bios(get, addr)
+    assert out["status"] == 401 and out["current"] == {}
+    assert out["error"] == ("wrong credentials: the BMC at %s rejected bmc_username/bmc_password (HTTP 401)" % addr)
+
+
+def test_no_answer_and_other_statuses():
+    def dead(path):
+        return -1, None, "[Errno 111] Connection refused"
+    out = redfish_bios.read_bios(dead, "10.0.0.9")
+    assert out["status"] == -1
+    assert out["error"] == "BMC unreachable: no Redfish answer from 10.0.0.9 ([Errno 111] Connection refused)"
+
+    answers = {"/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}, ""),
+               "/redfish/v1/Systems/1": (200, {"Manufacturer": "HPE", "Bios": {"@odata.id": "/redfish/v1/Systems/1/bios"}}, ""),
+               "/redfish/v1/Systems/1/bios": (503, None, "Service Unavailable")}
+    out = redfish_bios.read_bios(lambda p: answers[p], "bmc1")
+    assert out["status"] == 503
+    assert out["error"].startswith("BIOS unreadable: HTTP 503 from bmc1 (/redfish/v1/Systems/1/bios)")
+
+
+def test_hpe_lowercase_links_and_no_settings_object():
+    answers = {
+        "/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/redfish/v1/systems/1/"}]}, ""),
+        "/redfish/v1/systems/1/": (200, {"Manufacturer": "HPE", "Bios": {"@odata.id": "/redfish/v1/systems/1/bios/"}}, ""),
+        "/redfish/v1/systems/1/bios/": (200, {"Attributes": {"Sriov": "Enabled"},
+                                              "@Redfish.Settings": {"SettingsObject": {
+                                                  "@odata.id": "/redfish/v1/systems/1/bios/settings/"}}}, ""),
+        "/redfish/v1/systems/1/bios/settings/": (200, {"Attributes": {"Sriov": "Enabled", "IntelProcVtd": "Enabled"}}, ""),
+    }
+    out = redfish_bios.read_bios(lambda p: answers[p], "ilo")
+    assert out["error"] == "" and out["vendor"] == "hpe"
+    assert out["pending"] == {"Sriov": "Enabled", "IntelProcVtd": "Enabled"}
+    del answers["/redfish/v1/systems/1/bios/"][1]["@Redfish.Settings"]
+    out = redfish_bios.read_bios(lambda p: answers[p], "ilo")
+    assert out["error"] == "" and out["pending"] == {} and out["settings_uri"] == ""
+
+
+def test_supermicro_without_registry_is_not_an_error():
+    answers = {
+        "/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}, ""),
+        "/redfish/v1/Systems/1": (200, {"Manufacturer": "Supermicro", "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"}}, ""),
+        "/redfish/v1/Systems/1/Bios": (200, {"Attributes": {"SR_IOVSupport_0001": "Disabled"},
+                                             "AttributeRegistry": "BiosAttributeRegistry.v1_0_0"}, ""),
+        "/redfish/v1/Registries/BiosAttributeRegistry.v1_0_0": (404, None, "Not Found"),
+    }
+    out = redfish_bios.read_bios(lambda p: answers[p], "smc")
+    assert out["error"] == "" and out["registry"] == {} and out["current"] == {"SR_IOVSupport_0001": "Disabled"}
+
+
+def test_empty_systems_collection_and_missing_attributes():
+    out = redfish_bios.read_bios(lambda p: (200, {"Members": []}, ""), "bmc")
+    assert out["error"] == "BIOS unreadable: the BMC at bmc lists no system in /redfish/v1/Systems"
+    answers = {"/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/S/1"}]}, ""),
+               "/S/1": (200, {"Manufacturer": "Dell Inc.", "Bios": {"@odata.id": "/S/1/Bios"}}, ""),
+               "/S/1/Bios": (200, {"Id": "Bios"}, "")}
+    out = redfish_bios.read_bios(lambda p: answers[p], "bmc")
+    assert out["error"] == "BIOS unreadable: /S/1/Bios on the BMC at bmc has no Attributes"
+
+
+@pytest.mark.parametrize("name,vendor", [("Dell Inc.", "dell"), ("HPE", "hpe"), ("Hewlett Packard Enterprise", "hpe"),
+                                         ("Supermicro", "supermicro"), ("Lenovo", "")])
+def test_manufacturer_vendor(name, vendor):
+    assert redfish_bios.manufacturer_vendor(name) == vendor

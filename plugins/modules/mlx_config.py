@@ -20,16 +20,35 @@ description:
   - The firmware reads the new values at the next reboot. I(reboot_required) is true whenever a Next Boot value
     differs from the Current one after the call, including changes staged before it.
   - Reads the firmware version with C(mstflint -d <device> q) and fails when it is older than I(min_fw_version).
+  - With I(devices), one call handles every PF of a node. All wanted values are checked before the first device
+    is queried, the devices are set in order and the first failure stops the call (in check mode every device is
+    read and the failures are listed per device).
 options:
   device:
-    description: PCI address of the PF, for example C(0000:3b:00.0) (or an MST device with mlxconfig).
+    description:
+      - PCI address of the PF, for example C(0000:3b:00.0) (or an MST device with mlxconfig).
+      - Exactly one of I(device) and I(devices) is required.
     type: str
-    required: true
   params:
     description:
       - "Wanted Next Boot values by parameter name, for example C({SRIOV_EN: 1, NUM_OF_VFS: 16, LINK_TYPE_P1: ETH})."
+      - Required with I(device).
     type: dict
-    required: true
+  devices:
+    description:
+      - Several PFs in one call, each with its own wanted values. The result then has one entry per device in
+        I(devices), with the keys a single-device call returns at the top level.
+    type: list
+    elements: dict
+    suboptions:
+      device:
+        description: PCI address of the PF.
+        type: str
+        required: true
+      params:
+        description: Wanted Next Boot values of this PF.
+        type: dict
+        required: true
   at_least:
     description:
       - Parameters satisfied by a Next Boot value at least as large as the wanted one, so that firmware already
@@ -70,6 +89,14 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Every PF of the node in one call
+  gpufabric.stack.mlx_config:
+    devices:
+      - {device: "0000:3b:00.0", params: {SRIOV_EN: true, NUM_OF_VFS: 16}}
+      - {device: "0000:86:00.0", params: {SRIOV_EN: true, NUM_OF_VFS: 8}}
+    at_least: [NUM_OF_VFS]
+  register: fw
+
 - name: Enable SR-IOV with 16 VFs in the NIC firmware
   gpufabric.stack.mlx_config:
     device: "0000:3b:00.0"
@@ -127,10 +154,20 @@ fw_version_running:
   returned: success
   type: str
 command:
-  description: The set command run (or that would run in check mode); empty when nothing changes.
+  description:
+    - The set command run (or that would run in check mode); empty when nothing changes.
+    - With I(devices), the commands of every device that changes, one list each.
   returned: success
   type: list
-  elements: str
+  elements: raw
+devices:
+  description:
+    - With I(devices), one entry per device with C(device) and the keys above (C(changed), C(command),
+      C(current), C(next_boot), C(changed_params), C(pending), C(reboot_required), C(fw_version),
+      C(fw_version_running)), or C(failed) and C(msg) for a device that could not be read or set.
+  returned: when I(devices) is given
+  type: list
+  elements: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -147,60 +184,41 @@ def _query(module, tool, device):
     rc, out, err = _run(module, mlx_config.query_command(tool, device))
     if rc != 0:
         detail = (out + err).strip().splitlines()
-        module.fail_json(msg="%s: %s query failed (rc %d): %s"
-                         % (device, tool, rc, detail[-1] if detail else "no output"),
-                         stdout=out, stderr=err)
+        raise mlx_config.MlxConfigError("%s: %s query failed (rc %d): %s"
+                                        % (device, tool, rc, detail[-1] if detail else "no output"))
     return mlx_config.parse_query(device, out)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            device=dict(type="str", required=True),
-            params=dict(type="dict", required=True),
-            at_least=dict(type="list", elements="str", default=[]),
-            tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
-            flint_tool=dict(type="str", default="mstflint"),
-            min_fw_version=dict(type="str", default=""),
-            max_num_of_vfs=dict(type="int", default=mlx_config.MAX_NUM_OF_VFS),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    device, tool = p["device"], p["tool"]
-    result = dict(changed=False, command=[], fw_version=None, fw_version_running=None)
-    try:
-        wanted = mlx_config.normalize_params(device, p["params"], p["max_num_of_vfs"])
-        if p["flint_tool"]:
-            rc, out, err = _run(module, [p["flint_tool"], "-d", device, "q"])
-            if rc != 0:
-                raise mlx_config.MlxConfigError("%s: %s query failed (rc %d): %s"
-                                                % (device, p["flint_tool"], rc, (out + err).strip()))
-            fw = mlx_config.check_fw_version(device, out, p["min_fw_version"])
-            result.update(fw_version=fw["fw_version"], fw_version_running=fw["fw_version_running"])
-        before = _query(module, tool, device)
-        changes = mlx_config.plan_changes(device, before, wanted, at_least=p["at_least"])
-        after = before
-        if changes:
-            result["command"] = mlx_config.set_command(tool, device, changes)
-            result["changed"] = True
-            if not module.check_mode:
-                rc, out, err = _run(module, result["command"])
-                mlx_config.check_set_output(device, out + err, rc)
-                after = _query(module, tool, device)
-                still = mlx_config.plan_changes(device, after, wanted, at_least=p["at_least"])
-                if still:
-                    raise mlx_config.MlxConfigError(
-                        "%s: set reported success but Next Boot still has %s"
-                        % (device, ", ".join("%s=%s" % (c["name"], c["next"]) for c in still)))
-        pending = mlx_config.pending(after)
-        if module.check_mode:
-            reboot_required = bool(mlx_config.predicted_pending(after, changes))
-        else:
-            reboot_required = bool(pending)
-    except mlx_config.MlxConfigError as exc:
-        result.pop("changed")
-        module.fail_json(msg=str(exc), **result)
+def _converge(module, p, device, wanted, result):
+    """Read, compare and (outside check mode) set one device; fills result."""
+    tool = p["tool"]
+    if p["flint_tool"]:
+        rc, out, err = _run(module, [p["flint_tool"], "-d", device, "q"])
+        if rc != 0:
+            raise mlx_config.MlxConfigError("%s: %s query failed (rc %d): %s"
+                                            % (device, p["flint_tool"], rc, (out + err).strip()))
+        fw = mlx_config.check_fw_version(device, out, p["min_fw_version"])
+        result.update(fw_version=fw["fw_version"], fw_version_running=fw["fw_version_running"])
+    before = _query(module, tool, device)
+    changes = mlx_config.plan_changes(device, before, wanted, at_least=p["at_least"])
+    after = before
+    if changes:
+        result["command"] = mlx_config.set_command(tool, device, changes)
+        result["changed"] = True
+        if not module.check_mode:
+            rc, out, err = _run(module, result["command"])
+            mlx_config.check_set_output(device, out + err, rc)
+            after = _query(module, tool, device)
+            still = mlx_config.plan_changes(device, after, wanted, at_least=p["at_least"])
+            if still:
+                raise mlx_config.MlxConfigError(
+                    "%s: set reported success but Next Boot still has %s"
+                    % (device, ", ".join("%s=%s" % (c["name"], c["next"]) for c in still)))
+    pending = mlx_config.pending(after)
+    if module.check_mode:
+        reboot_required = bool(mlx_config.predicted_pending(after, changes))
+    else:
+        reboot_required = bool(pending)
     result.update(
         current=mlx_config.param_values(after, "current"),
         next_boot=mlx_config.param_values(after, "next"),
@@ -213,6 +231,65 @@ def main():
             before="".join("%s=%s\n" % (c["name"], c["next"]) for c in changes),
             after="".join("%s=%s\n" % (c["name"], c["want"]) for c in changes),
             before_header="%s next boot" % device, after_header="%s next boot" % device)
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            device=dict(type="str"),
+            params=dict(type="dict"),
+            devices=dict(type="list", elements="dict", options=dict(
+                device=dict(type="str", required=True),
+                params=dict(type="dict", required=True),
+            )),
+            at_least=dict(type="list", elements="str", default=[]),
+            tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
+            flint_tool=dict(type="str", default="mstflint"),
+            min_fw_version=dict(type="str", default=""),
+            max_num_of_vfs=dict(type="int", default=mlx_config.MAX_NUM_OF_VFS),
+        ),
+        required_one_of=[("device", "devices")],
+        mutually_exclusive=[("device", "devices"), ("params", "devices")],
+        required_by={"device": "params"},
+        supports_check_mode=True,
+    )
+    p = module.params
+    if p["device"]:
+        result = dict(changed=False, command=[], fw_version=None, fw_version_running=None)
+        try:
+            wanted = mlx_config.normalize_params(p["device"], p["params"], p["max_num_of_vfs"])
+            _converge(module, p, p["device"], wanted, result)
+        except mlx_config.MlxConfigError as exc:
+            result.pop("changed")
+            module.fail_json(msg=str(exc), **result)
+        module.exit_json(**result)
+
+    # Every device's wanted values are checked before any device is touched.
+    try:
+        plan = [(e["device"], mlx_config.normalize_params(e["device"], e["params"], p["max_num_of_vfs"]))
+                for e in p["devices"]]
+    except mlx_config.MlxConfigError as exc:
+        module.fail_json(msg=str(exc), devices=[])
+    devices, errors = [], []
+    for device, wanted in plan:
+        entry = dict(device=device, changed=False, command=[], fw_version=None, fw_version_running=None)
+        try:
+            _converge(module, p, device, wanted, entry)
+        except mlx_config.MlxConfigError as exc:
+            entry.update(failed=True, msg=str(exc))
+            errors.append(str(exc))
+        devices.append(entry)
+        if errors and not module.check_mode:
+            break
+    result = dict(changed=any(d["changed"] for d in devices),
+                  reboot_required=any(d.get("reboot_required", False) for d in devices),
+                  command=[d["command"] for d in devices if d["command"]],
+                  devices=devices)
+    if module._diff:
+        result["diff"] = [d.pop("diff") for d in devices if "diff" in d]
+    if errors:
+        module.fail_json(msg="; ".join(errors), **result)
     module.exit_json(**result)
 
 

@@ -1,0 +1,109 @@
+"""The mlx_config module with several PFs in one call, run in-process against
+the twin's mstconfig and mstflint (their byte-exact output, their errors)."""
+
+import io
+import json
+import sys
+from contextlib import redirect_stdout
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpufabric.stack.plugins.modules import mlx_config as module
+from simlab.node import agent as agent_mod
+from simlab.node import boot, hardware
+from simlab.tools import agentclient, mlxconfig, mstflint
+
+PF0, PF1 = "0000:3b:00.0", "0000:86:00.0"
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    monkeypatch.setattr(boot, "LAB", tmp_path)
+    hw = hardware.default_spec("node01", 1, nics=2, driver="inbox", link_type="ETH")
+    hw["preset"] = "factory"
+    state = {"hw": hw, "firmware": hardware.factory_firmware(hw),
+             "cmdline": "BOOT_IMAGE=/boot/vmlinuz root=/dev/sda1 ro",
+             "bios": {"sriov": True, "iommu": True, "acs": False}, "faults": {}}
+    a = agent_mod.Agent(state)
+
+    def request(req, sock_path=None, timeout=30):
+        return json.loads(json.dumps(a.handle(json.loads(json.dumps(req)))))
+    monkeypatch.setattr(agentclient, "request", request)
+    calls = []
+
+    def run(mod, argv):
+        calls.append(argv)
+        tool = {"mstconfig": (mlxconfig, "mstconfig"), "mstflint": (mstflint, None)}[argv[0]]
+        out, err = io.StringIO(), io.StringIO()
+        old_err = sys.stderr
+        sys.stderr = err
+        try:
+            with redirect_stdout(out):
+                rc = tool[0].main(argv[1:], prog=tool[1]) if tool[1] else tool[0].main(argv[1:])
+        finally:
+            sys.stderr = old_err
+        return rc, out.getvalue(), err.getvalue()
+    monkeypatch.setattr(module, "_run", run)
+    a.calls = calls
+    return a
+
+
+def _call(args, check=False, diff=False):
+    args = dict(args)
+    if check:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    out = io.StringIO()
+    with patch_module_args(args), redirect_stdout(out), pytest.raises(SystemExit):
+        module.main()
+    return json.loads(out.getvalue())
+
+
+def _devices(n0, n1):
+    return [{"device": PF0, "params": {"SRIOV_EN": True, "NUM_OF_VFS": n0}},
+            {"device": PF1, "params": {"SRIOV_EN": True, "NUM_OF_VFS": n1}}]
+
+
+def test_two_pfs_check_mode_then_apply_then_nothing(agent):
+    r = _call({"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"]}, check=True, diff=True)
+    assert r["changed"] and r["reboot_required"]
+    assert [d["device"] for d in r["devices"]] == [PF0, PF1]
+    assert [c["name"] for c in r["devices"][0]["changed_params"]] == ["SRIOV_EN", "NUM_OF_VFS"]
+    assert len(r["command"]) == 2 and r["command"][1][:3] == ["mstconfig", "-d", PF1]
+    assert [d["before_header"] for d in r["diff"]] == [PF0 + " next boot", PF1 + " next boot"]
+    assert not any(a[1:2] == ["-d"] and "set" in a for a in agent.calls)      # check mode sets nothing
+
+    r = _call({"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"]})
+    assert r["changed"] and r["reboot_required"]
+    assert [d["next_boot"]["NUM_OF_VFS"] for d in r["devices"]] == ["8", "4"]
+    assert all(d["pending"] for d in r["devices"])                             # current waits for the reboot
+
+    r = _call({"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"]})
+    assert not r["changed"] and r["command"] == [] and r["reboot_required"]    # still pending, nothing to set
+
+
+def test_a_bad_value_on_the_second_pf_fails_before_any_device_is_touched(agent):
+    agent.calls.clear()
+    r = _call({"devices": _devices(8, 500)})
+    assert r["failed"] and PF1 in r["msg"] and "500" in r["msg"]
+    assert agent.calls == []
+
+
+def test_check_mode_reads_every_device_and_names_the_failing_one(agent):
+    r = _call({"devices": _devices(8, 4) + [{"device": "0000:99:00.0", "params": {"SRIOV_EN": True}}]},
+              check=True)
+    assert r["failed"] and "0000:99:00.0" in r["msg"]
+    assert [d["device"] for d in r["devices"]] == [PF0, PF1, "0000:99:00.0"]
+    assert r["devices"][2]["failed"] and not r["devices"][0].get("failed")
+
+
+def test_single_device_result_is_unchanged(agent):
+    r = _call({"device": PF0, "params": {"SRIOV_EN": True, "NUM_OF_VFS": 8}}, check=True)
+    assert r["changed"] and r["command"][:3] == ["mstconfig", "-d", PF0] and "devices" not in r
+
+
+def test_device_and_devices_are_exclusive(agent):
+    r = _call({"device": PF0, "params": {"SRIOV_EN": True}, "devices": _devices(1, 1)})
+    assert r["failed"] and "mutually exclusive" in r["msg"]

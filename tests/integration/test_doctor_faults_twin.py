@@ -215,6 +215,18 @@ def test_host_pfc_mismatch(fresh):
     assert rc["node02"]["failed"] == 0 and rc["node02"]["changed"] > 0, proc.stdout[-4000:]
 
 
+def test_qos_boot_unit_disabled(fresh):
+    # validate.yml reads every unit's state once (service_facts); layer 8
+    # finds its boot unit there.
+    rack = fresh
+    rack.sh("node01", "systemctl disable gpufabric-roce-qos.service")
+    try:
+        _, report = rack.validate()
+    finally:
+        rack.sh("node01", "systemctl enable gpufabric-roce-qos.service")
+    names(report, "node01", 8, "node01: host QoS will be lost at the next boot: gpufabric-roce-qos.service is not enabled")
+
+
 # ------------------------------------------------------------------ layer 9
 
 def test_link_down(fresh):

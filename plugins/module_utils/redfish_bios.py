@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read a server's BIOS through Redfish: current attributes, pending settings
 and, for Supermicro, the attribute registry.  Plain Python; the HTTP client is
-passed in, so tests drive it without a BMC.
+passed in (``https_getter`` is the module's), so tests drive it with or without a BMC.
 
 The walk follows the links the service gives, never guessed paths:
 ``/redfish/v1/Systems`` -> first member -> its ``Bios`` -> the Bios
@@ -20,6 +20,40 @@ and a message for errors.
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import json
+import re
+
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+from ansible.module_utils.urls import open_url
+
+
+def bmc_address(baseuri):
+    """``host[:port]`` of a BMC given as an address or a URL."""
+    return re.sub(r"/.*$", "", re.sub(r"^https?://", "", str(baseuri)))
+
+
+def https_getter(address, username, password, validate_certs=False, timeout=30, opener=open_url):
+    """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth."""
+    root = "https://" + address
+
+    def get(path):
+        try:
+            resp = opener(root + path, method="GET",
+                          headers={"Accept": "application/json", "OData-Version": "4.0"},
+                          url_username=username, url_password=password, force_basic_auth=True,
+                          validate_certs=validate_certs, timeout=timeout)
+            status = resp.getcode()
+            raw = resp.read()
+        except HTTPError as exc:
+            return exc.code, None, str(exc)
+        except Exception as exc:  # pylint: disable=broad-except  # any transport error: no answer
+            return -1, None, str(exc)
+        try:
+            return status, json.loads(raw.decode("utf-8") or "null"), ""
+        except ValueError as exc:
+            return 502, None, "not JSON: %s" % exc
+    return get
 
 
 def manufacturer_vendor(name):

@@ -123,12 +123,7 @@ registry:
   returned: always
 """
 
-import json
-import re
-
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.six.moves.urllib.error import HTTPError
-from ansible.module_utils.urls import open_url
 from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
 
 
@@ -145,26 +140,9 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    address = re.sub(r"/.*$", "", re.sub(r"^https?://", "", p["baseuri"]))
-    root = "https://" + address
-
-    def get(path):
-        try:
-            resp = open_url(root + path, method="GET",
-                            headers={"Accept": "application/json", "OData-Version": "4.0"},
-                            url_username=p["username"], url_password=p["password"], force_basic_auth=True,
-                            validate_certs=p["validate_certs"], timeout=p["timeout"])
-            status = resp.getcode()
-            raw = resp.read()
-        except HTTPError as exc:
-            return exc.code, None, str(exc)
-        except Exception as exc:  # pylint: disable=broad-except  # any transport error: no answer
-            return -1, None, str(exc)
-        try:
-            return status, json.loads(raw.decode("utf-8") or "null"), ""
-        except ValueError as exc:
-            return 502, None, "not JSON: %s" % exc
-
+    address = redfish_bios.bmc_address(p["baseuri"])
+    get = redfish_bios.https_getter(address, p["username"], p["password"],
+                                    validate_certs=p["validate_certs"], timeout=p["timeout"])
     result = redfish_bios.read_bios(get, address, vendor=p["vendor"])
     module.exit_json(changed=False, **result)
 

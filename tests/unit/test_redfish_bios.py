@@ -5,6 +5,7 @@ against recorded answers of other shapes."""
 import base64
 import http.client
 import json
+import socket
 import ssl
 
 import pytest
@@ -33,22 +34,25 @@ def lab(tmp_path):
 
 
 def _getter(lab, name, password=None, log=None):
+    """The module's own HTTPS client, pointed at a twin BMC."""
     entry = next(e for e in SPEC if e["name"] == name)
-    port = lab.bmcs[name].port
-    cred = base64.b64encode(("%s:%s" % (entry["username"], password or entry["password"])).encode()).decode()
+    address = "127.0.0.1:%d" % lab.bmcs[name].port
+    get = redfish_bios.https_getter(address, entry["username"], password or entry["password"], timeout=10)
+    if log is None:
+        return get, address
 
-    def get(path):
-        if log is not None:
-            log.append(path)
-        conn = http.client.HTTPSConnection("127.0.0.1", port, context=CTX, timeout=10)
-        try:
-            conn.request("GET", path, headers={"Accept": "application/json", "Authorization": "Basic " + cred})
-            r = conn.getresponse()
-            raw = r.read()
-            return r.status, (json.loads(raw) if raw else None), r.reason
-        finally:
-            conn.close()
-    return get, "127.0.0.1:%d" % port
+    def logged(path):
+        log.append(path)
+        return get(path)
+    return logged, address
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
 
 
 def _patch(lab, name, path, body):
@@ -99,6 +103,20 @@ def test_wrong_password_is_named_not_raised(lab):
     out = redfish_bios.read_bios(get, addr)
     assert out["status"] == 401 and out["current"] == {}
     assert out["error"] == ("wrong credentials: the BMC at %s rejected bmc_username/bmc_password (HTTP 401)" % addr)
+
+
+def test_nothing_listening_is_unreachable_through_the_https_client():
+    port = free_port()
+    out = redfish_bios.read_bios(redfish_bios.https_getter("127.0.0.1:%d" % port, "u", "p", timeout=5),
+                                 "127.0.0.1:%d" % port)
+    assert out["status"] == -1
+    assert out["error"].startswith("BMC unreachable: no Redfish answer from 127.0.0.1:%d (" % port), out["error"]
+
+
+@pytest.mark.parametrize("given,address", [("10.0.0.9", "10.0.0.9"), ("https://10.0.0.9:8443/redfish/v1", "10.0.0.9:8443"),
+                                           ("http://bmc-node01", "bmc-node01")])
+def test_bmc_address(given, address):
+    assert redfish_bios.bmc_address(given) == address
 
 
 def test_no_answer_and_other_statuses():

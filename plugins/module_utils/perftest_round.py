@@ -159,8 +159,31 @@ def _text(data):
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
 
 
+def session_members(proc_root, sid):
+    """Live pids whose session id (field 6 of /proc/<pid>/stat) is ``sid``.
+    GNU timeout moves itself and the server into a process group of their
+    own, so stopping a server means its whole session, not its group."""
+    pids = []
+    try:
+        names = os.listdir(proc_root)
+    except OSError:
+        return pids
+    for name in names:
+        if not name.isdigit():
+            continue
+        stat = _read(os.path.join(proc_root, name, "stat"))
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":    # a zombie is already gone
+            pids.append(int(name))
+    return sorted(pids)
+
+
+def _kill(pid, sig):
+    os.kill(pid, sig)
+
+
 def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.monotonic, sleep=time.sleep,
-            kill=os.killpg):
+            kill=_kill):
     """Results of this node's servers: wait up to ``wait_s`` for them to exit,
     stop those still running whose command line still names ``command``,
     then read and remove their files.  Returns ``[{port, finished, rc,
@@ -178,11 +201,12 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
         if not result["finished"] and pid is not None and _alive(pid):
             cmdline = _read(os.path.join(proc_root, str(pid), "cmdline")).replace("\0", " ")
             if command in cmdline:
-                try:
-                    kill(pid, signal.SIGTERM)
-                    result["stopped"] = True
-                except OSError:
-                    pass
+                for member in session_members(proc_root, pid) or [pid]:
+                    try:
+                        kill(member, signal.SIGTERM)
+                        result["stopped"] = True
+                    except OSError:
+                        pass
         base = _base(run_dir, port)
         for ext in (".pid", ".out", ".err", ".rc"):
             if os.path.exists(base + ext):

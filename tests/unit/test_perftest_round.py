@@ -72,6 +72,22 @@ def test_a_hanging_server_is_not_listening_then_stopped(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_server_under_timeout_is_stopped_with_its_whole_session(tmp_path):
+    # GNU timeout puts itself and its child in a process group of their own.
+    port = free_port()
+    pr.serve([{"port": port, "argv": ["sleep", "45"]}], str(tmp_path), timeout_s=60, listen_s=0.5)
+    pid = int((tmp_path / ("server-%d.pid" % port)).read_text())
+    members = pr.session_members("/proc", pid)
+    assert len(members) >= 3                                     # sh, timeout, sleep
+    got = pr.collect([port], str(tmp_path), command="sleep", wait_s=0)
+    assert got[0]["stopped"]
+    for _ in range(50):
+        if not pr.session_members("/proc", pid):
+            break
+        time.sleep(0.1)
+    assert pr.session_members("/proc", pid) == []
+
+
 def test_a_pid_reused_by_another_program_is_not_killed(tmp_path):
     port = free_port()
     (tmp_path / ("server-%d.pid" % port)).write_text("1\n")      # pid 1 is not this server

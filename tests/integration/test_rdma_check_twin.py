@@ -210,7 +210,7 @@ def test_servers_whose_client_never_connects_are_stopped(lab):
     assert rc["node01"]["failed"] == 1 and rc["node02"]["failed"] == 1, proc.stdout[-4000:]
     assert ("layer 9 rdma_check on node01: node01 enp59s0f0np0 -> node02 enp59s0f0np0 (leaf1 ethernet 1/1 <-> "
             "leaf1 ethernet 1/2): ib_write_bw failed (rc 1): Couldn't connect to 10.9.9.9:18515") in proc.stdout
-    stop = proc.stdout.split("Stop the servers that are still running", 1)[1].split("TASK [", 1)[0]
+    stop = proc.stdout.split("Collect the servers, stopping those still running", 1)[1].split("TASK [", 1)[0]
     assert "changed: [node01]" in stop and "changed: [node02]" in stop, stop
     flat = " ".join(proc.stdout.split())        # the report's lines are wrapped
     assert "node01 enp134s0f0np0 -> node02 enp134s0f0np0 (leaf2 swp1 <-> leaf2 swp2): " in flat   # rail 1 ran

@@ -1,0 +1,215 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""One round of perftest pairs on one node, in three calls the play makes in
+lockstep over every node of the round:
+
+``serve``    start this node's servers detached (each in its own session,
+             under ``timeout``), then wait until each listens or exits;
+``run``      run this node's clients at once and wait for them;
+``collect``  wait briefly for this node's servers to exit, stop those still
+             running (only if the pid is still that server), read their
+             output and remove their files.
+
+Each server leaves ``<run_dir>/server-<port>.{pid,out,err,rc}``.  Results have
+the keys of an async job result (``finished``, ``rc``, ``stdout``,
+``stderr``), so the pair gate reads them as before.  Plain Python: the proc
+root, the clock and the process start are parameters for tests.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import signal
+import subprocess
+import time
+
+LISTEN = "0A"
+
+# The wrapper that runs one server: records its pid, its output and its exit
+# status, so a later call can collect them after this process is gone.
+_SERVE_SH = 'echo $$ > "$0.pid"; "$@" > "$0.out" 2> "$0.err"; echo $? > "$0.rc"'
+
+
+def listening_ports(texts):
+    """Ports in LISTEN state in /proc/net/tcp{,6} texts."""
+    ports = set()
+    for text in texts:
+        for line in text.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 4 or fields[3] != LISTEN:
+                continue
+            try:
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+            except (IndexError, ValueError):
+                continue
+    return ports
+
+
+def _base(run_dir, port):
+    return os.path.join(run_dir, "server-%d" % int(port))
+
+
+def _read(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read()
+    except (IOError, OSError):
+        return default
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    return True
+
+
+def _pid(run_dir, port):
+    text = _read(_base(run_dir, port) + ".pid").strip()
+    return int(text) if text.isdigit() else None
+
+
+def serve(servers, run_dir, timeout_s, listen_s, mode="tcp", proc_root="/proc", popen=subprocess.Popen,
+          clock=time.monotonic, sleep=time.sleep):
+    """Start every server ``{port, argv}`` and wait until each listens.
+
+    ``mode`` ``tcp``: ready when a TCP socket listens on the port (perftest
+    listens before a client may connect); ``alive``: (rdma_cm, no TCP socket)
+    ready when still running after two seconds.  Returns ``{started: [ports],
+    not_listening: [{port, finished, rc, stdout, stderr}]}``: a server that
+    exited or did not listen within ``listen_s`` seconds."""
+    if not os.path.isdir(run_dir):
+        os.makedirs(run_dir)
+    started = []
+    for server in servers:
+        base = _base(run_dir, server["port"])
+        for ext in (".pid", ".out", ".err", ".rc"):
+            if os.path.exists(base + ext):
+                os.unlink(base + ext)
+        argv = ["sh", "-c", _SERVE_SH, base, "timeout", "-k", "5", str(int(timeout_s))] + list(server["argv"])
+        devnull = open(os.devnull, "rb")
+        try:
+            popen(argv, stdin=devnull, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                  start_new_session=True, close_fds=True)
+        finally:
+            devnull.close()
+        started.append(int(server["port"]))
+    start = clock()
+    waiting = list(started)
+    gone = []
+    while waiting:
+        listening = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")]) \
+            if mode == "tcp" else set()
+        still = []
+        for port in waiting:
+            rc_text = _read(_base(run_dir, port) + ".rc").strip()
+            if port in listening:
+                continue
+            if rc_text:
+                gone.append(port)
+            elif mode == "alive" and clock() - start >= 2 and _pid(run_dir, port) is not None:
+                continue
+            else:
+                still.append(port)
+        waiting = still
+        if waiting and clock() - start >= listen_s:
+            break
+        if waiting:
+            sleep(0.2)
+    not_listening = [dict(port=p, **_server_result(run_dir, p)) for p in gone + waiting]
+    return {"started": started, "not_listening": not_listening}
+
+
+def _server_result(run_dir, port):
+    base = _base(run_dir, port)
+    rc_text = _read(base + ".rc").strip()
+    return {"finished": bool(rc_text), "rc": int(rc_text) if rc_text.lstrip("-").isdigit() else None,
+            "stdout": _read(base + ".out"), "stderr": _read(base + ".err")}
+
+
+def run_clients(clients, timeout_s, popen=subprocess.Popen):
+    """Run every client ``{id, argv}`` at once under ``timeout``; returns
+    ``[{id, finished, rc, stdout, stderr}]`` in the given order."""
+    procs = []
+    for client in clients:
+        argv = ["timeout", "-k", "5", str(int(timeout_s))] + list(client["argv"])
+        try:
+            proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         close_fds=True)
+        except OSError as exc:
+            procs.append((client, None, str(exc)))
+            continue
+        procs.append((client, proc, None))
+    out = []
+    for client, proc, error in procs:
+        if proc is None:
+            out.append({"id": client["id"], "finished": True, "rc": 127, "stdout": "", "stderr": error})
+            continue
+        stdout, stderr = proc.communicate()
+        out.append({"id": client["id"], "finished": True, "rc": proc.returncode,
+                    "stdout": _text(stdout), "stderr": _text(stderr)})
+    return out
+
+
+def _text(data):
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+
+
+def session_members(proc_root, sid):
+    """Live pids whose session id (field 6 of /proc/<pid>/stat) is ``sid``.
+    GNU timeout moves itself and the server into a process group of their
+    own, so stopping a server means its whole session, not its group."""
+    pids = []
+    try:
+        names = os.listdir(proc_root)
+    except OSError:
+        return pids
+    for name in names:
+        if not name.isdigit():
+            continue
+        stat = _read(os.path.join(proc_root, name, "stat"))
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":    # a zombie is already gone
+            pids.append(int(name))
+    return sorted(pids)
+
+
+def _kill(pid, sig):
+    os.kill(pid, sig)
+
+
+def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.monotonic, sleep=time.sleep,
+            kill=_kill):
+    """Results of this node's servers: wait up to ``wait_s`` for them to exit,
+    stop those still running whose command line still names ``command``,
+    then read and remove their files.  Returns ``[{port, finished, rc,
+    stdout, stderr, stopped}]``."""
+    start = clock()
+    ports = [int(p) for p in ports]
+    while any(not _read(_base(run_dir, p) + ".rc").strip() and _pid(run_dir, p) is not None for p in ports):
+        if clock() - start >= wait_s:
+            break
+        sleep(0.2)
+    out = []
+    for port in ports:
+        result = dict(port=port, stopped=False, **_server_result(run_dir, port))
+        pid = _pid(run_dir, port)
+        if not result["finished"] and pid is not None and _alive(pid):
+            cmdline = _read(os.path.join(proc_root, str(pid), "cmdline")).replace("\0", " ")
+            if command in cmdline:
+                for member in session_members(proc_root, pid) or [pid]:
+                    try:
+                        kill(member, signal.SIGTERM)
+                        result["stopped"] = True
+                    except OSError:
+                        pass
+        base = _base(run_dir, port)
+        for ext in (".pid", ".out", ".err", ".rc"):
+            if os.path.exists(base + ext):
+                os.unlink(base + ext)
+        out.append(result)
+    return out

@@ -1,0 +1,218 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Boot-time files of a layer (scripts, systemd units, udev rules) compared
+and written in one pass, plain Python with a root prefix.
+
+``plan()`` reads what is on disk and says, per file, what would change
+(content, mode, owner, group, missing parent directories). ``apply()``
+carries a plan out: parents first (0755 unless told), then each file through
+a temporary file in the same directory and ``os.replace``, so that a reader
+never sees half a script. Which follow-up a change needs (``systemctl
+daemon-reload``, ``udevadm control --reload``) is derived from the paths
+that changed, by ``reloads_needed()``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import grp
+import os
+import pwd
+import re
+import stat
+import tempfile
+
+_MODE_RE = re.compile(r"^0?[0-7]{3,4}$")
+
+SYSTEMD_DIRS = ("/etc/systemd/system/", "/usr/lib/systemd/system/", "/lib/systemd/system/")
+UDEV_DIRS = ("/etc/udev/rules.d/", "/usr/lib/udev/rules.d/", "/lib/udev/rules.d/", "/run/udev/rules.d/")
+
+
+class HostFilesError(Exception):
+    """A wanted file that cannot be planned; the message names the file and the value."""
+
+
+def parse_mode(value, what):
+    """Octal string ('0644', '755') or int to an int; names ``what`` on error."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if 0 <= value <= 0o7777:
+            return value
+    elif isinstance(value, str) and _MODE_RE.match(value.strip()):
+        return int(value.strip(), 8)
+    raise HostFilesError("%s: mode must be an octal string such as '0644' (is %r)" % (what, value))
+
+
+def _uid(owner, what):
+    if owner is None:
+        return None
+    try:
+        return pwd.getpwnam(owner).pw_uid
+    except KeyError:
+        raise HostFilesError("%s: owner %r does not exist on this host" % (what, owner))
+
+
+def _gid(group, what):
+    if group is None:
+        return None
+    try:
+        return grp.getgrnam(group).gr_gid
+    except KeyError:
+        raise HostFilesError("%s: group %r does not exist on this host" % (what, group))
+
+
+def rooted(root, path):
+    """``path`` (absolute) under ``root``."""
+    if not root or root == "/":
+        return path
+    return os.path.join(root, path.lstrip("/"))
+
+
+def normalize(files):
+    """Check every wanted file before anything is read or written.
+
+    ``files``: list of dicts {path, content, mode, owner, group}. Returns the
+    list with ``mode`` as an int; raises HostFilesError naming the file.
+    """
+    out = []
+    seen = set()
+    for i, f in enumerate(files or []):
+        path = f.get("path")
+        what = "files[%d]" % i
+        if not isinstance(path, str) or not path.startswith("/") or path.endswith("/"):
+            raise HostFilesError("%s: path must be an absolute file path (is %r)" % (what, path))
+        what = "files[%d] (%s)" % (i, path)
+        if os.path.normpath(path) != path:
+            raise HostFilesError("%s: path must be normalized (no '..', '.' or '//')" % what)
+        if path in seen:
+            raise HostFilesError("%s: path given twice" % what)
+        seen.add(path)
+        content = f.get("content")
+        if not isinstance(content, str):
+            raise HostFilesError("%s: content must be a string (is %s)" % (what, type(content).__name__))
+        mode = parse_mode(f.get("mode", "0644"), what)
+        owner = f.get("owner", "root")
+        group = f.get("group", "root")
+        out.append({"path": path, "content": content, "mode": mode, "owner": owner, "group": group,
+                    "uid": _uid(owner, what), "gid": _gid(group, what)})
+    return out
+
+
+def _missing_parents(real_path):
+    parents = []
+    d = os.path.dirname(real_path)
+    while d and not os.path.isdir(d):
+        if os.path.lexists(d):
+            raise HostFilesError("%s exists and is not a directory" % d)
+        parents.append(d)
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return list(reversed(parents))
+
+
+def plan(files, root="/"):
+    """What writing ``files`` (normalized) under ``root`` would change.
+
+    Returns a list of dicts {path, real_path, state: created|updated|unchanged,
+    changes: [content, mode, owner, group], before, after, parents}.
+    """
+    out = []
+    for f in files:
+        real = rooted(root, f["path"])
+        entry = {"path": f["path"], "real_path": real, "changes": [], "before": "", "after": f["content"],
+                 "parents": _missing_parents(real)}
+        if os.path.lexists(real):
+            st = os.lstat(real)
+            if not stat.S_ISREG(st.st_mode):
+                raise HostFilesError("%s exists and is not a regular file" % real)
+            with open(real, "rb") as fh:
+                data = fh.read()
+            try:
+                entry["before"] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                entry["before"] = "<binary, %d bytes>" % len(data)
+            if data != f["content"].encode("utf-8"):
+                entry["changes"].append("content")
+            if stat.S_IMODE(st.st_mode) != f["mode"]:
+                entry["changes"].append("mode")
+            if f["uid"] is not None and st.st_uid != f["uid"]:
+                entry["changes"].append("owner")
+            if f["gid"] is not None and st.st_gid != f["gid"]:
+                entry["changes"].append("group")
+            entry["state"] = "updated" if entry["changes"] else "unchanged"
+        else:
+            entry["state"] = "created"
+            entry["changes"] = ["content"]
+        out.append(entry)
+    return out
+
+
+def _chown(path, uid, gid):
+    if uid is None and gid is None:
+        return
+    os.chown(path, -1 if uid is None else uid, -1 if gid is None else gid)
+
+
+def apply(files, planned, directory_mode=0o755):
+    """Carry out ``planned`` (from ``plan``) for ``files`` (normalized, same order).
+
+    Only entries whose state is not ``unchanged`` are touched. Returns the
+    paths written.
+    """
+    written = []
+    for f, p in zip(files, planned):
+        if p["state"] == "unchanged":
+            continue
+        for d in p["parents"]:
+            if not os.path.isdir(d):
+                os.mkdir(d, directory_mode)
+                os.chmod(d, directory_mode)
+                _chown(d, f["uid"], f["gid"])
+        real = p["real_path"]
+        if "content" in p["changes"]:
+            fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(real), dir=os.path.dirname(real))
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(f["content"].encode("utf-8"))
+                os.chmod(tmp, f["mode"])
+                _chown(tmp, f["uid"], f["gid"])
+                os.replace(tmp, real)
+            except BaseException:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+                raise
+        else:
+            os.chmod(real, f["mode"])
+            _chown(real, f["uid"], f["gid"])
+        written.append(p["path"])
+    return written
+
+
+def reloads_needed(changed_paths):
+    """Which reloads the changed paths call for: {'systemd': bool, 'udev': bool}."""
+    return {
+        "systemd": any(p.startswith(SYSTEMD_DIRS) for p in changed_paths),
+        "udev": any(p.startswith(UDEV_DIRS) and p.endswith(".rules") for p in changed_paths),
+    }
+
+
+def diffs(planned):
+    """Ansible diff entries (one per file that changes content or is created)."""
+    out = []
+    for p in planned:
+        if p["state"] == "unchanged":
+            continue
+        if p["state"] == "created":
+            out.append({"before_header": "%s (absent)" % p["path"], "after_header": p["path"],
+                        "before": "", "after": p["after"]})
+        elif "content" in p["changes"]:
+            out.append({"before_header": p["path"], "after_header": p["path"],
+                        "before": p["before"], "after": p["after"]})
+        else:
+            out.append({"before_header": p["path"], "after_header": p["path"],
+                        "before": "%s: %s\n" % (p["path"], ", ".join(p["changes"])),
+                        "after": "%s: %s set\n" % (p["path"], ", ".join(p["changes"]))})
+    return out

@@ -1,0 +1,208 @@
+"""host_files: the plain-Python plan/apply on a fake tree, and the module
+in-process with systemctl and udevadm stand-ins that record their calls."""
+
+import grp
+import io
+import json
+import os
+import pwd
+import stat
+from contextlib import redirect_stdout
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import host_files as hf
+from ansible_collections.gpufabric.stack.plugins.modules import host_files as module
+
+ME = pwd.getpwuid(os.getuid()).pw_name
+MYGROUP = grp.getgrgid(os.getgid()).gr_name
+UNIT = "/etc/systemd/system/gpufabric-sriov.service"
+SCRIPT = "/usr/local/libexec/gpufabric/sriov-vfs.sh"
+RULE = "/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules"
+
+
+def _files(script="#!/bin/sh\necho vfs\n", unit="[Unit]\nDescription=x\n", rule=None):
+    out = [{"path": SCRIPT, "content": script, "mode": "0755", "owner": ME, "group": MYGROUP},
+           {"path": UNIT, "content": unit, "mode": "0644", "owner": ME, "group": MYGROUP}]
+    if rule is not None:
+        out.append({"path": RULE, "content": rule, "mode": "0644", "owner": ME, "group": MYGROUP})
+    return out
+
+
+def test_plan_on_empty_tree_creates_everything_with_parents(tmp_path):
+    files = hf.normalize(_files())
+    planned = hf.plan(files, str(tmp_path))
+    assert [p["state"] for p in planned] == ["created", "created"]
+    assert str(tmp_path / "usr/local/libexec/gpufabric") in planned[0]["parents"]
+    written = hf.apply(files, planned)
+    assert written == [SCRIPT, UNIT]
+    script = tmp_path / SCRIPT.lstrip("/")
+    assert script.read_text() == "#!/bin/sh\necho vfs\n"
+    assert stat.S_IMODE(script.stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "usr/local/libexec/gpufabric").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / UNIT.lstrip("/")).stat().st_mode) == 0o644
+    # no temporary file left beside them
+    assert os.listdir(tmp_path / "usr/local/libexec/gpufabric") == ["sriov-vfs.sh"]
+    # a second plan sees nothing to do
+    assert [p["state"] for p in hf.plan(files, str(tmp_path))] == ["unchanged", "unchanged"]
+
+
+def test_plan_names_what_differs(tmp_path):
+    files = hf.normalize(_files())
+    hf.apply(files, hf.plan(files, str(tmp_path)))
+    os.chmod(tmp_path / SCRIPT.lstrip("/"), 0o644)
+    changed = hf.normalize(_files(unit="[Unit]\nDescription=y\n"))
+    planned = hf.plan(changed, str(tmp_path))
+    assert planned[0]["state"] == "updated" and planned[0]["changes"] == ["mode"]
+    assert planned[1]["state"] == "updated" and planned[1]["changes"] == ["content"]
+    assert planned[1]["before"] == "[Unit]\nDescription=x\n"
+    diffs = hf.diffs(planned)
+    assert diffs[1]["before"] == "[Unit]\nDescription=x\n" and diffs[1]["after"] == "[Unit]\nDescription=y\n"
+    assert "mode" in diffs[0]["before"]
+    hf.apply(changed, planned)
+    assert stat.S_IMODE((tmp_path / SCRIPT.lstrip("/")).stat().st_mode) == 0o755
+    assert (tmp_path / UNIT.lstrip("/")).read_text() == "[Unit]\nDescription=y\n"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"path": "etc/x", "content": ""}, "absolute file path"),
+    ({"path": "/etc/x/", "content": ""}, "absolute file path"),
+    ({"path": "/etc/../x", "content": ""}, "normalized"),
+    ({"path": "/etc/x", "content": None}, "content must be a string"),
+    ({"path": "/etc/x", "content": "", "mode": "rw-r--r--"}, "mode must be an octal string"),
+    ({"path": "/etc/x", "content": "", "mode": "0999"}, "mode must be an octal string"),
+    ({"path": "/etc/x", "content": "", "owner": "no-such-user-gpufabric"}, "owner 'no-such-user-gpufabric'"),
+    ({"path": "/etc/x", "content": "", "group": "no-such-group-gpufabric"}, "group 'no-such-group-gpufabric'"),
+])
+def test_bad_input_names_the_file_and_value(bad, message):
+    with pytest.raises(hf.HostFilesError) as e:
+        hf.normalize([{"path": "/etc/ok", "content": "", "owner": ME, "group": MYGROUP},
+                      dict({"owner": ME, "group": MYGROUP}, **bad)])
+    assert message in str(e.value)
+    assert str(e.value).startswith("files[1]")
+
+
+def test_duplicate_path_and_non_regular_file(tmp_path):
+    with pytest.raises(hf.HostFilesError, match="given twice"):
+        hf.normalize([{"path": "/etc/a", "content": ""}, {"path": "/etc/a", "content": "x"}])
+    (tmp_path / "etc/a").mkdir(parents=True)
+    with pytest.raises(hf.HostFilesError, match="not a regular file"):
+        hf.plan(hf.normalize([{"path": "/etc/a", "content": "", "owner": ME, "group": MYGROUP}]), str(tmp_path))
+    (tmp_path / "opt").write_text("")
+    with pytest.raises(hf.HostFilesError, match="not a directory"):
+        hf.plan(hf.normalize([{"path": "/opt/b/c", "content": "", "owner": ME, "group": MYGROUP}]), str(tmp_path))
+
+
+def test_reloads_follow_the_changed_paths():
+    assert hf.reloads_needed([SCRIPT]) == {"systemd": False, "udev": False}
+    assert hf.reloads_needed([UNIT]) == {"systemd": True, "udev": False}
+    assert hf.reloads_needed([RULE]) == {"systemd": False, "udev": True}
+    assert hf.reloads_needed(["/etc/udev/rules.d/README"]) == {"systemd": False, "udev": False}
+
+
+# --- the module, in-process ------------------------------------------------
+
+@pytest.fixture
+def tools(tmp_path):
+    """systemctl and udevadm stand-ins: is-enabled answers from a state file."""
+    log = tmp_path / "calls.log"
+    enabled = tmp_path / "enabled"
+    enabled.write_text("")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "systemctl").write_text(
+        "#!/bin/sh\necho \"systemctl $*\" >> %s\n"
+        "case \"$1\" in\n"
+        "  is-enabled) if grep -qx \"$2\" %s; then echo enabled; exit 0; else echo disabled; exit 1; fi;;\n"
+        "  enable) echo \"$2\" >> %s;;\n"
+        "esac\nexit 0\n" % (log, enabled, enabled))
+    (bindir / "udevadm").write_text("#!/bin/sh\necho \"udevadm $*\" >> %s\n" % log)
+    for t in ("systemctl", "udevadm"):
+        os.chmod(bindir / t, 0o755)
+    root = tmp_path / "root"
+    root.mkdir()
+
+    def calls():
+        return log.read_text().splitlines() if log.exists() else []
+    return {"root": str(root), "systemctl": str(bindir / "systemctl"), "udevadm": str(bindir / "udevadm"),
+            "calls": calls, "log": log}
+
+
+def _call(args, check=False, diff=False):
+    args = dict(args)
+    if check:
+        args["_ansible_check_mode"] = True
+    if diff:
+        args["_ansible_diff"] = True
+    out = io.StringIO()
+    with patch_module_args(args), redirect_stdout(out), pytest.raises(SystemExit):
+        module.main()
+    return json.loads(out.getvalue())
+
+
+def _args(tools, files, units=("gpufabric-sriov.service",)):
+    return {"files": files, "enable_units": list(units), "root": tools["root"],
+            "systemctl": tools["systemctl"], "udevadm": tools["udevadm"]}
+
+
+def test_module_check_then_apply_then_nothing(tools):
+    os.makedirs(os.path.join(tools["root"], "run/udev"))
+    open(os.path.join(tools["root"], "run/udev/control"), "w").close()
+    files = _files(rule='SUBSYSTEM=="net", KERNELS=="0000:3b:00.2", ENV{NM_UNMANAGED}="1"\n')
+
+    r = _call(_args(tools, files), check=True, diff=True)
+    assert r["changed"] and r["written"] == [SCRIPT, UNIT, RULE]
+    assert r["daemon_reloaded"] and r["udev_reloaded"]
+    assert r["units_enabled"] == ["gpufabric-sriov.service"]
+    assert [d["after_header"] for d in r["diff"]] == [SCRIPT, UNIT, RULE]
+    assert not os.path.exists(os.path.join(tools["root"], SCRIPT.lstrip("/")))
+    assert tools["calls"]() == ["systemctl is-enabled gpufabric-sriov.service"]
+
+    tools["log"].write_text("")
+    r = _call(_args(tools, files))
+    assert r["changed"] and [f["state"] for f in r["files"]] == ["created"] * 3
+    assert tools["calls"]() == ["systemctl daemon-reload", "udevadm control --reload",
+                                "systemctl is-enabled gpufabric-sriov.service",
+                                "systemctl enable gpufabric-sriov.service"]
+
+    tools["log"].write_text("")
+    r = _call(_args(tools, files))
+    assert not r["changed"] and r["written"] == [] and r["units_enabled"] == []
+    assert not r["daemon_reloaded"] and not r["udev_reloaded"]
+    assert tools["calls"]() == ["systemctl is-enabled gpufabric-sriov.service"]
+
+
+def test_module_script_change_reloads_nothing_and_udev_waits_for_udevd(tools):
+    files = _files(rule="# none\n")
+    _call(_args(tools, files))
+    tools["log"].write_text("")
+    # udevd does not run (no control socket): the rule is written, udev not told
+    r = _call(_args(tools, _files(script="#!/bin/sh\necho other\n", rule="# one\n")))
+    assert r["written"] == [SCRIPT, RULE]
+    assert not r["daemon_reloaded"] and not r["udev_reloaded"]
+    assert tools["calls"]() == ["systemctl is-enabled gpufabric-sriov.service"]
+
+
+def test_module_disabled_unit_is_enabled_again(tools):
+    _call(_args(tools, _files()))
+    tools["log"].write_text("")
+    open(tools["log"].parent / "enabled", "w").close()
+    r = _call(_args(tools, _files()))
+    assert r["changed"] and r["written"] == [] and r["units_enabled"] == ["gpufabric-sriov.service"]
+    assert tools["calls"]()[-1] == "systemctl enable gpufabric-sriov.service"
+
+
+def test_module_bad_input_fails_before_writing(tools):
+    files = _files() + [{"path": "/etc/x", "content": "", "mode": "644x"}]
+    r = _call(_args(tools, files))
+    assert r["failed"] and "files[2] (/etc/x): mode must be an octal string" in r["msg"]
+    assert os.listdir(tools["root"]) == []
+    assert tools["calls"]() == []
+
+
+def test_module_failing_systemctl_is_reported(tools):
+    with open(tools["systemctl"], "w") as f:
+        f.write("#!/bin/sh\necho 'Failed to connect to bus' >&2\nexit 1\n")
+    r = _call(_args(tools, _files(), units=()))
+    assert r["failed"] and "systemctl daemon-reload failed (rc 1): Failed to connect to bus" in r["msg"]

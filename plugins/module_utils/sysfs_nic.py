@@ -262,5 +262,16 @@ def iommus(sysfs_root="/sys"):
     return sorted(_listdir(Sysfs(sysfs_root).p("class", "iommu")))
 
 
+def modules(sysfs_root="/sys"):
+    """The kernel modules sysfs lists (loaded ones, and built-ins with parameters)."""
+    return sorted(_listdir(Sysfs(sysfs_root).p("module")))
+
+
+def cmdline(proc_root="/proc"):
+    """The booted kernel command line, or None when it cannot be read."""
+    text = _read(os.path.join(proc_root, "cmdline"))
+    return text.strip() if text is not None else None
+
+
 def iommu_active(sysfs_root="/sys"):
     return bool(iommus(sysfs_root))

@@ -31,6 +31,11 @@ options:
       - Empty reports every PCI network function.
     type: str
     default: ""
+  proc_root:
+    description:
+      - Where procfs is mounted, for C(cmdline). C(/proc) on a host; the rack twin serves its own.
+    type: path
+    default: /proc
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -94,6 +99,22 @@ iommus:
   type: list
   elements: str
   sample: [dmar0, dmar1]
+modules:
+  description: The kernel modules under C(module/) (loaded ones, and built-ins with parameters).
+  returned: always
+  type: list
+  elements: str
+  sample: [ib_core, mlx5_core, mlx5_ib]
+cmdline:
+  description: The booted kernel command line (C(<proc_root>/cmdline)), null when it cannot be read.
+  returned: always
+  type: str
+  sample: BOOT_IMAGE=/boot/vmlinuz-6.1.0 root=/dev/sda1 ro intel_iommu=on iommu=pt
+proc_root:
+  description: The procfs root read.
+  returned: always
+  type: str
+  sample: /proc
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -105,6 +126,7 @@ def main():
         argument_spec=dict(
             sysfs_root=dict(type="path", default="/sys"),
             vendor=dict(type="str", default=""),
+            proc_root=dict(type="path", default="/proc"),
         ),
         supports_check_mode=True,
     )
@@ -116,7 +138,9 @@ def main():
     if vendor:
         nics = [n for n in nics if n["vendor"] == vendor]
     iommus = sysfs_nic.iommus(module.params["sysfs_root"])
-    module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus)
+    module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus,
+                     modules=sysfs_nic.modules(module.params["sysfs_root"]),
+                     cmdline=sysfs_nic.cmdline(module.params["proc_root"]), proc_root=module.params["proc_root"])
 
 
 if __name__ == "__main__":

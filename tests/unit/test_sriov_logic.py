@@ -41,6 +41,17 @@ def test_discover_maps_netdev_pci_rdma_through_links(tmp_path):
     assert sysfs_nic.iommu_active(root) and sysfs_nic.iommus(root) == ["dmar0"]
 
 
+def test_modules_and_cmdline(tmp_path):
+    for name in ("mlx5_ib", "ib_core", "mlx5_core"):
+        (tmp_path / "sys" / "module" / name).mkdir(parents=True)
+    assert sysfs_nic.modules(str(tmp_path / "sys")) == ["ib_core", "mlx5_core", "mlx5_ib"]
+    assert sysfs_nic.modules(str(tmp_path / "nowhere")) == []
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cmdline").write_bytes(b"BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro intel_iommu=on\n")
+    assert sysfs_nic.cmdline(str(tmp_path / "proc")) == "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro intel_iommu=on"
+    assert sysfs_nic.cmdline(str(tmp_path / "nowhere")) is None
+
+
 def test_discover_kernel_rdma_names_and_unbound_pf(tmp_path):
     k, t, _ = make(driver="ofed")
     t.write("/bus/pci/drivers/mlx5_core/unbind", b"0000:86:00.0")

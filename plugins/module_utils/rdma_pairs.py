@@ -96,6 +96,14 @@ def cable_of(cabling, node, pf):
 # link and GID
 # --------------------------------------------------------------------------
 
+# sysfs spells a port's physical state as ib_core's phys_state_to_str does
+# ("3: Disabled"), `rdma link show` as iproute2 does ("DISABLED"); the verdicts
+# use iproute2's names whichever source they come from.
+SYSFS_PHYS_STATE = {"Sleep": "SLEEP", "Polling": "POLLING", "Disabled": "DISABLED",
+                    "PortConfigurationTraining": "ARMED", "LinkUp": "LINK_UP",
+                    "LinkErrorRecovery": "LINK_ERROR_RECOVER", "Phy Test": "PHY_TEST"}
+
+
 def _rdma_states(rdma_link_text):
     """{dev: link entry} from ``rdma link show`` text; {} when unreadable."""
     if not rdma_link_text or not str(rdma_link_text).strip():
@@ -183,7 +191,7 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
         ev = entry["evidence"]
         link = states.get(dev) if dev else None
         port_state = link.get("state") if link else rdma.get("state")
-        phys = link.get("physical_state") if link else rdma.get("phys_state")
+        phys = link.get("physical_state") if link else SYSFS_PHYS_STATE.get(rdma.get("phys_state"), rdma.get("phys_state"))
         ev.append("%s %s (%s, %s, cabled to %s): operstate %s, speed %s, RDMA port %s/%s" % (
             node, name, pf["pci_address"], dev or "no RDMA device", _where(entry), pf.get("operstate"),
             "%d Mb/s" % pf["speed_mbps"] if pf.get("speed_mbps") else "unknown", port_state, phys))

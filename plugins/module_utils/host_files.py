@@ -6,7 +6,7 @@ and written in one pass, plain Python with a root prefix.
 
 ``plan()`` reads what is on disk and says, per file, what would change
 (content, mode, owner, group, missing parent directories). ``apply()``
-carries a plan out: parents first (0755 unless told), then each file through
+carries a plan out: parents first (0755 unless told, owned by the caller), then each file through
 a temporary file in the same directory and ``os.replace``, so that a reader
 never sees half a script. Which follow-up a change needs (``systemctl
 daemon-reload``, ``udevadm control --reload``) is derived from the paths
@@ -166,11 +166,11 @@ def apply(files, planned, directory_mode=0o755):
     for f, p in zip(files, planned):
         if p["state"] == "unchanged":
             continue
+        # parents belong to whoever runs this (root), not to the file's owner
         for d in p["parents"]:
             if not os.path.isdir(d):
                 os.mkdir(d, directory_mode)
                 os.chmod(d, directory_mode)
-                _chown(d, f["uid"], f["gid"])
         real = p["real_path"]
         if "content" in p["changes"]:
             fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(real), dir=os.path.dirname(real))

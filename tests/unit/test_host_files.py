@@ -48,6 +48,14 @@ def test_plan_on_empty_tree_creates_everything_with_parents(tmp_path):
     assert [p["state"] for p in hf.plan(files, str(tmp_path))] == ["unchanged", "unchanged"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_parents_stay_with_the_caller_when_the_file_has_another_owner(tmp_path):
+    files = hf.normalize([{"path": "/opt/gpufabric/x.conf", "content": "x\n", "owner": "nobody", "group": MYGROUP}])
+    hf.apply(files, hf.plan(files, str(tmp_path)))
+    assert (tmp_path / "opt/gpufabric/x.conf").stat().st_uid == pwd.getpwnam("nobody").pw_uid
+    assert (tmp_path / "opt/gpufabric").stat().st_uid == os.getuid()
+
+
 def test_plan_names_what_differs(tmp_path):
     files = hf.normalize(_files())
     hf.apply(files, hf.plan(files, str(tmp_path)))

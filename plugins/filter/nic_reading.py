@@ -13,14 +13,14 @@ name: nic_reading
 short_description: A layer's view of the play's shared NIC reading, or none when the layer must read again
 description:
   - The first of layers 3, 4, 5 and 9 that needs the NICs in a play reads them with C(gpufabric.stack.nic_facts)
-    and keeps the result as the host fact C(gpufabric_nic_reading) (C({sysfs_root, result})). A layer that
-    changes what sysfs shows (a reboot, new firmware settings, drivers loaded, VFs created, an MTU set) drops it.
+    and keeps the result as the host fact C(gpufabric_nic_reading). A layer that changes what sysfs shows (a
+    reboot, new firmware settings, drivers loaded, VFs created, an MTU set) drops it.
   - This filter gives a later layer that reading with only the PFs of I(vendor), in the shape nic_facts returns;
     or none when there is no reading or it was taken under another sysfs root, and the layer reads itself.
 positional: _input, sysfs_root, vendor
 options:
   _input:
-    description: C(gpufabric_nic_reading), or none.
+    description: A nic_facts result (C(gpufabric_nic_reading), or validate.yml's C(gpufabric_doctor_nics)), or none.
     type: dict
     required: true
   sysfs_root:
@@ -45,11 +45,9 @@ _value:
 
 
 def nic_reading(reading, sysfs_root, vendor=""):
-    if not isinstance(reading, dict) or not isinstance(reading.get("result"), dict):
+    if not isinstance(reading, dict) or "nics" not in reading or reading.get("sysfs_root") != sysfs_root:
         return None
-    if reading.get("sysfs_root") != sysfs_root:
-        return None
-    result = dict(reading["result"])
+    result = dict(reading)
     vendor = (vendor or "").lower().replace("0x", "")
     if vendor:
         result["nics"] = [n for n in result.get("nics") or [] if n.get("vendor") == vendor]

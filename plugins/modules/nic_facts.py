@@ -110,6 +110,11 @@ cmdline:
   returned: always
   type: str
   sample: BOOT_IMAGE=/boot/vmlinuz-6.1.0 root=/dev/sda1 ro intel_iommu=on iommu=pt
+sysfs_root:
+  description: The sysfs root read.
+  returned: always
+  type: str
+  sample: /sys
 proc_root:
   description: The procfs root read.
   returned: always
@@ -140,7 +145,8 @@ def main():
     iommus = sysfs_nic.iommus(module.params["sysfs_root"])
     module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus,
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
-                     cmdline=sysfs_nic.cmdline(module.params["proc_root"]), proc_root=module.params["proc_root"])
+                     cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
+                     sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"])
 
 
 if __name__ == "__main__":

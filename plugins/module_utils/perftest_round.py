@@ -9,7 +9,13 @@ lockstep over every node of the round:
 ``run``      run this node's clients at once and wait for them;
 ``collect``  wait briefly for this node's servers to exit, stop those still
              running (only if the pid is still that server), read their
-             output and remove their files.
+             output and remove their files;
+
+or in one call, ``round``, when every node of the round makes it at the same
+time (the play's nodes fit in its forks): the three steps in turn, with each
+client run again while its connection is refused (its server, on a node whose
+call started a moment later, not listening yet), for up to ``listen_timeout``
+seconds.
 
 Each server leaves ``<run_dir>/server-<port>.{pid,out,err,rc}``.  Results have
 the keys of an async job result (``finished``, ``rc``, ``stdout``,
@@ -24,9 +30,18 @@ __metaclass__ = type
 import os
 import signal
 import subprocess
+import tempfile
 import time
 
 LISTEN = "0A"
+
+# What a perftest client prints when nothing accepts its out-of-band connection
+# (TCP, or rdma_cm): the server is not listening (yet), or the address is not
+# reachable.
+CONNECT_FAILED = ("Couldn't connect to", "Unable to init the socket connection")
+
+# Seconds between two tries of a client whose connection was refused.
+RETRY_PAUSE = 0.5
 
 # The wrapper that runs one server: records its pid, its output and its exit
 # status, so a later call can collect them after this process is gone.
@@ -131,28 +146,62 @@ def _server_result(run_dir, port):
             "stdout": _read(base + ".out"), "stderr": _read(base + ".err")}
 
 
-def run_clients(clients, timeout_s, popen=subprocess.Popen):
+def connect_failed(result):
+    """Whether a finished client failed because nothing accepted its connection."""
+    text = (result.get("stdout") or "") + (result.get("stderr") or "")
+    return result.get("rc") not in (0, None) and any(m in text for m in CONNECT_FAILED)
+
+
+def _start(client, timeout_s, popen):
+    argv = ["timeout", "-k", "5", str(int(timeout_s))] + list(client["argv"])
+    out, err = tempfile.TemporaryFile(), tempfile.TemporaryFile()
+    try:
+        proc = popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, close_fds=True)
+    except OSError as exc:
+        out.close()
+        err.close()
+        return None, str(exc)
+    return (proc, out, err), None
+
+
+def _finish(client, running):
+    proc, out, err = running
+    texts = []
+    for f in (out, err):
+        f.seek(0)
+        texts.append(_text(f.read()))
+        f.close()
+    return {"id": client["id"], "finished": True, "rc": proc.returncode, "stdout": texts[0], "stderr": texts[1]}
+
+
+def run_clients(clients, timeout_s, retry_s=0, popen=subprocess.Popen, clock=time.monotonic, sleep=time.sleep):
     """Run every client ``{id, argv}`` at once under ``timeout``; returns
-    ``[{id, finished, rc, stdout, stderr}]`` in the given order."""
-    procs = []
-    for client in clients:
-        argv = ["timeout", "-k", "5", str(int(timeout_s))] + list(client["argv"])
-        try:
-            proc = popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         close_fds=True)
-        except OSError as exc:
-            procs.append((client, None, str(exc)))
-            continue
-        procs.append((client, proc, None))
-    out = []
-    for client, proc, error in procs:
-        if proc is None:
-            out.append({"id": client["id"], "finished": True, "rc": 127, "stdout": "", "stderr": error})
-            continue
-        stdout, stderr = proc.communicate()
-        out.append({"id": client["id"], "finished": True, "rc": proc.returncode,
-                    "stdout": _text(stdout), "stderr": _text(stderr)})
-    return out
+    ``[{id, finished, rc, stdout, stderr}]`` in the given order.  A client
+    whose connection was refused (``connect_failed``) runs again, after
+    ``RETRY_PAUSE`` seconds, until ``retry_s`` seconds have passed since the
+    start; its last try is its result."""
+    start = clock()
+    results = [None] * len(clients)
+    running = {}
+    due = dict((i, start) for i in range(len(clients)))
+    while due or running:
+        now = clock()
+        for i in sorted(i for i, at in due.items() if at <= now):
+            del due[i]
+            started, error = _start(clients[i], timeout_s, popen)
+            if started is None:
+                results[i] = {"id": clients[i]["id"], "finished": True, "rc": 127, "stdout": "", "stderr": error}
+            else:
+                running[i] = started
+        for i in [i for i, r in running.items() if r[0].poll() is not None]:
+            result = _finish(clients[i], running.pop(i))
+            if connect_failed(result) and clock() - start + RETRY_PAUSE < retry_s:
+                due[i] = clock() + RETRY_PAUSE
+            else:
+                results[i] = result
+        if due or running:
+            sleep(0.1 if running else RETRY_PAUSE)
+    return results
 
 
 def _text(data):
@@ -183,17 +232,26 @@ def _kill(pid, sig):
 
 
 def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.monotonic, sleep=time.sleep,
-            kill=_kill):
+            kill=_kill, unclaimed_s=None):
     """Results of this node's servers: wait up to ``wait_s`` for them to exit,
     stop those still running whose command line still names ``command``,
-    then read and remove their files.  Returns ``[{port, finished, rc,
-    stdout, stderr, stopped}]``."""
+    then read and remove their files.  With ``unclaimed_s``, a server whose
+    port still listens after that many seconds is not waited for any longer:
+    perftest closes its listening socket once its client connects, so no
+    client came.  Returns ``[{port, finished, rc, stdout, stderr, stopped}]``."""
     start = clock()
     ports = [int(p) for p in ports]
-    while any(not _read(_base(run_dir, p) + ".rc").strip() and _pid(run_dir, p) is not None for p in ports):
-        if clock() - start >= wait_s:
-            break
+
+    def running(port):
+        return not _read(_base(run_dir, port) + ".rc").strip() and _pid(run_dir, port) is not None
+
+    waiting = [p for p in ports if running(p)]
+    while waiting and clock() - start < wait_s:
         sleep(0.2)
+        waiting = [p for p in waiting if running(p)]
+        if waiting and unclaimed_s is not None and clock() - start >= unclaimed_s:
+            listening = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")])
+            waiting = [p for p in waiting if p not in listening]
     out = []
     for port in ports:
         result = dict(port=port, stopped=False, **_server_result(run_dir, port))
@@ -213,3 +271,23 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
                 os.unlink(base + ext)
         out.append(result)
     return out
+
+
+def one_round(servers, clients, run_dir, server_timeout_s, client_timeout_s, listen_s, command, mode="tcp",
+              proc_root="/proc"):
+    """``serve``, ``run`` (retrying refused connections for ``listen_s``
+    seconds) and ``collect`` in one call, for every node of the round making
+    it at the same time.  The servers are waited for as long as a peer's
+    client may still come: its tries, then its run; a server still listening
+    when no more tries can come is not waited for.  Returns the keys of the
+    three: ``started``, ``not_listening``, ``clients``, ``servers``."""
+    start = time.monotonic()
+    served = serve(servers, run_dir, server_timeout_s, listen_s, mode=mode, proc_root=proc_root)
+    ran = run_clients(clients, client_timeout_s, retry_s=listen_s)
+    # a peer's call starts within listen_s of this one (else its clients, or
+    # this node's, gave up): a server still listening 2 x listen_s after this
+    # call started has no client coming
+    unclaimed = 2 * listen_s - (time.monotonic() - start) if mode == "tcp" else None
+    collected = collect([s["port"] for s in servers], run_dir, command, wait_s=listen_s + client_timeout_s,
+                        proc_root=proc_root, unclaimed_s=unclaimed)
+    return dict(served, clients=ran, servers=collected)

@@ -47,7 +47,6 @@ LAB = Path(os.environ.get("SIMLAB_LAB_DIR", "/var/lib/simlab/lab"))
 DEFAULT_PORT = 18515
 DEFAULT_SIZE = 65536
 DEFAULT_ITERS = 5000
-CLIENT_GRACE = 5.0          # seconds a client waits for a server started at the same moment
 SMALL_MSG_KNEE = 256        # bytes at which per-message costs halve the bandwidth
 
 
@@ -183,7 +182,6 @@ def server(opts, prog) -> int:
         except OSError:
             sock.close()
             return _die(f"Couldn't listen to port {opts.port}")
-        sock.listen(1)
     d = FABRIC / "perftest"
     d.mkdir(parents=True, exist_ok=True)
     reg = d / f"server-{ip}-{opts.port}.json"
@@ -194,6 +192,8 @@ def server(opts, prog) -> int:
                                "gid_index": opts.gid_index, "gid": gid, "rdma_cm": opts.rdma_cm,
                                "started": time.time()}))
     os.replace(tmp, reg)
+    if sock is not None:
+        sock.listen(1)          # listening means registered: a client that sees the port finds the server
     if not opts.rdma_cm:
         print("\n************************************\n* Waiting for client to connect... *\n"
               "************************************", flush=True)
@@ -206,6 +206,9 @@ def server(opts, prog) -> int:
         while res is None:
             if time.monotonic() > deadline:
                 return _die(f" No client connected within {wait:g} s (twin wait limit)")
+            if sock is not None and not reg.exists():
+                sock.close()    # the client took the registration: perftest closes its listener on accept
+                sock = None
             try:
                 res = json.loads(result.read_text())
             except (FileNotFoundError, ValueError):
@@ -227,19 +230,18 @@ def server(opts, prog) -> int:
 
 
 def _claim(d: Path, ip: str, port: int) -> dict | None:
+    """The server registered on ip:port, taken by this client; None when no
+    server listens there: perftest's client does not wait for one, it fails
+    (``Couldn't connect to``) at once."""
     reg = d / f"server-{ip}-{port}.json"
     claimed = d / f"claimed-{ip}-{port}.{os.getpid()}.json"
-    deadline = time.monotonic() + CLIENT_GRACE
-    while True:
-        try:
-            os.rename(reg, claimed)
-            data = json.loads(claimed.read_text())
-            claimed.unlink(missing_ok=True)
-            return data
-        except FileNotFoundError:
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.1)
+    try:
+        os.rename(reg, claimed)
+        data = json.loads(claimed.read_text())
+    except FileNotFoundError:
+        return None
+    claimed.unlink(missing_ok=True)
+    return data
 
 
 def client(opts, prog) -> int:

@@ -32,10 +32,15 @@ def write_bw(t, extra=""):
     server = subprocess.Popen(["podman", "exec", t.container("node02"), "sh", "-c",
                                f"SIMLAB_PERFTEST_WAIT=15 {cmd}"], env=ENV, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
-    time.sleep(0.5)
+    # as with perftest, the client fails at once unless the server listens:
+    # start it once the server says so (or has exited)
+    first = []
+    while server.poll() is None and not any("Waiting for client to connect" in line for line in first):
+        first.append(server.stdout.readline())
     client = t.sh("node01", f"{cmd} {RAIL0_NODE02}", check=False)
     try:
         out, err = server.communicate(timeout=20)
+        out = "".join(first) + out
     except subprocess.TimeoutExpired:
         server.kill()
         out, err = server.communicate()

@@ -83,12 +83,12 @@ def lab(tmp_path_factory):
     t.down()
 
 
-def run(lab, tag):
+def run(lab, tag, *args):
     """Run the scenario playbook -> (recap, stdout, {node: role}, {node: layer 9 doctor result})."""
     t, play = lab
     out = play / tag
     out.mkdir()
-    proc = t.playbook(str(play / "layer09.yml"), "-e", f"out_dir={out}")
+    proc = t.playbook(str(play / "layer09.yml"), "-e", f"out_dir={out}", *args)
     role, doctor = {}, {}
     for node in ("node01", "node02"):
         path = out / f"role-{node}.json"
@@ -112,8 +112,13 @@ def pair(results, rail_pf):
     return [p for p in results["pairs"] if p["client"]["pf"] == rail_pf]
 
 
-def test_healthy_chain_passes_the_gate(lab):
-    rc, stdout, role, doctor = run(lab, "healthy")
+@pytest.mark.parametrize("calls", ["one", "three"])
+def test_healthy_chain_passes_the_gate(lab, calls):
+    """A round in one call per node (the play fits in its forks: the default)
+    and in three calls in lockstep."""
+    rc, stdout, role, doctor = run(lab, "healthy-" + calls, "-e", "rdma_check_round_calls=" + calls)
+    ran = stdout.split("Run the round in one call", 1)[1].split("TASK [", 1)[0]
+    assert ("ok: [node01]" in ran) == (calls == "one") and ("skipping: [node01]" in ran) == (calls == "three"), ran
     assert rc["node01"]["failed"] == 0 and rc["node02"]["failed"] == 0, stdout[-4000:]
     assert rc["node01"]["rescued"] == 0 and rc["node02"]["rescued"] == 0, stdout[-4000:]
     for node, peer in (("node01", "node02"), ("node02", "node01")):
@@ -199,18 +204,23 @@ def test_host_pfc_mismatch_fails_the_pair_naming_both_ends(lab):
     assert stray_servers(t) == {}
 
 
-def test_servers_whose_client_never_connects_are_stopped(lab):
+@pytest.mark.parametrize("calls", ["one", "three"])
+def test_servers_whose_client_never_connects_are_stopped(lab, calls):
     """Clients sent to an address nobody serves: their servers wait in vain
     until the end of the round, which stops them (the long timeout makes
-    sure `timeout` is not what ends them)."""
+    sure `timeout` is not what ends them). In one call, a refused client
+    tries again for the listen timeout, and a server still listening when no
+    client can come any more is stopped."""
     t, play = lab
-    extra = json.dumps({"rdma_check_addresses": {"enp59s0f0np0": "10.9.9.9"}, "rdma_check_timeout": 600})
+    extra = json.dumps({"rdma_check_addresses": {"enp59s0f0np0": "10.9.9.9"}, "rdma_check_timeout": 600,
+                        "rdma_check_listen_timeout": 10, "rdma_check_round_calls": calls})
     proc = t.playbook(str(play / "role.yml"), "-e", extra)
     rc = recap(proc.stdout)
     assert rc["node01"]["failed"] == 1 and rc["node02"]["failed"] == 1, proc.stdout[-4000:]
     assert ("layer 9 rdma_check on node01: node01 enp59s0f0np0 -> node02 enp59s0f0np0 (leaf1 ethernet 1/1 <-> "
             "leaf1 ethernet 1/2): ib_write_bw failed (rc 1): Couldn't connect to 10.9.9.9:18515") in proc.stdout
-    stop = proc.stdout.split("Collect the servers, stopping those still running", 1)[1].split("TASK [", 1)[0]
+    task = "Run the round in one call" if calls == "one" else "Collect the servers, stopping those still running"
+    stop = proc.stdout.split(task, 1)[1].split("TASK [", 1)[0]
     assert "changed: [node01]" in stop and "changed: [node02]" in stop, stop
     flat = " ".join(proc.stdout.split())        # the report's lines are wrapped
     assert "node01 enp134s0f0np0 -> node02 enp134s0f0np0 (leaf2 swp1 <-> leaf2 swp2): " in flat   # rail 1 ran

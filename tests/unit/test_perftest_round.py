@@ -4,6 +4,7 @@ or hangs; clients that succeed, fail and time out."""
 
 import socket
 import sys
+import threading
 import time
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import perftest_round as pr
@@ -107,3 +108,97 @@ def test_rdma_cm_mode_counts_a_running_server_as_ready(tmp_path):
     assert r["not_listening"] == []
     got = pr.collect([port], str(tmp_path), command="sleep", wait_s=0)
     assert got[0]["stopped"]
+
+
+# A client as perftest fails when nothing listens: the message, exit 1.
+CLIENT_TRYING = ("import socket,sys\n"
+                 "open(sys.argv[2], 'a').write('try\\n')\n"
+                 "try:\n"
+                 "    c=socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
+                 "except OSError:\n"
+                 "    sys.stderr.write(\"Couldn't connect to 127.0.0.1:%s\\n\" % sys.argv[1]); sys.exit(1)\n"
+                 "c.send(b'x'); print('client', sys.argv[1])\n")
+
+
+def test_connect_failed_is_only_a_refused_connection():
+    assert pr.connect_failed({"rc": 1, "stdout": "", "stderr": "Couldn't connect to 10.0.0.2:18515\n"})
+    assert pr.connect_failed({"rc": 1, "stdout": " Unable to perform rdma_client function\n",
+                              "stderr": " Unable to init the socket connection\n"})
+    assert not pr.connect_failed({"rc": 0, "stdout": "Couldn't connect to", "stderr": ""})
+    assert not pr.connect_failed({"rc": 1, "stdout": "", "stderr": " Failed to modify QP to RTR\n"})
+    assert not pr.connect_failed({"rc": 124, "stdout": "", "stderr": ""})
+
+
+def test_a_refused_client_tries_again_until_its_server_listens(tmp_path):
+    port = free_port()
+    tries = tmp_path / "tries"
+    clients = [{"id": "early", "argv": [sys.executable, "-c", CLIENT_TRYING, str(port), str(tries)]}]
+    late = threading.Timer(1.5, pr.serve, args=([{"port": port, "argv": [sys.executable, "-c", SERVER, str(port)]}],
+                                                str(tmp_path / "run"), 30, 10))
+    late.start()
+    try:
+        out = pr.run_clients(clients, timeout_s=20, retry_s=30)
+    finally:
+        late.join()
+    assert out[0]["rc"] == 0 and out[0]["stdout"].strip() == "client %d" % port
+    assert tries.read_text().count("try") >= 2
+    got = pr.collect([port], str(tmp_path / "run"), command=sys.executable, wait_s=10)
+    assert got[0]["rc"] == 0 and got[0]["stdout"].strip() == "server done"
+
+
+def test_refused_tries_stop_after_retry_s_and_other_failures_are_not_tried_again(tmp_path):
+    port = free_port()
+    refused, other = tmp_path / "refused", tmp_path / "other"
+    fails = "import sys; open(sys.argv[1], 'a').write('try\\n'); sys.stderr.write(' Failed to modify QP to RTR\\n'); sys.exit(1)"
+    out = pr.run_clients([{"id": "r", "argv": [sys.executable, "-c", CLIENT_TRYING, str(port), str(refused)]},
+                          {"id": "o", "argv": [sys.executable, "-c", fails, str(other)]}], timeout_s=20, retry_s=2)
+    assert out[0]["rc"] == 1 and "Couldn't connect to 127.0.0.1:%d" % port in out[0]["stderr"]
+    assert refused.read_text().count("try") >= 2
+    assert out[1]["rc"] == 1 and "RTR" in out[1]["stderr"] and other.read_text().count("try") == 1
+
+
+def test_one_round_on_two_nodes_whose_calls_start_apart(tmp_path):
+    """Two nodes, each the server of the other's client; the second node's call
+    starts a second after the first's, so the first's client is refused first."""
+    pa, pb = free_port(), free_port()
+
+    def node(name, own, peer, results):
+        results[name] = pr.one_round([{"port": own, "argv": [sys.executable, "-c", SERVER, str(own)]}],
+                                     [{"id": name, "argv": [sys.executable, "-c", CLIENT_TRYING, str(peer),
+                                                            str(tmp_path / (name + ".tries"))]}],
+                                     str(tmp_path / name), server_timeout_s=60, client_timeout_s=20, listen_s=20,
+                                     command=sys.executable)
+    results = {}
+    a = threading.Thread(target=node, args=("a", pa, pb, results))
+    b = threading.Timer(1.0, node, args=("b", pb, pa, results))
+    a.start()
+    b.start()
+    a.join()
+    b.join()
+    for name, own, peer in (("a", pa, pb), ("b", pb, pa)):
+        r = results[name]
+        assert r["started"] == [own] and r["not_listening"] == []
+        assert [(c["id"], c["rc"], c["stdout"].strip()) for c in r["clients"]] == [(name, 0, "client %d" % peer)]
+        assert [(s["port"], s["rc"], s["stdout"].strip(), s["stopped"]) for s in r["servers"]] == \
+            [(own, 0, "server done", False)]
+    assert (tmp_path / "a.tries").read_text().count("try") >= 2
+
+
+def test_a_server_still_listening_when_no_client_can_come_is_not_waited_for(tmp_path):
+    """unclaimed_s: a server whose port still listens (no client connected;
+    perftest closes its listener on accept) is stopped without waiting the
+    whole wait_s; one whose client connected is waited for."""
+    idle, busy = free_port(), free_port()
+    slow = ("import socket,sys,time\n"
+            "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)\n"
+            "c,_=s.accept(); s.close(); time.sleep(2); print('served')\n")
+    pr.serve([{"port": p, "argv": [sys.executable, "-c", slow, str(p)]} for p in (idle, busy)],
+             str(tmp_path), timeout_s=120, listen_s=10)
+    socket.create_connection(("127.0.0.1", busy)).close()
+    now = [0.0]
+    got = pr.collect([idle, busy], str(tmp_path), command=sys.executable, wait_s=100, unclaimed_s=1,
+                     clock=lambda: now[0], sleep=lambda s: (now.__setitem__(0, now[0] + s), time.sleep(s)))
+    assert [(s["port"], s["stopped"]) for s in got] == [(idle, True), (busy, False)]
+    assert got[1]["rc"] == 0 and got[1]["stdout"].strip() == "served"
+    assert now[0] < 100

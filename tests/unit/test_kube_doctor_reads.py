@@ -1,0 +1,111 @@
+"""The doctor's checks of layers 11-14 (tasks/check.yml of kubeadm, cni,
+multus and sriov_operator) run by ansible-playbook against recorded API
+objects: a stand-in for kubernetes.core's k8s_info and k8s_cluster_info
+(tests/unit/fixtures/fake_k8s) answers from tests/unit/fixtures/kube and logs
+every call. Two GPU nodes, gpu-a01 (healthy) and gpu-a02 (its CNI not ready,
+its SR-IOV sync failed), and a control-plane host, all local connections.
+
+Each layer reads each kind of object once for the play, on the control-plane
+host, and every node still gets the verdict on its own objects."""
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1].parent
+FIXTURES = REPO / "tests" / "unit" / "fixtures"
+KUBE = FIXTURES / "kube"
+
+PLAY = """
+- name: The doctor's layers 11-14 against recorded API objects
+  hosts: gpu_workers
+  gather_facts: false
+  tasks:
+    - name: Run the read-only checks
+      ansible.builtin.include_role:
+        name: "gpufabric.stack.{{ item }}"
+        tasks_from: check
+      loop: [kubeadm, cni, multus, sriov_operator]
+
+    - name: Write the results
+      ansible.builtin.copy:
+        content: "{{ [kubeadm_doctor_result, cni_doctor_result, multus_doctor_result,
+                       sriov_operator_doctor_result] | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+def objects():
+    out = []
+    for path in sorted(KUBE.glob("*.json")):
+        data = json.loads(path.read_text())
+        out.extend(data.get("items", [data]) if isinstance(data, dict) else data)
+    return out
+
+
+@pytest.fixture(scope="module")
+def doctor(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("kube-doctor")
+    (tmp / "objects.json").write_text(json.dumps(objects()))
+    (tmp / "admin.conf").write_text("apiVersion: v1\nkind: Config\n")
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    nics = [{"vendor": "0x15b3", "num_vfs": 8}]
+    inventory = {"all": {
+        "vars": dict(local, gpufabric_kubeconfig=str(tmp / "admin.conf"), gpufabric_tenants=[]),
+        "children": {
+            "kube_control_plane": {"hosts": {"cp-01": {}}},
+            "kube_node": {"hosts": {"gpu-a01": {}, "gpu-a02": {}}},
+            "gpu_workers": {"hosts": {"gpu-a01": {"gpufabric_nics": nics}, "gpu-a02": {"gpufabric_nics": nics}}}}}}
+    (tmp / "hosts.yml").write_text(json.dumps(inventory))
+    (tmp / "play.yml").write_text(PLAY)
+    log = tmp / "calls.jsonl"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH="%s:%s" % (FIXTURES / "fake_k8s", REPO / ".build"),
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PYTHONPATH=str(REPO),
+               FAKE_K8S_OBJECTS=str(tmp / "objects.json"), FAKE_K8S_LOG=str(log))
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(tmp / "hosts.yml"),
+                           str(tmp / "play.yml"), "-e", "out=%s" % tmp],
+                          cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+    results = {h: {r["layer"]: r for r in json.loads((tmp / (h + ".json")).read_text())}
+               for h in ("gpu-a01", "gpu-a02")}
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    return results, calls, proc
+
+
+def test_each_kind_is_read_once_for_the_play_and_not_per_node(doctor):
+    _, calls, _ = doctor
+    kinds = Counter(c["kind"] for c in calls)
+    # kubeadm, cni, multus and sriov_operator each list the Nodes once
+    assert kinds["Node"] == 4, calls
+    assert kinds["Pod"] == 3 and kinds["ClusterInfo"] == 1, calls
+    assert kinds["SriovNetworkNodeState"] == 1, calls
+    assert all(not c.get("field_selectors") for c in calls if "field_selectors" in c), calls
+    assert [c["name"] for c in calls if c["kind"] in ("Node", "SriovNetworkNodeState")] == [None] * 5, calls
+
+
+def test_every_node_gets_the_verdict_on_its_own_objects(doctor):
+    results, _, _ = doctor
+    a01, a02 = results["gpu-a01"], results["gpu-a02"]
+    # layer 11: each node's own Node (gpu-a02's kubelet is not ready)
+    assert "Ready True (KubeletReady)" in a01[11]["evidence"], a01[11]
+    assert "Ready False (KubeletNotReady)" in a02[11]["evidence"], a02[11]
+    # layer 12: gpu-a01 judged on its own calico-node pod; gpu-a02's Node is not ready for the CNI
+    assert "calico-node-7xkq2 Ready" in a01[12]["evidence"], a01[12]
+    assert not any("b9z4m" in e for e in a01[12]["evidence"]), a01[12]
+    assert a02[12]["status"] == "fail" and a02[12]["reason"].startswith("node gpu-a02 NotReady: "), a02[12]
+    # layer 13: each node's own Multus pod
+    assert a01[13]["status"] == "warn" and "kube-multus-ds-4tq8d Ready" in a01[13]["evidence"], a01[13]
+    assert a02[13]["status"] == "fail", a02[13]
+    assert a02[13]["reason"].startswith("Multus pod on gpu-a02: kube-multus-ds-x2w7j not ready"), a02[13]
+    # layer 14: each node's own config daemon and SriovNetworkNodeState
+    assert a01[14]["status"] == "pass" and "sriov-network-config-daemon-5kz9w Ready" in a01[14]["evidence"], a01[14]
+    assert a02[14]["status"] == "fail" and a02[14]["reason"].startswith("operator sync failed on gpu-a02: "), a02[14]
+    assert "SriovNetworkNodeState sriov-network-operator/gpu-a02: syncStatus Failed" in a02[14]["evidence"], a02[14]

@@ -34,6 +34,7 @@ import tempfile
 import time
 
 LISTEN = "0A"
+ESTABLISHED = "01"
 
 # What a perftest client prints when nothing accepts its out-of-band connection
 # (TCP, or rdma_cm): the server is not listening (yet), or the address is not
@@ -48,13 +49,14 @@ RETRY_PAUSE = 0.5
 _SERVE_SH = 'echo $$ > "$0.pid"; "$@" > "$0.out" 2> "$0.err"; echo $? > "$0.rc"'
 
 
-def listening_ports(texts):
-    """Ports in LISTEN state in /proc/net/tcp{,6} texts."""
+def listening_ports(texts, states=(LISTEN,)):
+    """Local ports of the sockets in one of ``states`` (LISTEN by default)
+    in /proc/net/tcp{,6} texts."""
     ports = set()
     for text in texts:
         for line in text.splitlines()[1:]:
             fields = line.split()
-            if len(fields) < 4 or fields[3] != LISTEN:
+            if len(fields) < 4 or fields[3] not in states:
                 continue
             try:
                 ports.add(int(fields[1].rsplit(":", 1)[1], 16))
@@ -93,10 +95,12 @@ def serve(servers, run_dir, timeout_s, listen_s, mode="tcp", proc_root="/proc", 
     """Start every server ``{port, argv}`` and wait until each listens.
 
     ``mode`` ``tcp``: ready when a TCP socket listens on the port (perftest
-    listens before a client may connect); ``alive``: (rdma_cm, no TCP socket)
-    ready when still running after two seconds.  Returns ``{started: [ports],
-    not_listening: [{port, finished, rc, stdout, stderr}]}``: a server that
-    exited or did not listen within ``listen_s`` seconds."""
+    listens before a client may connect), or already has its client (perftest
+    closes its listener on accept: a connection on the port, or exit status
+    0, when a peer's client came at once); ``alive``: (rdma_cm, no TCP
+    socket) ready when still running after two seconds.  Returns ``{started:
+    [ports], not_listening: [{port, finished, rc, stdout, stderr}]}``: a
+    server that failed or did not listen within ``listen_s`` seconds."""
     if not os.path.isdir(run_dir):
         os.makedirs(run_dir)
     started = []
@@ -117,13 +121,15 @@ def serve(servers, run_dir, timeout_s, listen_s, mode="tcp", proc_root="/proc", 
     waiting = list(started)
     gone = []
     while waiting:
-        listening = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")]) \
-            if mode == "tcp" else set()
+        listening = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")],
+                                    (LISTEN, ESTABLISHED)) if mode == "tcp" else set()
         still = []
         for port in waiting:
             rc_text = _read(_base(run_dir, port) + ".rc").strip()
             if port in listening:
                 continue
+            if rc_text == "0" and mode == "tcp":
+                continue        # it listened and served its client already
             if rc_text:
                 gone.append(port)
             elif mode == "alive" and clock() - start >= 2 and _pid(run_dir, port) is not None:

@@ -16,8 +16,9 @@ description:
   - A round of bandwidth pairs spans nodes; the play runs three tasks in lockstep over every node of the round,
     each one call of this module per node.
   - C(phase=serve) starts the node's servers detached, each in its own session under C(timeout), and returns
-    when every one listens on its TCP port (or, with rdma_cm, is still running after two seconds), exited,
-    or I(listen_timeout) passed.
+    when every one listens on its TCP port or already has its client (a connection on the port, or exit status
+    0; perftest closes its listener once its client connects), or, with rdma_cm, is still running after two
+    seconds; or has failed, or I(listen_timeout) passed.
   - C(phase=run) runs the node's clients at once under C(timeout) and returns their exit codes and output.
   - C(phase=collect) waits up to I(wait) seconds for the node's servers to exit, stops the ones still running
     (only if the pid's command line still names I(command)), returns their output and removes their files.

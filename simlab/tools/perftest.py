@@ -201,13 +201,17 @@ def server(opts, prog) -> int:
     if opts.duration:
         wait = max(wait, opts.duration + 30)
     deadline = time.monotonic() + wait
+    conn = ()
     try:
         res = None
         while res is None:
             if time.monotonic() > deadline:
                 return _die(f" No client connected within {wait:g} s (twin wait limit)")
             if sock is not None and not reg.exists():
-                sock.close()    # the client took the registration: perftest closes its listener on accept
+                # the client took the registration: perftest accepts its
+                # connection and closes the listener; the node shows the same
+                # (an established socket on the port, no listener)
+                conn = _accept_own(sock, opts.port)
                 sock = None
             try:
                 res = json.loads(result.read_text())
@@ -218,6 +222,8 @@ def server(opts, prog) -> int:
         result.unlink(missing_ok=True)
         if sock is not None:
             sock.close()
+        for end in conn:
+            end.close()
     if res.get("error") in ("mtu",):
         print(formats.ib_write_bw(_header(opts, ep, res["mtu"], "server", res["server_addr"],
                                           res["client_addr"]), [], gbits=opts.report_gbits, closed=False), end="")
@@ -227,6 +233,20 @@ def server(opts, prog) -> int:
     print(formats.ib_write_bw(_header(opts, ep, res["mtu"], "server", res["server_addr"], res["client_addr"]),
                               res["rows"], gbits=opts.report_gbits), end="")
     return 0
+
+
+def _accept_own(sock: socket.socket, port: int) -> tuple:
+    """Accept a connection on the listener, from this process, and close
+    the listener: the established socket on the port stands for the
+    client's out-of-band connection (which the twin carries in files)."""
+    try:
+        peer = socket.create_connection(("127.0.0.1", port), timeout=2)
+        conn, _ = sock.accept()
+    except OSError:
+        sock.close()
+        return ()
+    sock.close()
+    return (conn, peer)
 
 
 def _claim(d: Path, ip: str, port: int) -> dict | None:

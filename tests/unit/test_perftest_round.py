@@ -202,3 +202,40 @@ def test_a_server_still_listening_when_no_client_can_come_is_not_waited_for(tmp_
     assert [(s["port"], s["stopped"]) for s in got] == [(idle, True), (busy, False)]
     assert got[1]["rc"] == 0 and got[1]["stdout"].strip() == "served"
     assert now[0] < 100
+
+
+def _connect_when_listening(port, held, tries=200):
+    """A peer's client that connects the moment the server listens, and
+    holds the connection (as perftest's does through the test)."""
+    for _ in range(tries):
+        try:
+            held.append(socket.create_connection(("127.0.0.1", port)))
+            return
+        except OSError:
+            time.sleep(0.02)
+
+
+# A server as perftest: listen, accept one client, close the listener, work for argv[2] seconds.
+ACCEPTS = ("import socket,sys,time\n"
+           "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+           "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)\n"
+           "c,_=s.accept(); s.close(); time.sleep(float(sys.argv[2])); print('served')\n")
+
+
+def test_a_server_whose_client_came_at_once_is_ready(tmp_path):
+    """In a round of one call a peer's client may connect before serve looks:
+    the listener is gone, but the server has its client (a connection on the
+    port while it works; exit status 0 once done). Neither is 'not listening'."""
+    working, done = free_port(), free_port()
+    held = []
+    for port in (working, done):
+        threading.Thread(target=_connect_when_listening, args=(port, held), daemon=True).start()
+    r = pr.serve([{"port": working, "argv": [sys.executable, "-c", ACCEPTS, str(working), "60"]},
+                  {"port": done, "argv": [sys.executable, "-c", ACCEPTS, str(done), "0"]}],
+                 str(tmp_path), timeout_s=120, listen_s=10)
+    assert r["not_listening"] == [], r
+    got = pr.collect([working, done], str(tmp_path), command=sys.executable, wait_s=5)
+    assert [(s["port"], s["stopped"]) for s in got] == [(working, True), (done, False)]
+    assert got[1]["rc"] == 0 and got[1]["stdout"].strip() == "served"
+    for conn in held:
+        conn.close()

@@ -96,9 +96,10 @@ def serve(servers, run_dir, timeout_s, listen_s, mode="tcp", proc_root="/proc", 
 
     ``mode`` ``tcp``: ready when a TCP socket listens on the port (perftest
     listens before a client may connect), or already has its client (perftest
-    closes its listener on accept: a connection on the port, or exit status
-    0, when a peer's client came at once); ``alive``: (rdma_cm, no TCP
-    socket) ready when still running after two seconds.  Returns ``{started:
+    closes its listener on accept: a connection on the port, when a peer's
+    client came at once); ``alive``: (rdma_cm, no TCP socket) ready when
+    still running after two seconds.  In both, a server that exited 0 served
+    its client already.  Returns ``{started:
     [ports], not_listening: [{port, finished, rc, stdout, stderr}]}``: a
     server that failed or did not listen within ``listen_s`` seconds."""
     if not os.path.isdir(run_dir):
@@ -128,8 +129,8 @@ def serve(servers, run_dir, timeout_s, listen_s, mode="tcp", proc_root="/proc", 
             rc_text = _read(_base(run_dir, port) + ".rc").strip()
             if port in listening:
                 continue
-            if rc_text == "0" and mode == "tcp":
-                continue        # it listened and served its client already
+            if rc_text == "0":
+                continue        # it served its client already
             if rc_text:
                 gone.append(port)
             elif mode == "alive" and clock() - start >= 2 and _pid(run_dir, port) is not None:
@@ -241,10 +242,12 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
             kill=_kill, unclaimed_s=None):
     """Results of this node's servers: wait up to ``wait_s`` for them to exit,
     stop those still running whose command line still names ``command``,
-    then read and remove their files.  With ``unclaimed_s``, a server whose
-    port still listens after that many seconds is not waited for any longer:
-    perftest closes its listening socket once its client connects, so no
-    client came.  Returns ``[{port, finished, rc, stdout, stderr, stopped}]``."""
+    then read and remove their files.  With ``unclaimed_s``, after that many
+    seconds only the servers that have their client are waited for: an
+    established connection on the port (perftest accepts its client's
+    connection, closes its listener and holds the connection through the
+    test); one still listening, or that never listened, has no client coming.
+    Returns ``[{port, finished, rc, stdout, stderr, stopped}]``."""
     start = clock()
     ports = [int(p) for p in ports]
 
@@ -256,8 +259,9 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
         sleep(0.2)
         waiting = [p for p in waiting if running(p)]
         if waiting and unclaimed_s is not None and clock() - start >= unclaimed_s:
-            listening = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")])
-            waiting = [p for p in waiting if p not in listening]
+            connected = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")],
+                                        (ESTABLISHED,))
+            waiting = [p for p in waiting if p in connected]
     out = []
     for port in ports:
         result = dict(port=port, stopped=False, **_server_result(run_dir, port))
@@ -284,15 +288,15 @@ def one_round(servers, clients, run_dir, server_timeout_s, client_timeout_s, lis
     """``serve``, ``run`` (retrying refused connections for ``listen_s``
     seconds) and ``collect`` in one call, for every node of the round making
     it at the same time.  The servers are waited for as long as a peer's
-    client may still come: its tries, then its run; a server still listening
-    when no more tries can come is not waited for.  Returns the keys of the
+    client may still come: its tries, then its run; once no more tries can
+    come, only the servers that have their client are.  Returns the keys of the
     three: ``started``, ``not_listening``, ``clients``, ``servers``."""
     start = time.monotonic()
     served = serve(servers, run_dir, server_timeout_s, listen_s, mode=mode, proc_root=proc_root)
     ran = run_clients(clients, client_timeout_s, retry_s=listen_s)
     # a peer's call starts within listen_s of this one (else its clients, or
-    # this node's, gave up): a server still listening 2 x listen_s after this
-    # call started has no client coming
+    # this node's, gave up): a server without its client 2 x listen_s after
+    # this call started has none coming
     unclaimed = 2 * listen_s - (time.monotonic() - start) if mode == "tcp" else None
     collected = collect([s["port"] for s in servers], run_dir, command, wait_s=listen_s + client_timeout_s,
                         proc_root=proc_root, unclaimed_s=unclaimed)

@@ -26,9 +26,9 @@ description:
     fit in its forks). A client whose connection is refused (it prints C(Couldn't connect to) or C(Unable to init
     the socket connection), its server on a node whose call started a moment later not listening yet) runs again
     every half second for up to I(listen_timeout) seconds. The servers are then waited for up to I(listen_timeout)
-    plus I(client_timeout) seconds, the longest a peer's client may still take, except that a server whose port
-    still listens twice I(listen_timeout) after the call started had no client (perftest closes its listening
-    socket once its client connects) and is not waited for. Then they are collected.
+    plus I(client_timeout) seconds, the longest a peer's client may still take; but twice I(listen_timeout) after
+    the call started, only the servers with an established connection on their port (perftest holds its client's
+    connection through the test) are still waited for. Then they are collected.
   - Changes nothing on the host beyond its own files in I(run_dir); C(changed) is always false. Check mode runs
     nothing.
 options:

@@ -209,8 +209,8 @@ def test_servers_whose_client_never_connects_are_stopped(lab, calls):
     """Clients sent to an address nobody serves: their servers wait in vain
     until the end of the round, which stops them (the long timeout makes
     sure `timeout` is not what ends them). In one call, a refused client
-    tries again for the listen timeout, and a server still listening when no
-    client can come any more is stopped."""
+    tries again for the listen timeout, and a server without its client when
+    no client can come any more is stopped."""
     t, play = lab
     extra = json.dumps({"rdma_check_addresses": {"enp59s0f0np0": "10.9.9.9"}, "rdma_check_timeout": 600,
                         "rdma_check_listen_timeout": 10, "rdma_check_round_calls": calls})

@@ -184,23 +184,27 @@ def test_one_round_on_two_nodes_whose_calls_start_apart(tmp_path):
     assert (tmp_path / "a.tries").read_text().count("try") >= 2
 
 
-def test_a_server_still_listening_when_no_client_can_come_is_not_waited_for(tmp_path):
-    """unclaimed_s: a server whose port still listens (no client connected;
-    perftest closes its listener on accept) is stopped without waiting the
-    whole wait_s; one whose client connected is waited for."""
-    idle, busy = free_port(), free_port()
+def test_after_unclaimed_s_only_servers_with_their_client_are_waited_for(tmp_path):
+    """unclaimed_s: a server whose port still listens (no client came) or
+    that never listened is stopped without waiting the whole wait_s; one
+    that holds its client's connection (perftest accepts it, closes its
+    listener and keeps the connection through the test) is waited for."""
+    idle, hung, busy = free_port(), free_port(), free_port()
     slow = ("import socket,sys,time\n"
             "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
             "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)\n"
             "c,_=s.accept(); s.close(); time.sleep(2); print('served')\n")
-    pr.serve([{"port": p, "argv": [sys.executable, "-c", slow, str(p)]} for p in (idle, busy)],
-             str(tmp_path), timeout_s=120, listen_s=10)
-    socket.create_connection(("127.0.0.1", busy)).close()
+    pr.serve([{"port": p, "argv": [sys.executable, "-c", slow, str(p)]} for p in (idle, busy)]
+             + [{"port": hung, "argv": ["sleep", "120"]}], str(tmp_path), timeout_s=120, listen_s=1)
+    client = socket.create_connection(("127.0.0.1", busy))
     now = [0.0]
-    got = pr.collect([idle, busy], str(tmp_path), command=sys.executable, wait_s=100, unclaimed_s=1,
-                     clock=lambda: now[0], sleep=lambda s: (now.__setitem__(0, now[0] + s), time.sleep(s)))
-    assert [(s["port"], s["stopped"]) for s in got] == [(idle, True), (busy, False)]
-    assert got[1]["rc"] == 0 and got[1]["stdout"].strip() == "served"
+    try:
+        got = pr.collect([idle, hung, busy], str(tmp_path), command="", wait_s=100, unclaimed_s=1,
+                         clock=lambda: now[0], sleep=lambda s: (now.__setitem__(0, now[0] + s), time.sleep(s)))
+    finally:
+        client.close()
+    assert [(s["port"], s["stopped"]) for s in got] == [(idle, True), (hung, True), (busy, False)]
+    assert got[2]["rc"] == 0 and got[2]["stdout"].strip() == "served"
     assert now[0] < 100
 
 
@@ -239,3 +243,13 @@ def test_a_server_whose_client_came_at_once_is_ready(tmp_path):
     assert got[1]["rc"] == 0 and got[1]["stdout"].strip() == "served"
     for conn in held:
         conn.close()
+
+
+def test_rdma_cm_mode_a_server_that_already_served_is_ready(tmp_path):
+    """With rdma_cm (no TCP socket to look at) a peer's client may be done
+    before two seconds pass: exit status 0 is a server that served."""
+    port = free_port()
+    r = pr.serve([{"port": port, "argv": ["true"]}], str(tmp_path), timeout_s=30, listen_s=10, mode="alive")
+    assert r["not_listening"] == []
+    r = pr.serve([{"port": port, "argv": ["false"]}], str(tmp_path), timeout_s=30, listen_s=10, mode="alive")
+    assert [(s["port"], s["rc"]) for s in r["not_listening"]] == [(port, 1)]

@@ -75,7 +75,8 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
     subset names the parts to read (SUBSETS, all by default).
 
     Returns unit_exists, active, started_at (epoch seconds, 0 when unknown),
-    ctr_rc, ctr_output, config_dump (text, empty when it failed),
+    ctr_rc and ctr_output (None and a note when the unit, read in the same
+    pass, is not active), config_dump (text, empty when it failed),
     config_error, config_path, config_mtime, modules {name: loaded},
     sysctls {key: [live or None, wanted]}, swaps, kubelet_config (text, empty
     without one), cni_plugins, nvidia_binary."""
@@ -83,9 +84,15 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
     if "unit" in subset:
         facts.update(_unit(run, root, unit))
     if "ctr" in subset:
-        rc, out, err = run(["ctr", "version"])
-        facts["ctr_rc"] = rc
-        facts["ctr_output"] = (out or "") + "\n" + (err or "")
+        if facts.get("active", "active") == "active":
+            rc, out, err = run(["ctr", "version"])
+            facts["ctr_rc"] = rc
+            facts["ctr_output"] = (out or "") + "\n" + (err or "")
+        else:
+            # No containerd to answer: ctr would wait out its dial timeout
+            # (10 s) to say so, on every node where the unit is down.
+            facts["ctr_rc"] = None
+            facts["ctr_output"] = "not asked: containerd.service is %s" % facts["active"]
     if "config" in subset:
         facts.update(_config(run, root, config_path))
     if "modules" in subset:

@@ -14,7 +14,7 @@ short_description: Read in one call what Kubernetes needs from a node's containe
 version_added: "0.1.0"
 description:
   - Reads the containerd unit (state and start time), asks containerd for its version over its socket
-    (C(ctr version)), dumps the configuration it loads (C(containerd config dump)), and reads the kernel
+    (C(ctr version), only when the unit is active), dumps the configuration it loads (C(containerd config dump)), and reads the kernel
     modules, sysctls, active swap, the kubelet's configuration, the CNI plugin directory and the NVIDIA
     container runtime binary.
   - The doctor's layer 10 check (role C(gpufabric.stack.container_runtime), C(tasks/check.yml)) turns the
@@ -92,8 +92,8 @@ runtime:
     unit_exists: {description: Whether systemd knows the unit, type: bool}
     active: {description: "systemd ActiveState (active, failed, inactive, ...)", type: str}
     started_at: {description: "When the unit became active, in seconds since the epoch (0 when unknown)", type: float}
-    ctr_rc: {description: Exit code of C(ctr version), type: int}
-    ctr_output: {description: Output of C(ctr version), type: str}
+    ctr_rc: {description: "Exit code of C(ctr version); null when the unit, read in the same call, is not active", type: int}
+    ctr_output: {description: "Output of C(ctr version), or why it was not run", type: str}
     config_dump: {description: Output of C(containerd config dump) (empty when it failed), type: str}
     config_error: {description: "Last error line of C(containerd config dump), empty when it worked", type: str}
     config_path: {description: The configuration file, type: str}

@@ -78,7 +78,7 @@ def test_what_is_broken_is_reported_not_raised(tmp_path):
     (root / "var/lib/kubelet").mkdir(parents=True)
     (root / "var/lib/kubelet/config.yaml").write_text("cgroupDriver: cgroupfs\n")
     shutil.rmtree(root / "opt/cni/bin")
-    run, _ = fake_run({("systemctl", "show"): (0, "LoadState=loaded\nActiveState=failed\nActiveEnterTimestampMonotonic=0\n", ""),
+    run, calls = fake_run({("systemctl", "show"): (0, "LoadState=loaded\nActiveState=failed\nActiveEnterTimestampMonotonic=0\n", ""),
                        ("ctr", "version"): (1, "", 'ctr: failed to dial "/run/containerd/containerd.sock": connection refused\n'),
                        ("containerd",): (1, "", "time=x level=info\ncontainerd: failed to load TOML: (3, 1): unexpected EOF\n"),
                        ("sysctl", "-n", "net.ipv4.ip_forward"): (0, "0\n", ""),
@@ -86,7 +86,8 @@ def test_what_is_broken_is_reported_not_raised(tmp_path):
                            (255, "", "sysctl: cannot stat /proc/sys/net/bridge/bridge-nf-call-iptables: No such file\n")})
     f = gather(root, sysfs, run)
     assert f["active"] == "failed" and f["started_at"] == 0
-    assert f["ctr_rc"] == 1 and "connection refused" in f["ctr_output"]
+    assert f["ctr_rc"] is None and f["ctr_output"] == "not asked: containerd.service is failed"
+    assert ["ctr", "version"] not in calls
     assert f["config_dump"] == "" and f["config_error"] == "containerd: failed to load TOML: (3, 1): unexpected EOF"
     assert f["sysctls"] == {"net.ipv4.ip_forward": ["0", "1"], "net.bridge.bridge-nf-call-iptables": [None, "1"]}
     assert f["swaps"] == ["/dev/sda3"] and f["kubelet_config"] == "cgroupDriver: cgroupfs\n"
@@ -100,8 +101,10 @@ def test_no_containerd_unit_and_no_commands(tmp_path):
                                                   "ActiveEnterTimestampMonotonic=0\n", "")})
     f = gather(root, sysfs, run)
     assert f["unit_exists"] is False and f["config_mtime"] == 0
-    assert f["ctr_rc"] == 127 and "ctr: command not found" in f["ctr_output"]
+    assert f["ctr_rc"] is None and f["ctr_output"] == "not asked: containerd.service is inactive"
     assert f["config_error"] == "containerd: command not found"
+    f = gather(root, sysfs, run, subset=("ctr",))
+    assert f["ctr_rc"] == 127 and "ctr: command not found" in f["ctr_output"]
 
 
 def test_systemctl_failing_is_not_mistaken_for_a_missing_unit(tmp_path):
@@ -183,3 +186,14 @@ def test_the_module_runs_and_changes_nothing(tmp_path):
     assert sorted(f["cni_plugins"]) == sorted(STUBS)
     assert f["modules"] == {"gpufabric_no_such_module": False}
     assert r["subset_modules"]["runtime"] == {"modules": {"gpufabric_no_such_module": False}}
+
+
+def test_an_active_containerd_that_does_not_answer_is_asked(tmp_path):
+    root, sysfs = tree(tmp_path)
+    run, calls = fake_run({("systemctl", "show"): (0, "LoadState=loaded\nActiveState=active\n"
+                                                     "ActiveEnterTimestampMonotonic=5000000\n", ""),
+                           ("ctr", "version"): (1, "", 'ctr: failed to dial "/run/containerd/containerd.sock": '
+                                                       "connection refused\n")})
+    f = gather(root, sysfs, run, subset=("unit", "ctr"))
+    assert f["active"] == "active" and ["ctr", "version"] in calls
+    assert f["ctr_rc"] == 1 and "connection refused" in f["ctr_output"]

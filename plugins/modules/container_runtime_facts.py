@@ -14,9 +14,9 @@ short_description: Read in one call what Kubernetes needs from a node's containe
 version_added: "0.1.0"
 description:
   - Reads the containerd unit (state and start time), asks containerd for its version over its socket
-    (C(ctr version), only when the unit is active), dumps the configuration it loads (C(containerd config dump)), and reads the kernel
-    modules, sysctls, active swap, the kubelet's configuration, the CNI plugin directory and the NVIDIA
-    container runtime binary.
+    (C(ctr version), only when the unit is active), dumps the configuration it loads
+    (C(containerd config dump)), and reads the kernel modules, sysctls, active swap, the kubelet's
+    configuration, the CNI plugin directory and the NVIDIA container runtime binary.
   - The doctor's layer 10 check (role C(gpufabric.stack.container_runtime), C(tasks/check.yml)) turns the
     result into a verdict with the C(gpufabric.stack.kube_check_container_runtime) filter.
   - Read-only; safe in check mode. A missing command is reported in the result, not as a failure.

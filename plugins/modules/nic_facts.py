@@ -18,6 +18,9 @@ description:
     (netdev, PCI address, RDMA device) and the RDMA device of the PF with its RoCE v2 GID index.
   - netdev, PCI function and RDMA device are tied together through the links sysfs provides, never by
     name patterns, so C(mlx5_N) and C(rocep59s0f0) style RDMA names both work.
+  - With I(units) and I(files), the same call also reports whether the node keeps its NIC settings across a
+    reboot (the boot units' unit-file states from one C(systemctl show), and whether the boot files exist), so
+    a check of every layer asks each node once.
   - Read-only; safe in check mode.
 options:
   sysfs_root:
@@ -36,6 +39,18 @@ options:
       - Where procfs is mounted, for C(cmdline). C(/proc) on a host; the rack twin serves its own.
     type: path
     default: /proc
+  units:
+    description:
+      - systemd units whose unit-file state to report in RV(units), for example C(gpufabric-sriov.service).
+    type: list
+    elements: str
+    default: []
+  files:
+    description:
+      - Absolute paths whose presence to report in RV(files), for example a udev rule.
+    type: list
+    elements: path
+    default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -110,6 +125,23 @@ cmdline:
   returned: always
   type: str
   sample: BOOT_IMAGE=/boot/vmlinuz-6.1.0 root=/dev/sda1 ro intel_iommu=on iommu=pt
+units:
+  description:
+    - "The unit-file state of each of I(units): enabled, disabled, static, masked and so on, or an empty string for a
+      unit systemd does not know."
+    - Empty when systemctl failed (see RV(units_error)); ask systemd per unit then.
+  returned: always
+  type: dict
+  sample: {gpufabric-sriov.service: enabled, gpufabric-roce-qos.service: disabled}
+units_error:
+  description: Why RV(units) is empty although I(units) was given, else an empty string.
+  returned: always
+  type: str
+files:
+  description: Whether each of I(files) exists.
+  returned: always
+  type: dict
+  sample: {/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules: true}
 sysfs_root:
   description: The sysfs root read.
   returned: always
@@ -123,7 +155,7 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state, sysfs_nic
 
 
 def main():
@@ -132,9 +164,14 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             vendor=dict(type="str", default=""),
             proc_root=dict(type="path", default="/proc"),
+            units=dict(type="list", elements="str", default=[]),
+            files=dict(type="list", elements="path", default=[]),
         ),
         supports_check_mode=True,
     )
+    bad = [f for f in module.params["files"] if not f.startswith("/")]
+    if bad:
+        module.fail_json(msg="files: %s is not an absolute path" % bad[0])
     try:
         nics = sysfs_nic.discover(module.params["sysfs_root"])
     except sysfs_nic.SysfsError as exc:
@@ -143,9 +180,19 @@ def main():
     if vendor:
         nics = [n for n in nics if n["vendor"] == vendor]
     iommus = sysfs_nic.iommus(module.params["sysfs_root"])
+    units, units_error = {}, ""
+    if module.params["units"]:
+        systemctl = module.get_bin_path("systemctl")
+        if systemctl:
+            units, units_error = boot_state.unit_file_states(
+                lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C", "SYSTEMD_PAGER": ""}),
+                module.params["units"], systemctl)
+        else:
+            units_error = "systemctl not found"
     module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus,
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
                      cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
+                     units=units, units_error=units_error, files=boot_state.files_present(module.params["files"]),
                      sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"])
 
 

@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Whether a node keeps its NIC settings across a reboot: the unit-file
+state of the boot units (layers 6 and 8) and whether their files (the
+NM_UNMANAGED udev rule) are in place, read in one pass so that the doctor
+asks systemd once per node instead of once per layer.
+
+Plain Python: `run(argv) -> (rc, stdout, stderr)` runs a command."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.runtime_facts import last_line, parse_systemctl_show
+
+
+def unit_file_states(run, units, systemctl="systemctl"):
+    """{unit: UnitFileState} for the given units, from one `systemctl show`.
+
+    A unit systemd does not know has the state '' (as its UnitFileState is
+    empty). Returns ({}, error) when systemctl fails or its answer cannot be
+    matched to the units asked for; the caller then asks per unit."""
+    units = list(dict.fromkeys(u for u in units if u))
+    if not units:
+        return {}, ""
+    rc, out, err = run([systemctl, "show", "-p", "Id", "-p", "UnitFileState", "--"] + units)
+    if rc != 0:
+        return {}, "systemctl show: %s" % last_line(err, "rc %d" % rc)
+    # systemctl prints one block per unit, in the order asked, blocks
+    # separated by an empty line
+    blocks = [parse_systemctl_show(block) for block in (out or "").strip("\n").split("\n\n")]
+    if len(blocks) != len(units) or any("Id" not in block for block in blocks):
+        return {}, "systemctl show: %d answers for %d units" % (len(blocks), len(units))
+    return dict((unit, block.get("UnitFileState", "")) for unit, block in zip(units, blocks)), ""
+
+
+def files_present(paths):
+    """{path: exists} for the given absolute paths."""
+    return dict((path, os.path.exists(path)) for path in paths if path)

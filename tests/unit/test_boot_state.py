@@ -1,0 +1,147 @@
+"""The doctor's read of the boot units and files (module_utils/boot_state),
+with systemctl's `show` output as systemd prints it for several units, and
+as nic_facts returns it, run by ansible-playbook with a stand-in systemctl."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state
+
+UNITS = ["gpufabric-sriov.service", "gpufabric-roce-qos.service"]
+
+
+def answering(rc, out, err=""):
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return rc, out, err
+    return run, calls
+
+
+def test_one_call_for_every_unit_in_the_order_asked():
+    run, calls = answering(0, "Id=gpufabric-sriov.service\nUnitFileState=enabled\n\n"
+                              "Id=gpufabric-roce-qos.service\nUnitFileState=disabled\n")
+    states, error = boot_state.unit_file_states(run, UNITS)
+    assert states == {"gpufabric-sriov.service": "enabled", "gpufabric-roce-qos.service": "disabled"}
+    assert error == ""
+    assert calls == [["systemctl", "show", "-p", "Id", "-p", "UnitFileState", "--"] + UNITS]
+
+
+def test_a_unit_systemd_does_not_know_is_not_enabled():
+    # systemctl prints the requested property even when it is empty
+    run, _ = answering(0, "Id=gpufabric-sriov.service\nUnitFileState=\n\n"
+                          "Id=gpufabric-roce-qos.service\nUnitFileState=enabled\n")
+    states, _ = boot_state.unit_file_states(run, UNITS)
+    assert states["gpufabric-sriov.service"] == ""
+    assert states["gpufabric-roce-qos.service"] == "enabled"
+
+
+def test_the_states_follow_the_order_not_the_id():
+    # an alias is answered with the unit's own Id: the answer still belongs
+    # to the name asked for
+    run, _ = answering(0, "Id=real-name.service\nUnitFileState=masked\n\nId=b.service\nUnitFileState=static\n")
+    states, _ = boot_state.unit_file_states(run, ["alias.service", "b.service"])
+    assert states == {"alias.service": "masked", "b.service": "static"}
+
+
+def test_duplicates_and_empty_names_are_asked_once():
+    run, calls = answering(0, "Id=a.service\nUnitFileState=enabled\n")
+    states, _ = boot_state.unit_file_states(run, ["a.service", "", "a.service"])
+    assert states == {"a.service": "enabled"}
+    assert calls[0][-1:] == ["a.service"] and calls[0].count("a.service") == 1
+
+
+def test_no_units_no_call():
+    run, calls = answering(0, "")
+    assert boot_state.unit_file_states(run, []) == ({}, "")
+    assert calls == []
+
+
+def test_a_failing_systemctl_leaves_the_units_to_the_layers():
+    run, _ = answering(1, "", "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
+                              "Failed to connect to bus: Host is down\n")
+    states, error = boot_state.unit_file_states(run, UNITS)
+    assert states == {}
+    assert error == "systemctl show: Failed to connect to bus: Host is down"
+
+
+def test_an_answer_that_does_not_match_the_question_is_not_used():
+    run, _ = answering(0, "Id=gpufabric-sriov.service\nUnitFileState=enabled\n")
+    states, error = boot_state.unit_file_states(run, UNITS)
+    assert states == {}
+    assert error == "systemctl show: 1 answers for 2 units"
+
+
+def test_files_present(tmp_path):
+    rule = tmp_path / "70-gpufabric-nm-unmanaged.rules"
+    rule.write_text('ACTION=="add", ENV{NM_UNMANAGED}="1"\n')
+    missing = str(tmp_path / "missing.rules")
+    assert boot_state.files_present([str(rule), missing, ""]) == {str(rule): True, missing: False}
+
+
+SYSTEMCTL = """#!/bin/sh
+# systemctl show -p Id -p UnitFileState -- UNIT...: one block per unit
+while [ "$1" != "--" ]; do shift; done
+shift
+first=1
+for unit in "$@"; do
+  [ "$first" = 1 ] || echo
+  first=0
+  echo "Id=$unit"
+  case "$unit" in gpufabric-sriov.service) echo "UnitFileState=enabled" ;; *) echo "UnitFileState=" ;; esac
+done
+"""
+
+
+def run_nic_facts(tmp_path, args):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "systemctl").write_text(SYSTEMCTL)
+    (bindir / "systemctl").chmod(0o755)
+    (tmp_path / "sys/bus/pci/devices").mkdir(parents=True)
+    out = tmp_path / "out.json"
+    pb = tmp_path / "pb.yml"
+    pb.write_text("""
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Read the node
+      gpufabric.stack.nic_facts: %s
+      register: read
+      ignore_errors: true
+    - name: Save it
+      ansible.builtin.copy: {content: "{{ read | to_json }}", dest: %s, mode: "0644"}
+      check_mode: false
+""" % (json.dumps(dict(args, sysfs_root=str(tmp_path / "sys"), proc_root=str(tmp_path / "proc"))), out))
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    playbook = Path(sys.executable).with_name("ansible-playbook")
+    proc = subprocess.run([str(playbook) if playbook.exists() else "ansible-playbook", "-i", "localhost,", "--check",
+                           str(pb)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_nic_facts_reads_the_boot_units_and_files_in_the_same_call(tmp_path):
+    rule = tmp_path / "70-gpufabric-nm-unmanaged.rules"
+    rule.write_text("")
+    r = run_nic_facts(tmp_path, {"units": UNITS, "files": [str(rule), str(tmp_path / "gone.rules")]})
+    assert r["changed"] is False and r["nics"] == []
+    assert r["units"] == {"gpufabric-sriov.service": "enabled", "gpufabric-roce-qos.service": ""}
+    assert r["units_error"] == ""
+    assert r["files"] == {str(rule): True, str(tmp_path / "gone.rules"): False}
+
+
+def test_nic_facts_without_units_does_not_ask_systemd(tmp_path):
+    r = run_nic_facts(tmp_path, {})
+    assert r["units"] == {} and r["units_error"] == "" and r["files"] == {}
+
+
+def test_nic_facts_rejects_a_relative_file_before_reading(tmp_path):
+    r = run_nic_facts(tmp_path, {"files": ["etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules"]})
+    assert r["failed"] is True
+    assert r["msg"] == "files: etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules is not an absolute path"

@@ -101,7 +101,10 @@ def sizes_section(results: dict) -> str:
     for key in sorted(results.get("sizes") or {}, key=int):
         size = results["sizes"][key]
         out.append(f"### {size['nodes']} nodes, {size['switches']} switches\n")
-        out.append(f"Measured from {size.get('started', '?')}; load average (1, 5, 15 min) "
+        sv = size.get("versions") or results.get("versions") or {}
+        out.append(f"Collection {sv.get('collection', '?')} at {sv.get('git_commit', '?')}"
+                   + (" (working tree with changes)" if sv.get("git_dirty") else "") + ". "
+                   f"Measured from {size.get('started', '?')}; load average (1, 5, 15 min) "
                    f"{_load(size.get('loadavg_start'))} at the start, {_load(size.get('loadavg_end'))} at the end; "
                    f"the rack came up in {size.get('lab_up_seconds', '?')} s.\n")
         if size.get("warning"):
@@ -196,6 +199,21 @@ def mitogen_section(results: dict) -> str:
     return "\n".join(out) if out else "(these results have no mitogen runs; `make bench MITOGEN=1` adds them)"
 
 
+def versions_line(results: dict) -> str:
+    """The tool versions of the newest run, and the collection's commit, or
+    each size's when sizes kept from earlier runs measured other commits."""
+    v = results.get("versions") or {}
+    line = ", ".join(f"{k} {v[k]}" for k in ("ansible_core", "ansible", "python", "podman", "mitogen", "collection")
+                     if v.get(k))
+    commits = {key: (size.get("versions") or v).get("git_commit") for key, size in (results.get("sizes") or {}).items()}
+    if len(set(commits.values())) > 1:
+        return line + "; the sizes measured different commits of the collection: " + ", ".join(
+            f"{key} nodes at {commits[key]}" for key in sorted(commits, key=int))
+    if v.get("git_commit"):
+        line = ", ".join(p for p in (line, f"git_commit {v['git_commit']}") if p)
+    return line + (" (working tree with changes)" if v.get("git_dirty") else "")
+
+
 def render(results: dict, source: str, plotted: bool) -> str:
     m, v = results.get("machine") or {}, results.get("versions") or {}
     layers = results.get("layers") or {}
@@ -205,9 +223,7 @@ def render(results: dict, source: str, plotted: bool) -> str:
         date=results.get("date"),
         machine=f"{m.get('nproc')} CPUs, {m.get('mem_total_mb')} MB, kernel {m.get('kernel')}; load average "
                 f"{_load(m.get('loadavg_start'))} at the start, {_load(m.get('loadavg_end'))} at the end",
-        versions=", ".join(f"{k} {v[k]}" for k in ("ansible_core", "ansible", "python", "podman", "mitogen",
-                                                   "collection", "git_commit") if v.get(k)) +
-                 (" (working tree with changes)" if v.get("git_dirty") else ""),
+        versions=versions_line(results),
         forks=(results.get("settings") or {}).get("forks"),
         runs=(results.get("settings") or {}).get("runs"),
         site_layers=", ".join(map(str, layers.get("site.yml") or [])) or "none",

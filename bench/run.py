@@ -487,15 +487,21 @@ def load_earlier(path: Path) -> dict | None:
 
 def merge(doc: dict, old: dict | None) -> dict:
     """Sizes measured now replace the same sizes of an earlier results
-    document (of the same day); the others stay."""
+    document (of the same day); the others stay. Each size keeps the
+    versions (collection commit, tree SHA-256, tools) it was measured with,
+    so a size kept from an earlier run is never credited to this one."""
+    for size in (doc.get("sizes") or {}).values():
+        size.setdefault("versions", doc.get("versions"))
     if not old:
         return doc
     sizes = dict(old.get("sizes") or {})
+    for size in sizes.values():
+        size.setdefault("versions", old.get("versions"))
     sizes.update(doc["sizes"])
     doc["sizes"] = dict(sorted(sizes.items(), key=lambda kv: int(kv[0])))
     doc.setdefault("earlier_runs", []).extend(old.get("earlier_runs", []))
     doc["earlier_runs"].append({"started": old.get("started"), "sizes": sorted(old.get("sizes") or {}, key=int),
-                                "machine": old.get("machine")})
+                                "machine": old.get("machine"), "versions": old.get("versions")})
     return doc
 
 

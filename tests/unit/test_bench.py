@@ -209,12 +209,19 @@ def test_roce_switch_record():
 
 # ---------------------------------------------------------------- runner pieces
 def test_merge_keeps_other_sizes_and_replaces_the_measured_ones():
-    old = {"started": "t0", "sizes": {"8": {"nodes": 8, "old": True}, "64": {"nodes": 64}}}
-    new = {"sizes": {"8": {"nodes": 8, "old": False}, "32": {"nodes": 32}}}
+    old = {"started": "t0", "versions": {"git_commit": "aaaaaaa"},
+           "sizes": {"8": {"nodes": 8, "old": True}, "64": {"nodes": 64}}}
+    new = {"versions": {"git_commit": "bbbbbbb"}, "sizes": {"8": {"nodes": 8, "old": False}, "32": {"nodes": 32}}}
     merged = bench_run.merge(new, old)
     assert list(merged["sizes"]) == ["8", "32", "64"]
     assert merged["sizes"]["8"]["old"] is False
     assert merged["earlier_runs"][0]["sizes"] == ["8", "64"]
+    # each size is credited to the collection it measured, not to the newest run
+    assert [merged["sizes"][k]["versions"]["git_commit"] for k in ("8", "32", "64")] == ["bbbbbbb", "bbbbbbb", "aaaaaaa"]
+    assert merged["earlier_runs"][0]["versions"] == {"git_commit": "aaaaaaa"}
+    # a size merged before keeps its own versions through a later merge
+    again = bench_run.merge({"versions": {"git_commit": "ccccccc"}, "sizes": {"32": {"nodes": 32}}}, merged)
+    assert [again["sizes"][k]["versions"]["git_commit"] for k in ("8", "32", "64")] == ["bbbbbbb", "ccccccc", "aaaaaaa"]
     assert bench_run.merge({"sizes": {}}, None) == {"sizes": {}}
 
 
@@ -250,3 +257,16 @@ def test_report_renders_from_a_results_file(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(res))
     assert report.newest(tmp_path) == path
+
+
+def test_report_names_the_commit_each_size_measured():
+    res = {"versions": {"ansible_core": "2.19", "collection": "0.1.0", "git_commit": "bbbbbbb"},
+           "sizes": {"8": {"versions": {"collection": "0.1.0", "git_commit": "bbbbbbb"}},
+                     "32": {"versions": {"collection": "0.1.0", "git_commit": "aaaaaaa"}}}}
+    line = report.versions_line(res)
+    assert line == ("ansible_core 2.19, collection 0.1.0; the sizes measured different commits of the collection: "
+                    "8 nodes at bbbbbbb, 32 nodes at aaaaaaa")
+    res["sizes"]["32"]["versions"]["git_commit"] = "bbbbbbb"
+    assert report.versions_line(res) == "ansible_core 2.19, collection 0.1.0, git_commit bbbbbbb"
+    # results written before sizes carried their versions: the run's commit
+    assert report.versions_line({"versions": {"git_commit": "ccccccc"}, "sizes": {"8": {}}}) == "git_commit ccccccc"

@@ -3,12 +3,9 @@ with systemctl's `show` output as systemd prints it for several units, and
 as nic_facts returns it, run by ansible-playbook with a stand-in systemctl."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state
+from local_playbook import run_check, stand_ins, write_play
 
 UNITS = ["gpufabric-sriov.service", "gpufabric-roce-qos.service"]
 
@@ -98,18 +95,10 @@ done
 
 
 def run_nic_facts(tmp_path, args):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    (bindir / "systemctl").write_text(SYSTEMCTL)
-    (bindir / "systemctl").chmod(0o755)
+    bindir = stand_ins(tmp_path / "bin", {"systemctl": SYSTEMCTL})
     (tmp_path / "sys/bus/pci/devices").mkdir(parents=True)
     out = tmp_path / "out.json"
-    pb = tmp_path / "pb.yml"
-    pb.write_text("""
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
+    pb = write_play(tmp_path / "pb.yml", """\
     - name: Read the node
       gpufabric.stack.nic_facts: %s
       register: read
@@ -118,11 +107,7 @@ def run_nic_facts(tmp_path, args):
       ansible.builtin.copy: {content: "{{ read | to_json }}", dest: %s, mode: "0644"}
       check_mode: false
 """ % (json.dumps(dict(args, sysfs_root=str(tmp_path / "sys"), proc_root=str(tmp_path / "proc"))), out))
-    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    playbook = Path(sys.executable).with_name("ansible-playbook")
-    proc = subprocess.run([str(playbook) if playbook.exists() else "ansible-playbook", "-i", "localhost,", "--check",
-                           str(pb)], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run_check(pb, bindir)
     return json.loads(out.read_text())
 
 

@@ -5,11 +5,9 @@ ansible-playbook with stand-in commands in PATH."""
 import json
 import os
 import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import runtime_facts as rf
+from local_playbook import run_check, stand_ins, write_play
 
 SHOW = "LoadState=loaded\nActiveState=active\nActiveEnterTimestampMonotonic=600000000\n"
 CTR = "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n"
@@ -139,18 +137,9 @@ STUBS = {
 
 
 def test_the_module_runs_and_changes_nothing(tmp_path):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    for name, body in STUBS.items():
-        (bindir / name).write_text("#!/bin/sh\n%s\n" % body)
-        (bindir / name).chmod(0o755)
+    bindir = stand_ins(tmp_path / "bin", STUBS)
     out = tmp_path / "out.json"
-    pb = tmp_path / "pb.yml"
-    pb.write_text("""
-- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
+    pb = write_play(tmp_path / "pb.yml", """\
     - name: Read the runtime
       gpufabric.stack.container_runtime_facts:
         sysfs_root: %s
@@ -171,11 +160,7 @@ def test_the_module_runs_and_changes_nothing(tmp_path):
         mode: "0644"
       check_mode: false
 """ % (tmp_path, bindir, tmp_path, out))
-    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ["PATH"]), ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    playbook = Path(sys.executable).with_name("ansible-playbook")
-    proc = subprocess.run([str(playbook) if playbook.exists() else "ansible-playbook", "-i", "localhost,", "--check",
-                           str(pb)], env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    run_check(pb, bindir)
     r = json.loads(out.read_text())
     assert r["changed"] is False
     f = r["runtime"]

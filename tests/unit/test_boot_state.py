@@ -81,7 +81,9 @@ def test_files_present(tmp_path):
 
 
 SYSTEMCTL = """#!/bin/sh
-# systemctl show -p Id -p UnitFileState -- UNIT...: one block per unit
+# systemctl show -p Id -p UnitFileState -- UNIT...: one block per unit; each
+# call is logged beside the stand-in
+echo "$*" >> "$(dirname "$0")/systemctl.calls"
 while [ "$1" != "--" ]; do shift; done
 shift
 first=1
@@ -108,13 +110,15 @@ def run_nic_facts(tmp_path, args):
       check_mode: false
 """ % (json.dumps(dict(args, sysfs_root=str(tmp_path / "sys"), proc_root=str(tmp_path / "proc"))), out))
     run_check(pb, bindir)
-    return json.loads(out.read_text())
+    calls = bindir / "systemctl.calls"
+    return json.loads(out.read_text()), calls.read_text().splitlines() if calls.exists() else []
 
 
 def test_nic_facts_reads_the_boot_units_and_files_in_the_same_call(tmp_path):
     rule = tmp_path / "70-gpufabric-nm-unmanaged.rules"
     rule.write_text("")
-    r = run_nic_facts(tmp_path, {"units": UNITS, "files": [str(rule), str(tmp_path / "gone.rules")]})
+    r, calls = run_nic_facts(tmp_path, {"units": UNITS, "files": [str(rule), str(tmp_path / "gone.rules")]})
+    assert calls == ["show -p Id -p UnitFileState -- " + " ".join(UNITS)]
     assert r["changed"] is False and r["nics"] == []
     assert r["units"] == {"gpufabric-sriov.service": "enabled", "gpufabric-roce-qos.service": ""}
     assert r["units_error"] == ""
@@ -122,11 +126,12 @@ def test_nic_facts_reads_the_boot_units_and_files_in_the_same_call(tmp_path):
 
 
 def test_nic_facts_without_units_does_not_ask_systemd(tmp_path):
-    r = run_nic_facts(tmp_path, {})
+    r, calls = run_nic_facts(tmp_path, {})
+    assert calls == []
     assert r["units"] == {} and r["units_error"] == "" and r["files"] == {}
 
 
 def test_nic_facts_rejects_a_relative_file_before_reading(tmp_path):
-    r = run_nic_facts(tmp_path, {"files": ["etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules"]})
+    r, _ = run_nic_facts(tmp_path, {"files": ["etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules"]})
     assert r["failed"] is True
     assert r["msg"] == "files: etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules is not an absolute path"

@@ -60,7 +60,9 @@ def _inventory(lab, overrides=None):
              "bmc_address": f"127.0.0.1:{lab.bmcs[e['name']].port}",
              "bmc_username": e["username"], "bmc_password": e["password"],
              "bmc_vendor": "auto", "bios_cpu_vendor": e.get("cpu_vendor", "intel"),
-             "bmc_reset_delay": 0, "bmc_reset_timeout": 30}
+             "bmc_reset_delay": 0, "bmc_reset_timeout": 30,
+             # the reset path waits for a new boot marker; the power driver writes it
+             "gpufabric_boot_time_command": f"cat {lab.state_dir}/boot-{e['container']}"}
         h.update((overrides or {}).get(e["name"], {}))
         hosts[e["name"]] = h
     return {"all": {"children": {"nodes": {"hosts": hosts}}}}
@@ -89,8 +91,17 @@ def _recap(stdout):
 @pytest.mark.slow
 @pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
 def test_roles_converge_idempotent_and_doctor(tmp_path):
-    driver = FakePowerDriver(initial="On", states={"c-dell1": "Off"})
+    boots = {}
+
+    def on_boot(container):
+        boots[container] = boots.get(container, 0) + 1
+        (tmp_path / "lab" / f"boot-{container}").write_text("%d\n" % boots[container])
+
+    driver = FakePowerDriver(initial="On", states={"c-dell1": "Off"}, on_boot=on_boot)
     lab = BmcLab(tmp_path / "lab", SPEC, driver)
+    (tmp_path / "lab").mkdir(exist_ok=True)
+    for e in SPEC:
+        (tmp_path / "lab" / f"boot-{e['container']}").write_text("0\n")
     lab.start()
     try:
         # bad input fails before any change, naming the variable
@@ -162,3 +173,28 @@ def test_roles_converge_idempotent_and_doctor(tmp_path):
     assert "SR_IOVSupport_" in f_smc[1]["evidence"]
     f_dell = json.loads((tmp_path / "out" / "dell1.f.json").read_text())
     assert f_dell[0]["reason"] == "BMC unreachable" and f_dell[1]["status"] == "fail"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
+def test_reset_path_fails_when_the_node_never_boots_again(tmp_path):
+    """A reset the BMC accepts but the node never goes through (the boot
+    marker stays) fails naming the host, where waiting for the connection
+    alone passed."""
+    driver = FakePowerDriver(initial="On")  # no on_boot: the marker never changes
+    lab = BmcLab(tmp_path / "lab", SPEC, driver)
+    (tmp_path / "lab").mkdir(exist_ok=True)
+    for e in SPEC:
+        (tmp_path / "lab" / f"boot-{e['container']}").write_text("7\n")
+    lab.start()
+    try:
+        proc = _run(tmp_path, lab, "- hosts: dell1\n  gather_facts: false\n  tasks:\n"
+                    "    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: reset}\n",
+                    overrides={"dell1": {"bmc_reset_timeout": 3}})
+    finally:
+        lab.stop()
+    assert proc.returncode != 0
+    assert driver.events == [("force-restart", "c-dell1")]
+    assert "dell1: no new boot within 3 s" in proc.stdout
+    assert "boot marker it had before the reset (7)" in proc.stdout
+    assert "calvin" not in proc.stdout

@@ -25,6 +25,9 @@ class PowerError(RuntimeError):
 
 class PodmanPowerDriver:
     name = "podman"
+    # container starts and stops take seconds, and many at once take longer
+    # than a Redfish client waits: the BMC answers before it acts
+    answers_first = True
 
     def __init__(self, graceful_timeout: int = 20):
         self.graceful_timeout = graceful_timeout
@@ -61,6 +64,7 @@ class FakePowerDriver:
     power-on and restart, after the server applied pending settings."""
 
     name = "fake"
+    answers_first = False
 
     def __init__(self, initial: str = "On", states: dict | None = None, on_boot=None):
         self.default = initial

@@ -21,7 +21,10 @@ a Redfish error body.  Reset types ``On``, ``ForceOn``, ``ForceOff``,
 ``GracefulShutdown``, ``GracefulRestart``, ``ForceRestart``, ``PowerCycle``,
 ``PushPowerButton`` and ``Nmi`` act through the power driver; every power-on
 or restart first makes pending BIOS settings current and consumes a one-time
-boot override, like POST.  Power actions complete before the response.
+boot override, like POST.  As a real BMC does, the podman driver's BMCs
+answer a reset request (204) before they carry it out, in a thread; one BMC's
+power actions run one after the other.  A failure there is logged, as a real
+BMC logs it in its event log.  The in-memory driver acts before the answer.
 """
 
 from __future__ import annotations
@@ -408,6 +411,19 @@ class Bmc:
             raise RedfishError(400, "ActionParameterValueNotInList",
                                f"The value {reset_type} for the parameter ResetType is not in "
                                f"the list of acceptable values {RESET_TYPES}.")
+        if getattr(self.driver, "answers_first", False):
+            threading.Thread(target=self._reset_logged, args=(reset_type,),
+                             name=f"reset-{self.name}", daemon=True).start()
+        else:
+            self._reset(reset_type)
+
+    def _reset_logged(self, reset_type) -> None:
+        try:
+            self._reset(reset_type)
+        except Exception:  # noqa: BLE001 - nobody waits for this thread; the log is the record
+            log.exception("%s: reset %s failed", self.name, reset_type)
+
+    def _reset(self, reset_type) -> None:
         with self._power_lock:
             on = self.power_state() == "On"
             try:

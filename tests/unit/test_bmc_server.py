@@ -4,6 +4,8 @@ import base64
 import http.client
 import json
 import ssl
+import threading
+import time
 
 import pytest
 
@@ -190,6 +192,59 @@ def test_power_off_on_applies_pending_before_start(lab):
     assert c.get("/redfish/v1/Systems/1")["PowerState"] == "On"
     st, body, _ = c.req("POST", reset, {"ResetType": "Explode"})
     assert st == 400
+
+
+
+class SlowDriver(FakePowerDriver):
+    """A driver whose restart takes until the test releases it, like many
+    podman restarts at once: the BMC must answer before it acts."""
+
+    answers_first = True
+
+    def __init__(self):
+        super().__init__(initial="On")
+        self.release = threading.Event()
+        self.started = threading.Event()
+
+    def restart(self, container, force):
+        self.started.set()
+        assert self.release.wait(10)
+        super().restart(container, force)
+
+
+def test_a_reset_is_answered_before_it_is_carried_out(tmp_path):
+    driver = SlowDriver()
+    lab = BmcLab(tmp_path, SPEC[:1], driver)
+    lab.start()
+    try:
+        c = Client(lab, "dell1")
+        c.req("PATCH", "/redfish/v1/Systems/System.Embedded.1/Bios/Settings",
+              {"Attributes": {"SriovGlobalEnable": "Enabled"}})
+        st, _, _ = c.req("POST", "/redfish/v1/Systems/System.Embedded.1/Actions/ComputerSystem.Reset",
+                         {"ResetType": "ForceRestart"})
+        assert st == 204
+        assert driver.started.wait(10)
+        assert driver.events == []  # answered; the restart has not finished
+        # the BMC still serves requests while the restart runs
+        assert c.get("/redfish/v1/Systems/System.Embedded.1")["PowerState"] == "On"
+        driver.release.set()
+        deadline = time.monotonic() + 10
+        while not driver.events and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert driver.events == [("force-restart", "c-dell1")]
+        # pending settings were applied at that POST
+        cur = c.get("/redfish/v1/Systems/System.Embedded.1/Bios")["Attributes"]
+        assert cur["SriovGlobalEnable"] == "Enabled"
+    finally:
+        driver.release.set()
+        lab.stop()
+
+
+def test_the_in_memory_driver_acts_before_the_answer(lab):
+    c = Client(lab, "dell1")
+    assert c.req("POST", "/redfish/v1/Systems/System.Embedded.1/Actions/ComputerSystem.Reset",
+                 {"ResetType": "ForceRestart"})[0] == 204
+    assert lab.driver.events[-1] == ("force-restart", "c-dell1")
 
 
 def test_supermicro_keys_resolve_through_registry(lab):

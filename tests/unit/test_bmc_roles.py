@@ -83,6 +83,12 @@ def _run(tmp_path, lab, playbook, *extra, overrides=None):
                           env=env, capture_output=True, text=True, timeout=180)
 
 
+def _task_hosts(stdout, task):
+    """{host: status} of one task in a run's output (ok, changed, skipping, ...)."""
+    part = stdout.split(f"TASK [{task}]", 1)[1].split("TASK [", 1)[0]
+    return {m.group(2): m.group(1) for m in re.finditer(r"^(\w+): \[([^\]\s]+)", part, re.M)}
+
+
 def _recap(stdout):
     return {m.group(1): {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
             for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", stdout, re.M)}
@@ -162,6 +168,10 @@ def test_roles_converge_idempotent_and_doctor(tmp_path):
                                            "PcieAcsControl")} == {
         "SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled",
         "PcieAcsControl": "Disabled"}
+    # the node the role powered on was waited for; the other one was not
+    wait = "gpufabric.stack.bmc : Wait until the powered-on node answers"
+    assert _task_hosts(first.stdout, wait) == {"dell1": "ok", "smc1": "skipping"}
+    assert _task_hosts(second.stdout, wait) == {"dell1": "skipping", "smc1": "skipping"}
     # second run: nothing changed
     recap = _recap(second.stdout)
     assert set(recap) == {"dell1", "smc1"}

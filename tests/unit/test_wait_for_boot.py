@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -61,14 +60,12 @@ def test_waits_until_the_marker_changes(tmp_path):
     marker.write_text("boot-1\n")
     t = later(2.5, lambda: marker.write_text("boot-2\n"))
     try:
-        started = time.monotonic()
         proc, res = run(tmp_path, "boot-1")
     finally:
         t.cancel()
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert res["boot_marker"] == "boot-2" and res["new_boot"] is True
     assert res["attempts"] >= 2
-    assert time.monotonic() - started >= 2.5
 
 
 def test_retries_while_the_node_does_not_answer(tmp_path):

@@ -411,7 +411,7 @@ class Bmc:
             raise RedfishError(400, "ActionParameterValueNotInList",
                                f"The value {reset_type} for the parameter ResetType is not in "
                                f"the list of acceptable values {RESET_TYPES}.")
-        if getattr(self.driver, "answers_first", False):
+        if self.driver.answers_first:
             threading.Thread(target=self._reset_logged, args=(reset_type,),
                              name=f"reset-{self.name}", daemon=True).start()
         else:

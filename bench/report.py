@@ -214,6 +214,21 @@ def versions_line(results: dict) -> str:
     return line + (" (working tree with changes)" if v.get("git_dirty") else "")
 
 
+def runs_phrase(results: dict) -> str:
+    """How many runs each median is of: "3 runs", or, when sizes kept from
+    earlier runs had another count, "3 runs (64 nodes: 1)"."""
+    counts = {key: len(((size.get("measurements") or {}).get("ping") or {}).get("runs") or [])
+              for key, size in (results.get("sizes") or {}).items()}
+    counts = {key: n for key, n in counts.items() if n}
+    if len(set(counts.values())) <= 1:
+        return f"{next(iter(counts.values()), (results.get('settings') or {}).get('runs'))} runs"
+    values = list(counts.values())
+    common = max(set(values), key=lambda n: (values.count(n), n))
+    others = ", ".join(f"{key} nodes: {n}" for key, n in sorted(counts.items(), key=lambda kv: int(kv[0]))
+                       if n != common)
+    return f"{common} runs ({others})"
+
+
 def render(results: dict, source: str, plotted: bool) -> str:
     m, v = results.get("machine") or {}, results.get("versions") or {}
     layers = results.get("layers") or {}
@@ -225,7 +240,7 @@ def render(results: dict, source: str, plotted: bool) -> str:
                 f"{_load(m.get('loadavg_start'))} at the start, {_load(m.get('loadavg_end'))} at the end",
         versions=versions_line(results),
         forks=(results.get("settings") or {}).get("forks"),
-        runs=(results.get("settings") or {}).get("runs"),
+        runs=runs_phrase(results),
         site_layers=", ".join(map(str, layers.get("site.yml") or [])) or "none",
         validate_layers=", ".join(map(str, sorted({n for s in (results.get("sizes") or {}).values()
                                                    for n in s.get("validate_layers") or []}))) or "unknown",

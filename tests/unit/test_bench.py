@@ -136,6 +136,8 @@ def test_targets_met():
     assert all(v["met"] is True for v in t.values()), t
     assert t["rerun_ratio_32"]["value"] == 12.0
     assert t["scaling_rerun"]["value"] == 2.5
+    # the floor's own 64/8 quotient stands beside the scaling figures
+    assert t["scaling_rerun"]["detail"] == t["scaling_validate"]["detail"] == "ping itself 1.50"
 
 
 def test_targets_missed_are_false_and_named():
@@ -257,6 +259,16 @@ def test_report_renders_from_a_results_file(tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(res))
     assert report.newest(tmp_path) == path
+
+
+def test_report_says_how_many_runs_each_size_had():
+    def res(**runs):
+        return {"settings": {"runs": 3}, "sizes": {key[1:]: {"measurements": {"ping": {"runs": [{}] * n}}}
+                                                   for key, n in runs.items()}}
+    assert report.runs_phrase(res(s8=3, s32=3)) == "3 runs"
+    assert report.runs_phrase(res(s8=3, s32=3, s64=1)) == "3 runs (64 nodes: 1)"
+    assert report.runs_phrase(res(s8=1, s64=3)) == "3 runs (8 nodes: 1)"
+    assert report.runs_phrase({"settings": {"runs": 5}, "sizes": {}}) == "5 runs"
 
 
 def test_report_names_the_commit_each_size_measured():

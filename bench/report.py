@@ -221,12 +221,13 @@ def runs_phrase(results: dict) -> str:
               for key, size in (results.get("sizes") or {}).items()}
     counts = {key: n for key, n in counts.items() if n}
     if len(set(counts.values())) <= 1:
-        return f"{next(iter(counts.values()), (results.get('settings') or {}).get('runs'))} runs"
+        n = next(iter(counts.values()), (results.get("settings") or {}).get("runs"))
+        return f"{n} run{'' if n == 1 else 's'}"
     values = list(counts.values())
     common = max(set(values), key=lambda n: (values.count(n), n))
     others = ", ".join(f"{key} nodes: {n}" for key, n in sorted(counts.items(), key=lambda kv: int(kv[0]))
                        if n != common)
-    return f"{common} runs ({others})"
+    return f"{common} run{'' if common == 1 else 's'} ({others})"
 
 
 def render(results: dict, source: str, plotted: bool) -> str:

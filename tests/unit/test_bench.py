@@ -269,6 +269,9 @@ def test_report_says_how_many_runs_each_size_had():
     assert report.runs_phrase(res(s8=3, s32=3, s64=1)) == "3 runs (64 nodes: 1)"
     assert report.runs_phrase(res(s8=1, s64=3)) == "3 runs (8 nodes: 1)"
     assert report.runs_phrase({"settings": {"runs": 5}, "sizes": {}}) == "5 runs"
+    # `make bench RUNS=1`: one run, not "1 runs"
+    assert report.runs_phrase(res(s8=1, s32=1)) == "1 run"
+    assert report.runs_phrase(res(s8=1, s32=1, s64=3)) == "1 run (64 nodes: 3)"
 
 
 def test_report_names_the_commit_each_size_measured():

@@ -11,6 +11,11 @@ a temporary file in the same directory and ``os.replace``, so that a reader
 never sees half a script. Which follow-up a change needs (``systemctl
 daemon-reload``, ``udevadm control --reload``) is derived from the paths
 that changed, by ``reloads_needed()``.
+
+``inspect()`` and ``pending()`` let a module that already runs on the host
+report its layer's boot files (digest, mode, owner, group) in the same call,
+so that the role learns on the controller whether the files it renders would
+change anything, and sends them only when they would.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import grp
+import hashlib
 import os
 import pwd
 import re
@@ -216,3 +222,114 @@ def diffs(planned):
                         "before": "%s: %s\n" % (p["path"], ", ".join(p["changes"])),
                         "after": "%s: %s set\n" % (p["path"], ", ".join(p["changes"]))})
     return out
+
+
+# Unit-file states of ``systemctl is-enabled`` that exit 0 but do not start the
+# unit at boot from its own [Install] section.
+_NOT_ENABLED = ("indirect", "disabled", "masked", "")
+
+
+def is_enabled(run, systemctl, unit):
+    """Whether ``unit`` starts at boot: ``systemctl is-enabled`` exits 0 and
+    says neither indirect, disabled nor masked. ``run(argv)`` returns
+    ``(rc, stdout, stderr)``."""
+    rc, out, _err = run([systemctl, "is-enabled", unit])
+    return rc == 0 and out.strip() not in _NOT_ENABLED
+
+
+def _name(lookup, ident):
+    try:
+        return lookup(ident)[0]
+    except KeyError:
+        return str(ident)
+
+
+def inspect(paths, root="/"):
+    """What is on disk at each of ``paths`` (absolute) under ``root``:
+    ``{path: None}`` when absent, else ``{path: {sha256, mode, owner, group}}``
+    with ``mode`` as a four-digit octal string and owner and group as names
+    (the number as a string when the host has no name for it). A path that
+    exists and is not a regular file reports ``{"type": "other"}``."""
+    out = {}
+    for path in paths or []:
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise HostFilesError("inspect: %r is not an absolute path" % (path,))
+        real = rooted(root, path)
+        if not os.path.lexists(real):
+            out[path] = None
+            continue
+        st = os.lstat(real)
+        if not stat.S_ISREG(st.st_mode):
+            out[path] = {"type": "other"}
+            continue
+        digest = hashlib.sha256()
+        with open(real, "rb") as fh:
+            for block in iter(lambda: fh.read(65536), b""):
+                digest.update(block)
+        out[path] = {"sha256": digest.hexdigest(), "mode": "%04o" % stat.S_IMODE(st.st_mode),
+                     "owner": _name(pwd.getpwuid, st.st_uid), "group": _name(grp.getgrgid, st.st_gid)}
+    return out
+
+
+def pending(files, states, enable_units=None, units=None):
+    """What installing ``files`` and enabling ``enable_units`` would change,
+    judged from an earlier ``inspect()`` (``states``) and ``is_enabled()``
+    answers (``units``: {unit: bool}); plain data, no host access.
+
+    Returns a list of strings, one per file or unit that would change, empty
+    when nothing would. A file or unit the answers do not cover counts as a
+    change: only what was read can be called unchanged.
+    """
+    out = []
+    states = states or {}
+    units = units or {}
+    for i, f in enumerate(files or []):
+        path = f.get("path")
+        what = "files[%d] (%s)" % (i, path)
+        state = states.get(path)
+        if path not in states:
+            out.append("%s: not read" % path)
+            continue
+        if state is None:
+            out.append("%s: absent" % path)
+            continue
+        if "sha256" not in state:
+            out.append("%s: not a regular file" % path)
+            continue
+        content = f.get("content")
+        if not isinstance(content, str):
+            raise HostFilesError("%s: content must be a string (is %s)" % (what, type(content).__name__))
+        changes = []
+        if hashlib.sha256(content.encode("utf-8")).hexdigest() != state["sha256"]:
+            changes.append("content")
+        if parse_mode(f.get("mode", "0644"), what) != int(state["mode"], 8):
+            changes.append("mode")
+        if f.get("owner", "root") not in (None, state["owner"]):
+            changes.append("owner")
+        if f.get("group", "root") not in (None, state["group"]):
+            changes.append("group")
+        if changes:
+            out.append("%s: %s" % (path, ", ".join(changes)))
+    for unit in enable_units or []:
+        if units.get(unit) is not True:
+            out.append("%s: %s" % (unit, "not read" if unit not in units else "not enabled"))
+    return out
+
+
+# The options behind the gpufabric.stack.boot_files documentation fragment.
+INSPECT_ARGS = dict(
+    inspect_files=dict(type="list", elements="path", default=[]),
+    inspect_units=dict(type="list", elements="str", default=[]),
+)
+
+
+def inspected(module):
+    """``{"files": inspect(...), "units": {unit: enabled}}`` for a module with
+    INSPECT_ARGS among its options; raises HostFilesError on a relative path."""
+    p = module.params
+    units = {}
+    if p["inspect_units"]:
+        systemctl = module.get_bin_path("systemctl")
+        for unit in p["inspect_units"]:
+            units[unit] = bool(systemctl) and is_enabled(module.run_command, systemctl, unit)
+    return {"files": inspect(p["inspect_files"]), "units": units}

@@ -126,9 +126,7 @@ def _run(module, argv, what):
 
 
 def _is_enabled(module, systemctl, unit):
-    rc, out, _err = module.run_command([systemctl, "is-enabled", unit])
-    state = out.strip()
-    return rc == 0 and state not in ("indirect", "disabled", "masked", "")
+    return host_files.is_enabled(module.run_command, systemctl, unit)
 
 
 def main():

@@ -53,6 +53,7 @@ options:
     default: []
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpufabric.stack.boot_files
 attributes:
   check_mode:
     support: full
@@ -142,6 +143,12 @@ files:
   returned: always
   type: dict
   sample: {/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules: true}
+inspected:
+  description: The files of I(inspect_files) (null when absent, else sha256, mode, owner, group) and whether each unit
+    of I(inspect_units) is enabled.
+  returned: always
+  type: dict
+  sample: {files: {/etc/default/grub.d/90-gpufabric.cfg: null}, units: {}}
 sysfs_root:
   description: The sysfs root read.
   returned: always
@@ -155,7 +162,7 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state, host_files, sysfs_nic
 
 
 def main():
@@ -166,6 +173,7 @@ def main():
             proc_root=dict(type="path", default="/proc"),
             units=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
+            **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,
     )
@@ -173,8 +181,9 @@ def main():
     if bad:
         module.fail_json(msg="files: %s is not an absolute path" % bad[0])
     try:
+        inspected = host_files.inspected(module)
         nics = sysfs_nic.discover(module.params["sysfs_root"])
-    except sysfs_nic.SysfsError as exc:
+    except (sysfs_nic.SysfsError, host_files.HostFilesError) as exc:
         module.fail_json(msg=str(exc))
     vendor = module.params["vendor"].lower().replace("0x", "")
     if vendor:
@@ -193,6 +202,7 @@ def main():
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
                      cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
                      units=units, units_error=units_error, files=boot_state.files_present(module.params["files"]),
+                     inspected=inspected,
                      sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"])
 
 

@@ -91,6 +91,7 @@ notes:
   - The settings do not survive a reboot; the gpufabric.stack.roce_host role installs a boot unit that applies them.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpufabric.stack.boot_files
 attributes:
   check_mode:
     support: full
@@ -125,6 +126,12 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+inspected:
+  description: With I(state=merged) or I(state=gathered), the files of I(inspect_files) (null when absent, else sha256,
+    mode, owner, group) and whether each unit of I(inspect_units) is enabled, read before any change.
+  returned: state is merged or gathered
+  type: dict
+  sample: {files: {/usr/local/sbin/gpufabric-roce-qos: null}, units: {gpufabric-roce-qos.service: false}}
 changed:
   description: Whether a setting was changed (or would be, in check mode).
   returned: always
@@ -185,6 +192,7 @@ parsed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
 from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
 from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlxconfig_query
@@ -419,20 +427,26 @@ def main():
             rdma_port=dict(type="int", default=1),
             firmware_query=dict(type="bool", default=True),
             driver=dict(type="str", choices=["inbox", "ofed"], default="inbox"),
+            **host_files.INSPECT_ARGS
         ),
         required_if=[("state", "merged", ["config"]), ("state", "rendered", ["config"]),
                      ("state", "parsed", ["running_config"])],
         supports_check_mode=True,
     )
     p = module.params
+    if p["state"] in ("rendered", "parsed") and (p["inspect_files"] or p["inspect_units"]):
+        module.fail_json(msg="inspect_files and inspect_units read the host: state must be merged or gathered, not %s"
+                         % p["state"])
     try:
         if p["state"] == "rendered":
             result = rendered(p)
         elif p["state"] == "parsed":
             result = parsed(p)
         else:
+            inspected = host_files.inspected(module)
             result = online(module, p)
-    except Q.RoceQosError as exc:
+            result["inspected"] = inspected
+    except (Q.RoceQosError, host_files.HostFilesError) as exc:
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 

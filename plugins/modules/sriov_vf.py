@@ -85,6 +85,7 @@ options:
     default: ip
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - gpufabric.stack.boot_files
 attributes:
   check_mode:
     support: full
@@ -124,12 +125,19 @@ commands:
   returned: always
   type: list
   elements: str
+inspected:
+  description: The files of I(inspect_files) (null when absent, else sha256, mode, owner, group) and whether each
+    unit of I(inspect_units) is enabled, read before any change.
+  returned: always
+  type: dict
+  sample: {files: {/etc/systemd/system/gpufabric-sriov.service: {sha256: "9f2c...", mode: "0644", owner: root,
+           group: root}}, units: {gpufabric-sriov.service: true}}
 """
 
 import json
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils import host_files, sriov, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_tools import parse_ip_json_vfinfo
 
 VF_DEFAULTS_SPEC = dict(
@@ -262,14 +270,16 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             wait_timeout=dict(type="int", default=120),
             ip_command=dict(type="str", default="ip"),
+            **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,
     )
     try:
+        inspected = host_files.inspected(module)
         changed, results, commands, before, after = run(module, IpBackend(module))
-    except (sriov.SriovError, sysfs_nic.SysfsError) as exc:
+    except (sriov.SriovError, sysfs_nic.SysfsError, host_files.HostFilesError) as exc:
         module.fail_json(msg=str(exc))
-    out = dict(changed=changed, pfs=results, commands=commands)
+    out = dict(changed=changed, pfs=results, commands=commands, inspected=inspected)
     if module._diff:
         out["diff"] = dict(before=json.dumps(before, indent=2, sort_keys=True) + "\n",
                            after=json.dumps(after, indent=2, sort_keys=True) + "\n")

@@ -214,3 +214,86 @@ def test_module_failing_systemctl_is_reported(tools):
         f.write("#!/bin/sh\necho 'Failed to connect to bus' >&2\nexit 1\n")
     r = _call(_args(tools, _files(), units=()))
     assert r["failed"] and "systemctl daemon-reload failed (rc 1): Failed to connect to bus" in r["msg"]
+
+
+# --- inspect() and pending(): the skip a role takes on the controller --------
+
+def _inspect_and_units(tools, files, units):
+    def run(argv):
+        import subprocess
+        p = subprocess.run(argv, capture_output=True, text=True)
+        return p.returncode, p.stdout, p.stderr
+    states = hf.inspect([f["path"] for f in files], tools["root"])
+    return states, dict((u, hf.is_enabled(run, tools["systemctl"], u)) for u in units)
+
+
+def test_inspect_reports_digest_mode_owner_group_and_absence(tmp_path):
+    files = hf.normalize(_files())
+    hf.apply(files, hf.plan(files, str(tmp_path)))
+    os.makedirs(tmp_path / "etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules")
+    states = hf.inspect([SCRIPT, UNIT, RULE, "/etc/absent"], str(tmp_path))
+    import hashlib
+    assert states[SCRIPT] == {"sha256": hashlib.sha256(b"#!/bin/sh\necho vfs\n").hexdigest(), "mode": "0755",
+                              "owner": ME, "group": MYGROUP}
+    assert states[UNIT]["mode"] == "0644"
+    assert states[RULE] == {"type": "other"}
+    assert states["/etc/absent"] is None
+    with pytest.raises(hf.HostFilesError, match="'etc/x' is not an absolute path"):
+        hf.inspect(["etc/x"], str(tmp_path))
+
+
+def test_pending_agrees_with_the_module_in_every_state(tools):
+    """Whatever the disk holds, pending() is empty exactly when host_files
+    (check mode) would change nothing: the skip never hides a change."""
+    units = ["gpufabric-sriov.service"]
+    files = _files()
+    real_script = os.path.join(tools["root"], SCRIPT.lstrip("/"))
+    steps = [
+        ("empty tree", lambda: None),
+        ("after an apply", lambda: _call(_args(tools, files))),
+        ("content edited", lambda: open(real_script, "a").write("# edited\n")),
+        ("put back", lambda: _call(_args(tools, files))),
+        ("mode changed", lambda: os.chmod(real_script, 0o700)),
+        ("put back", lambda: _call(_args(tools, files))),
+        ("unit disabled", lambda: open(tools["log"].parent / "enabled", "w").close()),
+        ("put back", lambda: _call(_args(tools, files))),
+        ("file removed", lambda: os.unlink(real_script)),
+        ("put back", lambda: _call(_args(tools, files))),
+    ]
+    seen = []
+    for name, step in steps:
+        step()
+        states, enabled = _inspect_and_units(tools, files, units)
+        would = _call(_args(tools, files, units), check=True)["changed"]
+        left = hf.pending(files, states, units, enabled)
+        assert bool(left) == would, (name, left)
+        seen.append((name, left))
+    assert seen[1] == ("after an apply", [])
+    assert seen[2] == ("content edited", [SCRIPT + ": content"])
+    assert seen[4] == ("mode changed", [SCRIPT + ": mode"])
+    assert seen[6] == ("unit disabled", ["gpufabric-sriov.service: not enabled"])
+    assert seen[8] == ("file removed", [SCRIPT + ": absent"])
+
+
+def test_pending_counts_what_was_not_read_as_a_change():
+    files = [{"path": UNIT, "content": "x\n", "mode": "0644"}]
+    assert hf.pending(files, {}, [], {}) == [UNIT + ": not read"]
+    assert hf.pending(files, None, ["u.service"], None) == [UNIT + ": not read", "u.service: not read"]
+    assert hf.pending(files, {UNIT: {"type": "other"}}) == [UNIT + ": not a regular file"]
+    import hashlib
+    same = {UNIT: {"sha256": hashlib.sha256(b"x\n").hexdigest(), "mode": "0644", "owner": "root", "group": "root"}}
+    assert hf.pending(files, same) == []
+    assert hf.pending([dict(files[0], owner="nobody", mode="0600")], same) == [UNIT + ": mode, owner"]
+    with pytest.raises(hf.HostFilesError, match=r"files\[0\] \(/etc/x\): mode must be an octal string"):
+        hf.pending([{"path": "/etc/x", "content": "", "mode": "rw"}], {"/etc/x": same[UNIT]})
+
+
+def test_the_filter_takes_a_missing_inspection_as_a_change():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.gpufabric.stack.plugins.filter.host_files import FilterModule
+    pending = FilterModule().filters()["host_files_pending"]
+    files = [{"path": UNIT, "content": "x\n", "mode": "0644"}]
+    assert pending(files, None) == [UNIT + ": not read"]
+    assert pending(files, {"files": {UNIT: None}, "units": {"u.service": True}}, ["u.service"]) == [UNIT + ": absent"]
+    with pytest.raises(AnsibleFilterError, match="the files must be a list"):
+        pending("nope", None)

@@ -1,0 +1,34 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # The options with which a module that already runs on a node also reports
+    # the layer's boot files and units, for the role to decide on the
+    # controller whether gpufabric.stack.host_files has anything to do.
+    DOCUMENTATION = r"""
+options:
+  inspect_files:
+    description:
+      - Absolute paths of boot-time files (scripts, systemd units, udev rules) to report in RV(inspected) (its C(files))
+        in the same call, read-only, also in check mode.
+      - Per path C(null) when absent, else its C(sha256), C(mode) (four octal digits), C(owner) and C(group).
+      - The roles compare these with the files they render (the C(gpufabric.stack.host_files_pending) filter) and
+        call M(gpufabric.stack.host_files) only when something would change, which saves a round trip per node
+        when nothing does.
+    type: list
+    elements: path
+    default: []
+  inspect_units:
+    description:
+      - systemd units whose C(systemctl is-enabled) answer to report in RV(inspected) (its C(units)) as true (starts at boot)
+        or false (disabled, masked, indirect, unknown, or no C(systemctl) on the host).
+    type: list
+    elements: str
+    default: []
+"""

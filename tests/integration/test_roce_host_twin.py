@@ -5,6 +5,7 @@ a switch port without PFC, bad input, check mode; and the OFED driver's ECN
 sysfs on a rack of its own."""
 
 import json
+import re
 import time
 
 import pytest
@@ -179,6 +180,34 @@ def test_twin_default_fails_layer_8_and_roles_converge_idempotently(rack):
         r = after[node]["result"]
         assert r["status"] == "pass", r
         assert after[node]["chain"]["checked"] == 2 and after[node]["chain"]["differences"] == []
+
+
+def task_lines(stdout, task):
+    """The result lines ("ok: [node01]", "skipping: [node02]") of one task."""
+    m = re.search(r"TASK \[[^\]]*%s\][^\n]*\n((?:(?!TASK).*\n)*)" % re.escape(task), stdout)
+    assert m, f"task {task!r} not in the output"
+    return sorted(line.split(" =>")[0] for line in m.group(1).splitlines() if line.split(":")[0] in
+                  ("ok", "changed", "skipping", "failed", "fatal"))
+
+
+def test_the_boot_files_are_sent_only_when_the_node_lacks_them(rack):
+    twin, play = rack
+    script = "/usr/local/libexec/gpufabric/roce-qos.sh"
+    install = "gpufabric.stack.roce_host : Install the boot script and its systemd unit"
+    # converged: the QoS call read the files and the unit, the install is left out
+    same = twin.playbook(str(play / "host.yml"))
+    assert task_lines(same.stdout, install) == ["skipping: [node01]", "skipping: [node02]"], same.stdout[-3000:]
+    good = twin.sh("node01", f"sha256sum {script}").stdout.split()[0]
+    twin.sh("node01", f"echo '# edited' >> {script}; chmod 0700 {script}; "
+                      "systemctl disable gpufabric-roce-qos.service")
+    fix = twin.playbook(str(play / "host.yml"), "--diff")
+    rc = recap(fix.stdout)
+    assert rc["node01"]["changed"] == 1 and rc["node02"]["changed"] == 0, fix.stdout[-3000:]
+    assert task_lines(fix.stdout, install) == ["changed: [node01]", "skipping: [node02]"]
+    assert "-# edited" in fix.stdout
+    assert twin.sh("node01", f"sha256sum {script}").stdout.split()[0] == good
+    assert twin.sh("node01", f"stat -c %a {script}").stdout.strip() == "755"
+    assert twin.sh("node01", "systemctl is-enabled gpufabric-roce-qos.service").stdout.strip() == "enabled"
 
 
 def test_the_boot_unit_applies_the_qos_after_a_reboot(rack):

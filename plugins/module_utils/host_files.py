@@ -224,8 +224,8 @@ def diffs(planned):
     return out
 
 
-# Unit-file states of ``systemctl is-enabled`` that exit 0 but do not start the
-# unit at boot from its own [Install] section.
+# Answers of ``systemctl is-enabled`` that do not mean the unit starts at boot
+# through its own [Install] section ("indirect" even exits 0).
 _NOT_ENABLED = ("indirect", "disabled", "masked", "")
 
 
@@ -327,6 +327,9 @@ def inspected(module):
     """``{"files": inspect(...), "units": {unit: enabled}}`` for a module with
     INSPECT_ARGS among its options; raises HostFilesError on a relative path."""
     p = module.params
+    relative = [path for path in p["inspect_files"] if not path.startswith("/")]
+    if relative:
+        raise HostFilesError("inspect_files: %r is not an absolute path" % relative[0])
     units = {}
     if p["inspect_units"]:
         systemctl = module.get_bin_path("systemctl")

@@ -148,7 +148,7 @@ inspected:
     of I(inspect_units) is enabled.
   returned: always
   type: dict
-  sample: {files: {/etc/default/grub.d/90-gpufabric.cfg: null}, units: {}}
+  sample: {files: {/etc/default/grub.d/gpufabric.cfg: null}, units: {}}
 sysfs_root:
   description: The sysfs root read.
   returned: always

@@ -131,7 +131,7 @@ inspected:
     mode, owner, group) and whether each unit of I(inspect_units) is enabled, read before any change.
   returned: state is merged or gathered
   type: dict
-  sample: {files: {/usr/local/sbin/gpufabric-roce-qos: null}, units: {gpufabric-roce-qos.service: false}}
+  sample: {files: {/usr/local/libexec/gpufabric/roce-qos.sh: null}, units: {gpufabric-roce-qos.service: false}}
 changed:
   description: Whether a setting was changed (or would be, in check mode).
   returned: always

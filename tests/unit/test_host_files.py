@@ -297,3 +297,10 @@ def test_the_filter_takes_a_missing_inspection_as_a_change():
     assert pending(files, {"files": {UNIT: None}, "units": {"u.service": True}}, ["u.service"]) == [UNIT + ": absent"]
     with pytest.raises(AnsibleFilterError, match="the files must be a list"):
         pending("nope", None)
+
+
+def test_inspected_names_the_option_of_a_relative_path():
+    class FakeModule:
+        params = {"inspect_files": ["/etc/ok", "etc/x"], "inspect_units": []}
+    with pytest.raises(hf.HostFilesError, match=r"^inspect_files: 'etc/x' is not an absolute path$"):
+        hf.inspected(FakeModule())

@@ -29,7 +29,9 @@ try:
 except ImportError:  # pragma: no cover - plain Python use
     AnsibleFilterError = ValueError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+redfish_bios = deferred("redfish_bios")
 
 VENDORS = ("dell", "hpe", "supermicro")
 CPU_VENDORS = ("intel", "amd")

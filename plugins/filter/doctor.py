@@ -46,10 +46,10 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
 
-SYMBOL = doctor_report.SYMBOL
+doctor = deferred("doctor")
+doctor_report = deferred("doctor_report")
 
 
 def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True):

@@ -58,8 +58,10 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.stack.plugins.module_utils import fabric_chain as C
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+C = deferred("fabric_chain")
+Q = deferred("roce_qos")
 
 
 def fabric_chain(cabling, intent, switches, hosts, nodes=None):

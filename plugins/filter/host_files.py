@@ -53,7 +53,9 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+host_files = deferred("host_files")
 
 
 def host_files_pending(files, inspected, enable_units=None):

@@ -76,7 +76,11 @@ except ImportError:  # ansible-core 2.19 controllers run Python 3.11 or newer
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_intent, plain_data
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+kube_checks = deferred("kube_checks")
+kube_intent = deferred("kube_intent")
+plain_data = deferred("plain_data")
 
 
 def kube_network_errors(pod_subnet, service_subnet, node_networks=None, node_count=0, node_cidr_mask_size=24,

@@ -58,7 +58,11 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks, kube_net, plain_data
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+kube_checks = deferred("kube_checks")
+kube_net = deferred("kube_net")
+plain_data = deferred("plain_data")
 
 
 def kube_check_cni(node_name, node, pods, plugin="calico", expected_mtu=None, installation=None,

@@ -69,8 +69,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate
-from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+nccl_validate = deferred("nccl_validate")
+perf_parsers = deferred("perf_parsers")
 
 
 def nccl_parse(text):

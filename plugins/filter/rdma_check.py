@@ -60,7 +60,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, rdma_pairs
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+plain_data = deferred("plain_data")
+rdma_pairs = deferred("rdma_pairs")
 
 
 def _wrap(fn, *args, **kwargs):
@@ -68,6 +71,11 @@ def _wrap(fn, *args, **kwargs):
         return fn(*[plain_data.plain(a) for a in args], **dict((k, plain_data.plain(v)) for k, v in kwargs.items()))
     except rdma_pairs.PlanError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def _share(share):
+    """The bandwidth share a pair must reach; rdma_pairs' default when not given."""
+    return rdma_pairs.DEFAULT_SHARE if share is None else share
 
 
 def rdma_check_links(pfs, node, nics, cabling, rdma_link=None, gid_index=None, addresses=None):
@@ -84,12 +92,12 @@ def rdma_check_argv(pair, side, options):
     return _wrap(rdma_pairs.perftest_argv, pair, side, options)
 
 
-def rdma_check_pair_result(pair, client_job, server_job=None, share=rdma_pairs.DEFAULT_SHARE, listening=True):
-    return _wrap(rdma_pairs.pair_result, pair, client_job, server_job, share, listening)
+def rdma_check_pair_result(pair, client_job, server_job=None, share=None, listening=True):
+    return _wrap(rdma_pairs.pair_result, pair, client_job, server_job, _share(share), listening)
 
 
-def rdma_check_summary(links, pairs=None, untested=None, share=rdma_pairs.DEFAULT_SHARE, bandwidth=True):
-    return _wrap(rdma_pairs.summary, links, pairs or [], untested or [], share, bandwidth)
+def rdma_check_summary(links, pairs=None, untested=None, share=None, bandwidth=True):
+    return _wrap(rdma_pairs.summary, links, pairs or [], untested or [], _share(share), bandwidth)
 
 
 def rdma_check_doctor(results):

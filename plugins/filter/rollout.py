@@ -51,8 +51,10 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance as nm
-from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+nm = deferred("node_maintenance")
+rollout = deferred("rollout")
 
 
 def _wrap(func):
@@ -85,17 +87,16 @@ def rollout_signals(facts, paths):
     return rollout.signals(facts, paths)
 
 
-def node_maintenance_decision(node, objects=None, node_name=None, annotation=nm.ROLLOUT_ANNOTATION,
-                              join_maintenance=True):
-    return nm.decide(node or None, objects, node_name, annotation, join_maintenance)
+def node_maintenance_decision(node, objects=None, node_name=None, annotation=None, join_maintenance=True):
+    return nm.decide(node or None, objects, node_name, annotation or nm.ROLLOUT_ANNOTATION, join_maintenance)
 
 
 def node_maintenance_drain_outcome(result):
     return nm.drain_outcome(result)
 
 
-def node_maintenance_twin_state(state, op, name, annotation=nm.ROLLOUT_ANNOTATION, rollout_id=""):
-    return nm.twin_apply(state, op, name, annotation, rollout_id)
+def node_maintenance_twin_state(state, op, name, annotation=None, rollout_id=""):
+    return nm.twin_apply(state, op, name, annotation or nm.ROLLOUT_ANNOTATION, rollout_id)
 
 
 def node_maintenance_twin_drain(state, name, disable_eviction=False):

@@ -59,7 +59,10 @@ _value:
   type: dict
 """
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, sriov_policy as sp
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+plain_data = deferred("plain_data")
+sp = deferred("sriov_policy")
 
 
 def sriov_policy_plan(nodes, cabling, namespace="sriov-network-operator", profile_label="gpufabric.io/nic-profile",

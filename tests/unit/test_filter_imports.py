@@ -1,0 +1,67 @@
+"""Looking up one filter of the collection loads every filter file (Ansible's
+Jinja plugin loader does, in each worker process); those files must not import
+the module_utils behind them until a filter that needs them is called. Run in a
+fresh interpreter through Ansible's own filter loader, as a worker does."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / ".build"
+FILTER_FILES = sorted(p.stem for p in (REPO / "plugins" / "filter").glob("*.py") if p.stem != "__init__")
+
+WORKER = r"""
+import json, sys
+from ansible.plugins.loader import filter_loader, init_plugin_loader
+init_plugin_loader([sys.argv[1]])
+PKG = "ansible_collections.gpufabric.stack.plugins."
+def ours(kind):
+    return sorted(m[len(PKG + kind) + 1:] for m in sys.modules if m.startswith(PKG + kind + "."))
+before = set(sys.modules)
+filter_loader.get("gpufabric.stack.nic_reading")
+loaded = {"filters": ours("filter"), "module_utils": ours("module_utils"),
+          "new": sorted(set(sys.modules) - before)}
+pending = filter_loader.get("gpufabric.stack.host_files_pending")
+changes = pending.j2_function([{"path": "/etc/x.conf", "content": "a\n", "mode": "0644"}], {"files": {"/etc/x.conf": None}})
+loaded["after_call"] = ours("module_utils")
+loaded["changes"] = changes
+print(json.dumps(loaded))
+"""
+
+
+@pytest.fixture(scope="module")
+def worker():
+    out = subprocess.run([sys.executable, "-c", WORKER, str(BUILD)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_one_lookup_loads_every_filter_file(worker):
+    # The premise: the loader reads the whole filter directory for one name.
+    assert worker["filters"] == FILTER_FILES
+
+
+def test_filter_files_import_no_module_utils_until_called(worker):
+    assert worker["module_utils"] == ["deferred"]
+    assert "ansible.module_utils.urls" not in worker["new"]
+
+
+def test_a_filter_call_imports_only_what_it_uses(worker):
+    assert worker["changes"] == ["/etc/x.conf: absent"]
+    assert worker["after_call"] == ["deferred", "host_files"]
+
+
+def test_deferred_imports_on_first_use():
+    mod = deferred("plain_data")
+    assert "not imported" not in repr(mod) and "(imported)" not in repr(mod)
+    assert mod.plain({"a": [1]}) == {"a": [1]}
+    assert "(imported)" in repr(mod)
+    with pytest.raises(AttributeError):
+        mod.no_such_name
+    with pytest.raises(ImportError):
+        deferred("no_such_module").anything

@@ -229,6 +229,7 @@ def diffs(planned):
 _NOT_ENABLED = ("indirect", "disabled", "masked", "")
 
 
+
 def is_enabled(run, systemctl, unit):
     """Whether ``unit`` starts at boot: ``systemctl is-enabled`` exits 0 and
     says neither indirect, disabled nor masked. ``run(argv)`` returns
@@ -269,6 +270,19 @@ def inspect(paths, root="/"):
         out[path] = {"sha256": digest.hexdigest(), "mode": "%04o" % stat.S_IMODE(st.st_mode),
                      "owner": _name(pwd.getpwuid, st.st_uid), "group": _name(grp.getgrgid, st.st_gid)}
     return out
+
+
+def inspect_dir(directory, suffix=".conf", root="/"):
+    """inspect() of every file named ``*<suffix>`` in ``directory`` (absolute)
+    under ``root``, keyed by path; ``{}`` when the directory does not exist.
+    A path that is not listed was not there: pending() counts it as not read."""
+    if not isinstance(directory, str) or not directory.startswith("/"):
+        raise HostFilesError("inspect: %r is not an absolute directory" % (directory,))
+    try:
+        names = sorted(n for n in os.listdir(rooted(root, directory)) if n.endswith(suffix))
+    except (FileNotFoundError, NotADirectoryError):
+        return {}
+    return inspect([directory.rstrip("/") + "/" + n for n in names], root)
 
 
 def pending(files, states, enable_units=None, units=None):

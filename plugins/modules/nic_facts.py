@@ -51,6 +51,12 @@ options:
     type: list
     elements: path
     default: []
+  modules_load_dir:
+    description:
+      - The directory of C(*.conf) files that systemd-modules-load reads at boot, reported in RV(modules_load) with
+        every reading, so the layer that writes a file there can leave the write out when it would change nothing.
+    type: path
+    default: /etc/modules-load.d
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpufabric.stack.boot_files
@@ -143,6 +149,12 @@ files:
   returned: always
   type: dict
   sample: {/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules: true}
+modules_load:
+  description: The C(*.conf) files of I(modules_load_dir), each as in RV(inspected) (sha256, mode, owner, group);
+    empty when the directory does not exist.
+  returned: always
+  type: dict
+  sample: {/etc/modules-load.d/gpufabric-rdma.conf: {sha256: 3f1e..., mode: "0644", owner: root, group: root}}
 inspected:
   description: The files of I(inspect_files) (null when absent, else sha256, mode, owner, group) and whether each unit
     of I(inspect_units) is enabled.
@@ -173,6 +185,7 @@ def main():
             proc_root=dict(type="path", default="/proc"),
             units=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
+            modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,
@@ -182,6 +195,7 @@ def main():
         module.fail_json(msg="files: %s is not an absolute path" % bad[0])
     try:
         inspected = host_files.inspected(module)
+        modules_load = host_files.inspect_dir(module.params["modules_load_dir"])
         nics = sysfs_nic.discover(module.params["sysfs_root"])
     except (sysfs_nic.SysfsError, host_files.HostFilesError) as exc:
         module.fail_json(msg=str(exc))
@@ -202,7 +216,7 @@ def main():
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
                      cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
                      units=units, units_error=units_error, files=boot_state.files_present(module.params["files"]),
-                     inspected=inspected,
+                     inspected=inspected, modules_load=modules_load,
                      sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"])
 
 

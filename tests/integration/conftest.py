@@ -6,6 +6,7 @@ use their own lab."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -160,6 +161,14 @@ def roce_host_by_hand(t, node):
                        f"ip link set dev {pf} mtu 9000" for pf in ROCE_PFS)
     t.sh(node, "set -e; " + script)
     time.sleep(0.8)         # live.json follows within the agent's publish interval
+
+
+def task_lines(stdout, task):
+    """The result lines ("ok: [node01]", "skipping: [node02]") of one task."""
+    m = re.search(r"TASK \[[^\]]*%s\][^\n]*\n((?:(?!TASK).*\n)*)" % re.escape(task), stdout)
+    assert m, f"task {task!r} not in the output"
+    return sorted(line.split(" =>")[0] for line in m.group(1).splitlines() if line.split(":")[0] in
+                  ("ok", "changed", "skipping", "failed", "fatal"))
 
 
 def recap(stdout):

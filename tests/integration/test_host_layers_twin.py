@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import Twin, recap, require_twin
+from conftest import Twin, recap, require_twin, task_lines
 
 pytestmark = pytest.mark.twin
 
@@ -89,6 +89,18 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     second = twin.playbook(str(play / "converge.yml"))
     assert {h: r["changed"] for h, r in recap(second.stdout).items()} == {"node01": 0, "node02": 0}, \
         second.stdout[-4000:]
+    # layer 5 judged its modules-load file from the NIC reading: no host_files call
+    persist = "gpufabric.stack.rdma_drivers : Load the RDMA modules at every boot"
+    assert task_lines(second.stdout, persist) == ["skipping: [node01]", "skipping: [node02]"]
+    conf = "/etc/modules-load.d/gpufabric-rdma.conf"
+    good = twin.sh("node01", f"sha256sum {conf}").stdout.split()[0]
+    twin.sh("node01", f"echo '# edited' >> {conf}")
+    third = twin.playbook(str(play / "converge.yml"), "--diff")
+    assert {h: r["changed"] for h, r in recap(third.stdout).items()} == {"node01": 1, "node02": 0}, \
+        third.stdout[-4000:]
+    assert task_lines(third.stdout, persist) == ["changed: [node01]", "skipping: [node02]"]
+    assert "-# edited" in third.stdout
+    assert twin.sh("node01", f"sha256sum {conf}").stdout.split()[0] == good
 
     after = doctor(twin, play)
     assert {role: [r["status"] for r in rs] for role, rs in after.items()} == {

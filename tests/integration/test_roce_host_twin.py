@@ -5,12 +5,11 @@ a switch port without PFC, bad input, check mode; and the OFED driver's ECN
 sysfs on a rack of its own."""
 
 import json
-import re
 import time
 
 import pytest
 
-from conftest import Twin, recap, require_twin
+from conftest import Twin, recap, require_twin, task_lines
 
 pytestmark = pytest.mark.twin
 
@@ -180,14 +179,6 @@ def test_twin_default_fails_layer_8_and_roles_converge_idempotently(rack):
         r = after[node]["result"]
         assert r["status"] == "pass", r
         assert after[node]["chain"]["checked"] == 2 and after[node]["chain"]["differences"] == []
-
-
-def task_lines(stdout, task):
-    """The result lines ("ok: [node01]", "skipping: [node02]") of one task."""
-    m = re.search(r"TASK \[[^\]]*%s\][^\n]*\n((?:(?!TASK).*\n)*)" % re.escape(task), stdout)
-    assert m, f"task {task!r} not in the output"
-    return sorted(line.split(" =>")[0] for line in m.group(1).splitlines() if line.split(":")[0] in
-                  ("ok", "changed", "skipping", "failed", "fatal"))
 
 
 def test_the_boot_files_are_sent_only_when_the_node_lacks_them(rack):

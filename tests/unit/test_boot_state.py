@@ -135,3 +135,19 @@ def test_nic_facts_rejects_a_relative_file_before_reading(tmp_path):
     r, _ = run_nic_facts(tmp_path, {"files": ["etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules"]})
     assert r["failed"] is True
     assert r["msg"] == "files: etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules is not an absolute path"
+
+
+def test_nic_facts_lists_the_modules_load_files_with_every_reading(tmp_path):
+    for sub in ("listed", "absent", "relative"):
+        (tmp_path / sub).mkdir()
+    d = tmp_path / "modules-load.d"
+    d.mkdir()
+    (d / "gpufabric-rdma.conf").write_text("mlx5_ib\n")
+    (d / "notes.txt").write_text("")
+    r, _ = run_nic_facts(tmp_path / "listed", {"modules_load_dir": str(d)})
+    assert list(r["modules_load"]) == [str(d / "gpufabric-rdma.conf")]
+    assert r["modules_load"][str(d / "gpufabric-rdma.conf")]["mode"] == "0644"
+    r, _ = run_nic_facts(tmp_path / "absent", {"modules_load_dir": str(tmp_path / "absent/modules-load.d")})
+    assert r["modules_load"] == {}
+    r, _ = run_nic_facts(tmp_path / "relative", {"modules_load_dir": "modules-load.d"})
+    assert r["failed"] is True and r["msg"] == "inspect: 'modules-load.d' is not an absolute directory"

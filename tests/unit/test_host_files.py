@@ -275,6 +275,49 @@ def test_pending_agrees_with_the_module_in_every_state(tools):
     assert seen[8] == ("file removed", [SCRIPT + ": absent"])
 
 
+
+MODULES_LOAD = "/etc/modules-load.d/gpufabric-rdma.conf"
+
+
+def test_inspect_dir_lists_the_conf_files_only(tmp_path):
+    assert hf.inspect_dir("/etc/modules-load.d", root=str(tmp_path)) == {}
+    d = tmp_path / "etc/modules-load.d"
+    d.mkdir(parents=True)
+    (d / "gpufabric-rdma.conf").write_text("mlx5_ib\n")
+    (d / "other.conf").write_text("br_netfilter\n")
+    (d / "README").write_text("not read at boot\n")
+    got = hf.inspect_dir("/etc/modules-load.d/", root=str(tmp_path))
+    assert sorted(got) == [MODULES_LOAD, "/etc/modules-load.d/other.conf"]
+    assert got[MODULES_LOAD] == hf.inspect([MODULES_LOAD], str(tmp_path))[MODULES_LOAD]
+    with pytest.raises(hf.HostFilesError, match="'etc/modules-load.d' is not an absolute directory"):
+        hf.inspect_dir("etc/modules-load.d", root=str(tmp_path))
+
+
+def test_pending_over_a_directory_listing_agrees_with_the_module(tools):
+    """Layer 5 judges its modules-load file from the listing every NIC reading
+    carries: absent, applied, edited, re-moded and removed give the module's answer."""
+    files = [{"path": MODULES_LOAD, "content": "mlx5_core\nmlx5_ib\n", "mode": "0644", "owner": ME, "group": MYGROUP}]
+    real = os.path.join(tools["root"], MODULES_LOAD.lstrip("/"))
+    steps = [
+        ("no directory", lambda: None),
+        ("after an apply", lambda: _call(_args(tools, files, ()))),
+        ("content edited", lambda: open(real, "a").write("# edited\n")),
+        ("put back", lambda: _call(_args(tools, files, ()))),
+        ("mode changed", lambda: os.chmod(real, 0o600)),
+        ("put back", lambda: _call(_args(tools, files, ()))),
+        ("file removed", lambda: os.unlink(real)),
+    ]
+    seen = []
+    for name, step in steps:
+        step()
+        listing = hf.inspect_dir("/etc/modules-load.d", root=tools["root"])
+        would = _call(_args(tools, files, ()), check=True)["changed"]
+        left = hf.pending(files, listing)
+        assert bool(left) == would, (name, left)
+        seen.append(left)
+    assert seen == [[MODULES_LOAD + ": not read"], [], [MODULES_LOAD + ": content"], [], [MODULES_LOAD + ": mode"], [],
+                    [MODULES_LOAD + ": not read"]]
+
 def test_pending_counts_what_was_not_read_as_a_change():
     files = [{"path": UNIT, "content": "x\n", "mode": "0644"}]
     assert hf.pending(files, {}, [], {}) == [UNIT + ": not read"]

@@ -229,7 +229,6 @@ def diffs(planned):
 _NOT_ENABLED = ("indirect", "disabled", "masked", "")
 
 
-
 def is_enabled(run, systemctl, unit):
     """Whether ``unit`` starts at boot: ``systemctl is-enabled`` exits 0 and
     says neither indirect, disabled nor masked. ``run(argv)`` returns

@@ -193,6 +193,8 @@ def main():
     bad = [f for f in module.params["files"] if not f.startswith("/")]
     if bad:
         module.fail_json(msg="files: %s is not an absolute path" % bad[0])
+    if not module.params["modules_load_dir"].startswith("/"):
+        module.fail_json(msg="modules_load_dir: %s is not an absolute path" % module.params["modules_load_dir"])
     try:
         inspected = host_files.inspected(module)
         modules_load = host_files.inspect_dir(module.params["modules_load_dir"])

@@ -150,4 +150,4 @@ def test_nic_facts_lists_the_modules_load_files_with_every_reading(tmp_path):
     r, _ = run_nic_facts(tmp_path / "absent", {"modules_load_dir": str(tmp_path / "absent/modules-load.d")})
     assert r["modules_load"] == {}
     r, _ = run_nic_facts(tmp_path / "relative", {"modules_load_dir": "modules-load.d"})
-    assert r["failed"] is True and r["msg"] == "inspect: 'modules-load.d' is not an absolute directory"
+    assert r["failed"] is True and r["msg"] == "modules_load_dir: modules-load.d is not an absolute path"

@@ -2,7 +2,10 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The play's shared reading of the NICs (one nic_facts call per host for
-layers 3, 4, 5 and 9 when nothing changed in between)."""
+layers 3, 4, 5 and 9 when nothing changed in between), and
+``mlx_config_checked``: the check-mode answer of mlx_config for the devices
+whose firmware queries a reading holds (nic_facts' ``firmware``), so the
+doctor's layer 4 check makes no call of its own."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -44,6 +47,11 @@ _value:
 """
 
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+mlx_config = deferred("mlx_config")
+
+
 def nic_reading(reading, sysfs_root, vendor=""):
     if not isinstance(reading, dict) or "nics" not in reading or reading.get("sysfs_root") != sysfs_root:
         return None
@@ -54,6 +62,49 @@ def nic_reading(reading, sysfs_root, vendor=""):
     return result
 
 
+def mlx_config_checked(reading, devices, tool="mstconfig", flint_tool="mstflint", at_least=(), max_num_of_vfs=None,
+                       min_fw_version=""):
+    """What ``gpufabric.stack.mlx_config`` with ``devices`` ([{device,
+    params}]) returns in check mode ({devices: [...]}, plus msg when a device
+    failed), judged from the firmware queries of ``reading`` (a nic_facts
+    result taken with ``firmware``); None when the reading lacks a device or
+    was taken with other tools, and the caller asks the node itself."""
+    if not isinstance(reading, dict) or not isinstance(reading.get("firmware"), list):
+        return None
+    held = dict((r.get("device"), r) for r in reading["firmware"])
+    wanted = [e["device"] for e in devices or []]
+    used = (tool, flint_tool or "")
+    if any(d not in held or (held[d].get("tool", tool), held[d].get("flint_tool", flint_tool) or "") != used
+           for d in wanted):
+        return None
+    if max_num_of_vfs is None:
+        max_num_of_vfs = mlx_config.MAX_NUM_OF_VFS
+    try:
+        plan = [(e["device"], mlx_config.normalize_params(e["device"], e["params"], int(max_num_of_vfs)))
+                for e in devices or []]
+    except mlx_config.MlxConfigError as exc:
+        return {"changed": False, "failed": True, "msg": str(exc), "devices": []}
+    out, errors = [], []
+    for device, want in plan:
+        r = held[device]
+        try:
+            if "msg" in r:
+                raise mlx_config.MlxConfigError(r["msg"])
+            entry = mlx_config.check_reading(r, want, at_least=list(at_least or []), min_fw_version=min_fw_version)
+            entry.pop("parsed")
+        except mlx_config.MlxConfigError as exc:
+            entry = {"device": device, "changed": False, "command": [], "fw_version": None,
+                     "fw_version_running": None, "failed": True, "msg": str(exc)}
+            errors.append(str(exc))
+        out.append(entry)
+    result = {"changed": any(e["changed"] for e in out),
+              "reboot_required": any(e.get("reboot_required", False) for e in out),
+              "command": [e["command"] for e in out if e["command"]], "devices": out}
+    if errors:
+        result.update(failed=True, msg="; ".join(errors))
+    return result
+
+
 class FilterModule(object):
     def filters(self):
-        return {"nic_reading": nic_reading}
+        return {"nic_reading": nic_reading, "mlx_config_checked": mlx_config_checked}

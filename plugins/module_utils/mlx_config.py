@@ -33,6 +33,8 @@ __all__ = [
     "pending",
     "parse_query",
     "check_fw_version",
+    "read_device",
+    "check_reading",
 ]
 
 #: Upper bound of NUM_OF_VFS that the firmware accepts on every ConnectX.
@@ -213,4 +215,49 @@ def check_fw_version(device, text, min_fw_version=None):
         if older:
             raise MlxConfigError("%s: firmware %s is older than the minimum %s"
                                  % (device, q["fw_version"], min_fw_version))
+    return out
+
+
+def read_device(run, tool, flint_tool, device):
+    """Run the read-only queries of one device: ``flint_tool -d <dev> q`` (when
+    ``flint_tool`` is not empty) and ``tool -d <dev> -e q``.
+
+    ``run(argv) -> (rc, stdout, stderr)``.  Returns ``{device, tool,
+    flint_tool, flint, query}`` with what the tools printed (``flint`` None
+    without a flint tool), for :func:`check_reading`; raises ``MlxConfigError`` naming the
+    device and the tool when a query fails.
+    """
+    flint = None
+    if flint_tool:
+        rc, out, err = run([flint_tool, "-d", device, "q"])
+        if rc != 0:
+            raise MlxConfigError("%s: %s query failed (rc %d): %s" % (device, flint_tool, rc, (out + err).strip()))
+        flint = out
+    rc, out, err = run(query_command(tool, device))
+    if rc != 0:
+        detail = (out + err).strip().splitlines()
+        raise MlxConfigError("%s: %s query failed (rc %d): %s"
+                             % (device, tool, rc, detail[-1] if detail else "no output"))
+    return {"device": device, "tool": tool, "flint_tool": flint_tool, "flint": flint, "query": out}
+
+
+def check_reading(reading, wanted, at_least=(), min_fw_version=None):
+    """What setting ``wanted`` would do to the device of ``reading`` (a
+    :func:`read_device` answer): the check-mode answer of the mlx_config
+    module for that device, ``{device, changed, command, fw_version,
+    fw_version_running, current, next_boot, changed_params, pending,
+    reboot_required}`` plus ``parsed`` (the query) for a caller that sets.
+    Raises ``MlxConfigError`` as the module fails."""
+    device = reading["device"]
+    out = {"device": device, "changed": False, "command": [], "fw_version": None, "fw_version_running": None}
+    if reading.get("flint") is not None:
+        fw = check_fw_version(device, reading["flint"], min_fw_version)
+        out.update(fw_version=fw["fw_version"], fw_version_running=fw["fw_version_running"])
+    parsed = parse_query(device, reading["query"])
+    changes = plan_changes(device, parsed, wanted, at_least=at_least)
+    if changes:
+        out.update(changed=True, command=set_command(reading["tool"], device, changes))
+    out.update(current=param_values(parsed, "current"), next_boot=param_values(parsed, "next"),
+               changed_params=changes, pending=pending(parsed),
+               reboot_required=bool(predicted_pending(parsed, changes)), parsed=parsed)
     return out

@@ -67,6 +67,29 @@ def last_line(text, default):
 
 SUBSETS = ("unit", "ctr", "config", "modules", "sysctls", "swaps", "kubelet", "cni", "nvidia")
 
+#: The module options that say what to read (container_runtime_facts', and
+#: nic_facts' ``runtime`` suboptions): the node's sysfs root is the module's own.
+OPTIONS = dict(
+    unit=dict(type="str", default="containerd"),
+    config_path=dict(type="path", default="/etc/containerd/config.toml"),
+    modules=dict(type="list", elements="str", default=[]),
+    sysctls=dict(type="dict", default={}),
+    cni_bin_dir=dict(type="path", default="/opt/cni/bin"),
+    nvidia_runtime_path=dict(type="path", default="/usr/bin/nvidia-container-runtime"),
+    kubelet_config_path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
+)
+
+
+def module_runner(module):
+    """``run(argv)`` for :func:`gather` through an AnsibleModule: C locale,
+    and rc 127 for a command the node does not have."""
+    def run(argv):
+        binary = module.get_bin_path(argv[0])
+        if binary is None:
+            return 127, "", "%s: command not found" % argv[0]
+        return module.run_command([binary] + list(argv[1:]), environ_update={"LC_ALL": "C"})
+    return run
+
 
 def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/etc/containerd/config.toml",
            modules=(), sysctls=None, cni_bin_dir="/opt/cni/bin", nvidia_runtime_path="/usr/bin/nvidia-container-runtime",

@@ -115,30 +115,15 @@ def main():
         argument_spec=dict(
             gather_subset=dict(type="list", elements="str", default=["all"],
                                choices=["all"] + list(runtime_facts.SUBSETS)),
-            unit=dict(type="str", default="containerd"),
-            config_path=dict(type="path", default="/etc/containerd/config.toml"),
             sysfs_root=dict(type="path", default="/sys"),
-            modules=dict(type="list", elements="str", default=[]),
-            sysctls=dict(type="dict", default={}),
-            cni_bin_dir=dict(type="path", default="/opt/cni/bin"),
-            nvidia_runtime_path=dict(type="path", default="/usr/bin/nvidia-container-runtime"),
-            kubelet_config_path=dict(type="path", default="/var/lib/kubelet/config.yaml"),
+            **runtime_facts.OPTIONS
         ),
         supports_check_mode=True,
     )
-
-    def run(argv):
-        binary = module.get_bin_path(argv[0])
-        if binary is None:
-            return 127, "", "%s: command not found" % argv[0]
-        return module.run_command([binary] + list(argv[1:]), environ_update={"LC_ALL": "C"})
-
     p = module.params
     subset = runtime_facts.SUBSETS if "all" in p["gather_subset"] else p["gather_subset"]
-    facts = runtime_facts.gather(run, sysfs_root=p["sysfs_root"], unit=p["unit"], config_path=p["config_path"],
-                                 modules=p["modules"], sysctls=p["sysctls"], cni_bin_dir=p["cni_bin_dir"],
-                                 nvidia_runtime_path=p["nvidia_runtime_path"],
-                                 kubelet_config_path=p["kubelet_config_path"], subset=subset)
+    facts = runtime_facts.gather(runtime_facts.module_runner(module), sysfs_root=p["sysfs_root"], subset=subset,
+                                 **dict((k, p[k]) for k in runtime_facts.OPTIONS))
     module.exit_json(changed=False, runtime=facts)
 
 

@@ -190,42 +190,29 @@ def _query(module, tool, device):
 
 
 def _converge(module, p, device, wanted, result):
-    """Read, compare and (outside check mode) set one device; fills result."""
-    tool = p["tool"]
-    if p["flint_tool"]:
-        rc, out, err = _run(module, [p["flint_tool"], "-d", device, "q"])
-        if rc != 0:
-            raise mlx_config.MlxConfigError("%s: %s query failed (rc %d): %s"
-                                            % (device, p["flint_tool"], rc, (out + err).strip()))
-        fw = mlx_config.check_fw_version(device, out, p["min_fw_version"])
-        result.update(fw_version=fw["fw_version"], fw_version_running=fw["fw_version_running"])
-    before = _query(module, tool, device)
-    changes = mlx_config.plan_changes(device, before, wanted, at_least=p["at_least"])
-    after = before
-    if changes:
-        result["command"] = mlx_config.set_command(tool, device, changes)
-        result["changed"] = True
-        if not module.check_mode:
-            rc, out, err = _run(module, result["command"])
-            mlx_config.check_set_output(device, out + err, rc)
-            after = _query(module, tool, device)
-            still = mlx_config.plan_changes(device, after, wanted, at_least=p["at_least"])
-            if still:
-                raise mlx_config.MlxConfigError(
-                    "%s: set reported success but Next Boot still has %s"
-                    % (device, ", ".join("%s=%s" % (c["name"], c["next"]) for c in still)))
-    pending = mlx_config.pending(after)
-    if module.check_mode:
-        reboot_required = bool(mlx_config.predicted_pending(after, changes))
-    else:
-        reboot_required = bool(pending)
-    result.update(
-        current=mlx_config.param_values(after, "current"),
-        next_boot=mlx_config.param_values(after, "next"),
-        changed_params=changes,
-        pending=pending,
-        reboot_required=reboot_required,
-    )
+    """Read, compare and (outside check mode) set one device; fills result.
+    The read and the comparison are module_utils' read_device and
+    check_reading, which nic_facts' firmware reading shares."""
+    reading = mlx_config.read_device(lambda argv: _run(module, argv), p["tool"], p["flint_tool"], device)
+    planned = mlx_config.check_reading(reading, wanted, at_least=p["at_least"], min_fw_version=p["min_fw_version"])
+    after = planned.pop("parsed")
+    planned.pop("device")
+    changes = planned["changed_params"]
+    result.update(planned)
+    if changes and not module.check_mode:
+        rc, out, err = _run(module, result["command"])
+        mlx_config.check_set_output(device, out + err, rc)
+        after = _query(module, p["tool"], device)
+        still = mlx_config.plan_changes(device, after, wanted, at_least=p["at_least"])
+        if still:
+            raise mlx_config.MlxConfigError(
+                "%s: set reported success but Next Boot still has %s"
+                % (device, ", ".join("%s=%s" % (c["name"], c["next"]) for c in still)))
+    if not module.check_mode:
+        pending = mlx_config.pending(after)
+        result.update(current=mlx_config.param_values(after, "current"),
+                      next_boot=mlx_config.param_values(after, "next"),
+                      pending=pending, reboot_required=bool(pending))
     if module._diff:
         result["diff"] = dict(
             before="".join("%s=%s\n" % (c["name"], c["next"]) for c in changes),

@@ -21,6 +21,10 @@ description:
   - With I(units) and I(files), the same call also reports whether the node keeps its NIC settings across a
     reboot (the boot units' unit-file states from one C(systemctl show), and whether the boot files exist), so
     a check of every layer asks each node once.
+  - With I(firmware), I(qos) and I(runtime), the same call also runs the read-only firmware queries of the PFs that
+    M(gpufabric.stack.mlx_config) checks, reads the host RoCE QoS as M(gpufabric.stack.roce_qos) gathers it, and
+    reads what M(gpufabric.stack.container_runtime_facts) reads, so the doctor (validate.yml) reads all of a GPU
+    node's layers in one call.
   - Read-only; safe in check mode.
 options:
   sysfs_root:
@@ -57,6 +61,65 @@ options:
         every reading, so the layer that writes a file there can leave the write out when it would change nothing.
     type: path
     default: /etc/modules-load.d
+  firmware:
+    description:
+      - Run the firmware queries of M(gpufabric.stack.mlx_config) (C(mstflint -d <pci> q) and C(mstconfig -d <pci> -e q))
+        on every PF that an entry of I(match) names, and return what they printed in RV(firmware).
+      - The C(gpufabric.stack.mlx_config_checked) filter turns that into the check-mode answer of mlx_config.
+    type: dict
+    suboptions:
+      match:
+        description:
+          - C(match) dicts as in C(gpufabric_nics) (C(name), C(pci_address), C(vendor_device)). A PF is queried when
+            any key of any entry names it (case does not matter).
+        type: list
+        elements: dict
+        required: true
+      tool:
+        description: The configuration tool, as mlx_config's I(tool).
+        type: str
+        choices: [mlxconfig, mstconfig]
+        default: mstconfig
+      flint_tool:
+        description: The flint tool for the firmware version, as mlx_config's I(flint_tool); empty skips that query.
+        type: str
+        default: mstflint
+  qos:
+    description:
+      - Read the host RoCE QoS of I(pfs) as M(gpufabric.stack.roce_qos) with I(state=gathered) does, and return its
+        answer in RV(qos) and the options in RV(qos_options). The sysfs root is I(sysfs_root).
+    type: dict
+    suboptions:
+      node: {description: "The host's name in messages, as roce_qos' I(node).", type: str, default: host}
+      pfs:
+        description:
+          - The PFs, as roce_qos' I(pfs) (C(name), C(pci_address), C(vendor_device)).
+          - When an entry has another key, the QoS is not read (no RV(qos)), and roce_qos' own call reports it.
+        type: list
+        elements: dict
+        required: true
+      config: {description: "The intent to compare with, as roce_qos' I(config).", type: dict}
+      rdma_port: {description: RDMA port of each PF., type: int, default: 1}
+      firmware_query: {description: As roce_qos' I(firmware_query)., type: bool, default: true}
+  runtime:
+    description:
+      - Read what M(gpufabric.stack.container_runtime_facts) reads (every subset) with these options, and return it
+        in RV(runtime) and the options in RV(runtime_options). The sysfs root is I(sysfs_root).
+    type: dict
+    suboptions:
+      unit: {description: The containerd unit., type: str, default: containerd}
+      config_path: {description: containerd's configuration file., type: path, default: /etc/containerd/config.toml}
+      modules: {description: Kernel modules Kubernetes needs., type: list, elements: str, default: []}
+      sysctls: {description: "Sysctls Kubernetes needs: C({key: wanted value})", type: dict, default: {}}
+      cni_bin_dir: {description: The CNI plugin directory., type: path, default: /opt/cni/bin}
+      nvidia_runtime_path:
+        description: The NVIDIA container runtime binary.
+        type: path
+        default: /usr/bin/nvidia-container-runtime
+      kubelet_config_path:
+        description: The kubelet's configuration file.
+        type: path
+        default: /var/lib/kubelet/config.yaml
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpufabric.stack.boot_files
@@ -161,6 +224,33 @@ inspected:
   returned: always
   type: dict
   sample: {files: {/etc/default/grub.d/gpufabric.cfg: null}, units: {}}
+firmware:
+  description:
+    - With I(firmware), one entry per queried PF, sorted by PCI address, with C(device), C(tool), C(flint_tool),
+      C(flint) (what the flint tool printed, null without one) and C(query) (what C(-e q) printed); or C(device) and
+      C(msg) when a query failed.
+  returned: when I(firmware) is given
+  type: list
+  elements: dict
+qos:
+  description:
+    - With I(qos), what M(gpufabric.stack.roce_qos) with I(state=gathered) returns (C(before), C(gathered), C(pfs),
+      and with a I(config) C(intent), C(drift), C(not_settable), C(notes)); or C(failed) and C(msg) where it fails.
+  returned: when I(qos) is given
+  type: dict
+qos_options:
+  description: With I(qos), the options it was read with (defaults filled in, unset PF keys left out).
+  returned: when I(qos) is given
+  type: dict
+runtime:
+  description: With I(runtime), what M(gpufabric.stack.container_runtime_facts) returns as its C(runtime).
+  returned: when I(runtime) is given
+  type: dict
+runtime_options:
+  description: With I(runtime), the options it was read with (defaults filled in), for a caller to tell whether it
+    asked the same.
+  returned: when I(runtime) is given
+  type: dict
 sysfs_root:
   description: The sysfs root read.
   returned: always
@@ -174,7 +264,25 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state, host_files, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils import (boot_state, host_files, mlx_config,
+                                                                      roce_qos_host, runtime_facts, sysfs_nic)
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos import RoceQosError
+
+
+def read_firmware(module, nics, options):
+    """The firmware queries of the PFs that options' match names."""
+    def run(argv):
+        binary = module.get_bin_path(argv[0])
+        if binary is None:
+            return 127, "", "%s: command not found" % argv[0]
+        return module.run_command([binary] + list(argv[1:]))
+    out = []
+    for device in sysfs_nic.matching(nics, options["match"]):
+        try:
+            out.append(mlx_config.read_device(run, options["tool"], options["flint_tool"], device))
+        except mlx_config.MlxConfigError as exc:
+            out.append({"device": device, "msg": str(exc)})
+    return out
 
 
 def main():
@@ -186,6 +294,19 @@ def main():
             units=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
             modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
+            firmware=dict(type="dict", options=dict(
+                match=dict(type="list", elements="dict", required=True),
+                tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
+                flint_tool=dict(type="str", default="mstflint"),
+            )),
+            qos=dict(type="dict", options=dict(
+                node=dict(type="str", default="host"),
+                pfs=dict(type="list", elements="dict", required=True),
+                config=dict(type="dict"),
+                rdma_port=dict(type="int", default=1),
+                firmware_query=dict(type="bool", default=True),
+            )),
+            runtime=dict(type="dict", options=runtime_facts.OPTIONS),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,
@@ -214,12 +335,29 @@ def main():
                 module.params["units"], systemctl)
         else:
             units_error = "systemctl not found"
+    extra = {}
+    if module.params["firmware"] is not None:
+        extra["firmware"] = read_firmware(module, nics, module.params["firmware"])
+    qos = module.params["qos"]
+    if qos is not None and all(set(pf) <= set(roce_qos_host.PF_SPEC) for pf in qos["pfs"]):
+        extra["qos_options"] = dict(qos, pfs=[dict((k, v) for k, v in pf.items() if v is not None)
+                                              for pf in qos["pfs"]])
+        pfs = [dict((k, pf.get(k)) for k in roce_qos_host.PF_SPEC) for pf in qos["pfs"]]
+        try:
+            extra["qos"] = roce_qos_host.online(module, dict(qos, pfs=pfs, state="gathered",
+                                                             sysfs_root=module.params["sysfs_root"]))
+        except RoceQosError as exc:
+            extra["qos"] = {"failed": True, "msg": str(exc)}
+    if module.params["runtime"] is not None:
+        extra["runtime_options"] = module.params["runtime"]
+        extra["runtime"] = runtime_facts.gather(runtime_facts.module_runner(module),
+                                                sysfs_root=module.params["sysfs_root"], **module.params["runtime"])
     module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus,
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
                      cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
                      units=units, units_error=units_error, files=boot_state.files_present(module.params["files"]),
                      inspected=inspected, modules_load=modules_load,
-                     sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"])
+                     sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"], **extra)
 
 
 if __name__ == "__main__":

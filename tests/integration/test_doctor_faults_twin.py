@@ -27,7 +27,7 @@ import re
 
 import pytest
 
-from conftest import Twin, recap, require_twin
+from conftest import Twin, recap, require_twin, task_lines
 
 pytestmark = [pytest.mark.twin, pytest.mark.slow]
 
@@ -206,8 +206,13 @@ def test_networkmanager_grabs_vfs(fresh):
 def test_host_pfc_mismatch(fresh):
     rack = fresh
     rack.fault("node02", "host-pfc-mismatch")
-    _, report = rack.validate()
+    proc, report = rack.validate()
     row = names(report, "node02", 8, "node02 enp59s0f0np0 PFC {4} vs intent {3}")
+    # the doctor's first read took the QoS, the firmware and containerd: the
+    # checks of layers 4, 8 and 10 judged it without a call of their own
+    for task in ("Query the firmware of every selected PF (read-only)", "Read the host RoCE QoS",
+                 "Read containerd, its configuration, the kernel settings, swap and the CNI plugins"):
+        assert task_lines(proc.stdout, task) == ["skipping: [node01]", "skipping: [node02]"], task
     assert "node02 enp59s0f0np0 PFC {4} vs leaf1 ethernet 1/2 PFC {3}" in row["evidence"]
     assert row["remediation"].startswith("run roce_host (tag layer08) on node02")
     rack.fault("node02", "clear")

@@ -107,3 +107,45 @@ def test_single_device_result_is_unchanged(agent):
 def test_device_and_devices_are_exclusive(agent):
     r = _call({"device": PF0, "params": {"SRIOV_EN": True}, "devices": _devices(1, 1)})
     assert r["failed"] and "mutually exclusive" in r["msg"]
+
+
+def _read_all(agent_calls_run, devices, tool="mstconfig", flint_tool="mstflint"):
+    """What nic_facts' firmware option returns for these devices."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_config as utils
+    out = []
+    for device in devices:
+        try:
+            out.append(utils.read_device(agent_calls_run, tool, flint_tool, device))
+        except utils.MlxConfigError as exc:
+            out.append({"device": device, "msg": str(exc)})
+    return {"firmware": out}
+
+
+def test_the_doctors_reading_is_judged_as_the_module_judges_the_node(agent):
+    """mlx_config_checked over nic_facts' firmware queries gives what the
+    module answers in check mode, through factory, staged and bad devices."""
+    from ansible_collections.gpufabric.stack.plugins.filter.nic_reading import mlx_config_checked
+    run = lambda argv: module._run(None, argv)  # noqa: E731 the fixture's stand-in for the module's runner
+    bad = {"device": "0000:99:00.0", "params": {"SRIOV_EN": True}}
+    for devices, apply in ((_devices(8, 4), False), (_devices(8, 4), True), (_devices(8, 16), False),
+                           (_devices(8, 4) + [bad], False)):
+        if apply:
+            _call({"devices": devices, "at_least": ["NUM_OF_VFS"]})
+        want = _call({"devices": devices, "at_least": ["NUM_OF_VFS"]}, check=True)
+        want.pop("invocation")
+        reading = _read_all(run, [d["device"] for d in devices])
+        got = mlx_config_checked(reading, devices, "mstconfig", "mstflint", ["NUM_OF_VFS"], 127)
+        assert got == want
+
+
+def test_a_reading_that_lacks_a_device_or_used_other_tools_is_not_judged(agent):
+    from ansible_collections.gpufabric.stack.plugins.filter.nic_reading import mlx_config_checked
+    run = lambda argv: module._run(None, argv)  # noqa: E731
+    reading = _read_all(run, [PF0])
+    assert mlx_config_checked(reading, _devices(8, 4)[:1], "mstconfig", "mstflint")["devices"][0]["device"] == PF0
+    assert mlx_config_checked(reading, _devices(8, 4), "mstconfig", "mstflint") is None        # PF1 not read
+    assert mlx_config_checked(reading, _devices(8, 4)[:1], "mlxconfig", "mstflint") is None    # another tool
+    assert mlx_config_checked(reading, _devices(8, 4)[:1], "mstconfig", "") is None            # no flint query
+    assert mlx_config_checked({"nics": []}, _devices(8, 4), "mstconfig", "mstflint") is None   # no firmware read
+    bad = mlx_config_checked(reading, [{"device": PF0, "params": {"NUM_OF_VFS": 500}}], "mstconfig", "mstflint")
+    assert bad["failed"] and "500" in bad["msg"] and bad["devices"] == []

@@ -1,0 +1,199 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The host side of the roce_qos module: select the PFs, read each one's
+QoS through mlnx_qos, cma_roce_mode, cma_roce_tos and sysfs, and (merged)
+set what differs and read again. nic_facts' qos reading runs the same
+gathered read, so the doctor asks a node once. ``module`` is the running
+AnsibleModule (run_command, get_bin_path, check_mode, warn, _diff)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlxconfig_query
+
+PF_SPEC = dict(
+    name=dict(type="str"),
+    pci_address=dict(type="str"),
+    vendor_device=dict(type="str"),
+    rdma_device=dict(type="str"),
+)
+TOOL_DIRS = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bin"]
+
+
+class Host(object):
+    """Runs the tools and sysfs reads and writes for one host."""
+
+    def __init__(self, module, node):
+        self.module = module
+        self.node = node
+        self.bins = {}
+
+    def bin(self, tool):
+        if tool not in self.bins:
+            path = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
+            if not path:
+                hint = ("install mlnx-tools (DOCA-OFED ships it)" if tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos")
+                        else "install iproute2")
+                raise Q.RoceQosError("%s: %s not found on the host: %s" % (self.node, tool, hint))
+            self.bins[tool] = path
+        return self.bins[tool]
+
+    def run(self, argv, pf):
+        rc, out, err = self.module.run_command([self.bin(argv[0])] + list(argv[1:]))
+        if rc != 0:
+            raise Q.RoceQosError("%s: %s: '%s' failed (rc %d): %s"
+                                 % (self.node, pf, " ".join(argv), rc, (err.strip() or out.strip())[-500:]))
+        return out
+
+    def write(self, path, value, pf):
+        try:
+            sriov.write_sysfs(path, value)
+        except (IOError, OSError) as exc:
+            raise Q.RoceQosError("%s: %s: 'echo %s > %s' failed: %s" % (self.node, pf, value, path, exc.strerror))
+
+    def firmware(self, pci):
+        """Firmware ECN parameters of the inbox driver's PF, or None."""
+        for tool in ("mstconfig", "mlxconfig"):
+            path = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
+            if not path:
+                continue
+            rc, out, err = self.module.run_command([path, "-d", pci, "-e", "q"] + list(Q.FIRMWARE_PARAMS))
+            if rc != 0:
+                continue
+            try:
+                return Q.firmware_ecn(parse_mlxconfig_query(out))
+            except ValueError:
+                continue
+        return None
+
+
+def select_pfs(node, sysfs_root, specs):
+    try:
+        found = sysfs_nic.discover(sysfs_root)
+    except sysfs_nic.SysfsError as exc:
+        raise Q.RoceQosError("%s: %s" % (node, exc))
+    if not specs:
+        raise Q.RoceQosError("%s: pfs is empty: nothing selects a PF" % node)
+    pfs, seen = [], set()
+    for spec in specs:
+        try:
+            hits = sriov.select(found, spec)
+        except sriov.SriovError as exc:
+            raise Q.RoceQosError("%s: %s" % (node, exc))
+        for pf in hits:
+            if pf["pci_address"] in seen:
+                continue
+            seen.add(pf["pci_address"])
+            label = sriov.pf_label(pf)
+            if not pf["name"]:
+                raise Q.RoceQosError("%s: %s has no netdev: no driver bound (layer 5)" % (node, label))
+            if pf.get("link_type") not in (None, "ETH"):
+                raise Q.RoceQosError("%s: %s is %s, not Ethernet: RoCE QoS applies to Ethernet ports "
+                                     "(LINK_TYPE_P1, layer 4)" % (node, label, pf["link_type"]))
+            if not pf.get("rdma_device"):
+                raise Q.RoceQosError("%s: %s has no RDMA device: load mlx5_ib (layer 5)" % (node, label))
+            pfs.append(pf)
+    return pfs
+
+
+def read_state(host, pf, p):
+    name = pf["name"]
+    dev = pf["rdma_device"]
+    port = str(p["rdma_port"])
+    qos = host.run(["mlnx_qos", "-i", name], name)
+    mode = host.run(["cma_roce_mode", "-d", dev, "-p", port], name)
+    tos = host.run(["cma_roce_tos", "-d", dev, "-p", port], name)
+    ecn = Q.read_ecn_sysfs(p["sysfs_root"], name)
+    driver = "ofed" if ecn is not None else "inbox"
+    if ecn is None and p["firmware_query"]:
+        ecn = host.firmware(pf["pci_address"])
+    mtu = Q._int_or_none(Q._read(Q.netdev_path(p["sysfs_root"], name, "mtu")))
+    try:
+        return Q.pf_state(pf, qos, mode, tos, mtu, ecn, Q.read_trust_sysfs(p["sysfs_root"], name), driver)
+    except ValueError as exc:
+        raise Q.RoceQosError("%s: %s: %s" % (host.node, name, exc))
+
+
+def pf_info(pf, state, want):
+    ecn = state.get("ecn") or {}
+    ofed = state["driver"] == "ofed"
+    params = ecn.get("np_params_dir") or ""
+    return {"name": pf["name"], "pci_address": pf["pci_address"], "rdma_device": pf["rdma_device"],
+            "driver": state["driver"], "np_params_dir": params,
+            "boot_lines": Q.boot_lines(want, ofed, params) if want else []}
+
+
+def online(module, p):
+    node = p["node"]
+    want = Q.normalise_intent(p["config"], node) if p["config"] is not None else None
+    host = Host(module, node)
+    pfs = select_pfs(node, p["sysfs_root"], p["pfs"])
+    # every tool the run needs is found before anything changes
+    for tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos"):
+        host.bin(tool)
+    if p["state"] == "merged" and want["mtu"] is not None:
+        host.bin("ip")
+    before = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
+    result = {"changed": False, "commands": [], "before": _public(before, want),
+              "pfs": [pf_info(pf, before[pf["name"]], want) for pf in pfs]}
+    if want is None:
+        result["gathered"] = result["before"]
+        return result
+    result["intent"] = Q.jsonable(want)
+    diffs = dict((name, Q.diff(st, want)) for name, st in before.items())
+    result["drift"] = [d["text"] for name in diffs for d in diffs[name] if d["settable"]]
+    result["not_settable"] = [d["text"] for name in diffs for d in diffs[name] if not d["settable"]]
+    result["notes"] = [n for st in before.values() for n in Q.notes(st, want)]
+    for text in result["not_settable"]:
+        module.warn("%s: %s cannot be set at run time by the inbox driver" % (node, text))
+    if p["state"] == "gathered":
+        result["gathered"] = result["before"]
+        return result
+    plan = [(pf, Q.render(before[pf["name"]], want, diffs[pf["name"]], p["sysfs_root"], p["rdma_port"]))
+            for pf in pfs]
+    result["commands"] = [c["text"] for _, cmds in plan for c in cmds]
+    result["changed"] = bool(result["commands"])
+    if module.check_mode or not result["changed"]:
+        after = dict((name, Q.predict(st, want, diffs[name])) for name, st in before.items())
+    else:
+        after = apply(host, pfs, plan, p, want, result)
+    result["after"] = _public(after, want)
+    if module._diff and result["changed"]:
+        result["diff"] = {"before": _diff_text(before, want), "after": _diff_text(after, want),
+                          "before_header": "%s host QoS" % node, "after_header": "%s host QoS" % node}
+    return result
+
+
+def apply(host, pfs, plan, p, want, result):
+    """Run the plan, read again; a second pass covers what the first made
+    visible (the DSCP map appears once trust is dscp); fail on what is left."""
+    for attempt in (1, 2):
+        for pf, cmds in plan:
+            for c in cmds:
+                if "write" in c:
+                    host.write(c["write"], c["value"], pf["name"])
+                else:
+                    host.run(c["argv"], pf["name"])
+        after = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
+        left = dict((name, [d for d in Q.diff(st, want) if d["settable"]]) for name, st in after.items())
+        if not any(left.values()):
+            return after
+        if attempt == 2:
+            raise Q.RoceQosError("%s: still different after applying: %s"
+                                 % (host.node, "; ".join(d["text"] for ds in left.values() for d in ds)))
+        plan = [(pf, Q.render(after[pf["name"]], want, left[pf["name"]], p["sysfs_root"], p["rdma_port"]))
+                for pf in pfs]
+        result["commands"] += [c["text"] for _, cmds in plan for c in cmds]
+    return after
+
+
+def _public(states, want):
+    return dict((name, Q.public_state(st, want)) for name, st in states.items())
+
+
+def _diff_text(states, want):
+    return "".join(line + "\n" for name in sorted(states) for line in Q.summary_lines(states[name], want))

@@ -65,44 +65,32 @@ def nic_reading(reading, sysfs_root, vendor=""):
 def mlx_config_checked(reading, devices, tool="mstconfig", flint_tool="mstflint", at_least=(), max_num_of_vfs=None,
                        min_fw_version=""):
     """What ``gpufabric.stack.mlx_config`` with ``devices`` ([{device,
-    params}]) returns in check mode ({devices: [...]}, plus msg when a device
-    failed), judged from the firmware queries of ``reading`` (a nic_facts
-    result taken with ``firmware``); None when the reading lacks a device or
-    was taken with other tools, and the caller asks the node itself."""
+    params}]) returns in check mode ({devices: [...]}, plus failed and msg
+    when a device failed), judged from the firmware queries of ``reading`` (a
+    nic_facts result taken with ``firmware``); None when the reading lacks a
+    device or was taken with other tools, and the caller asks the node
+    itself."""
     if not isinstance(reading, dict) or not isinstance(reading.get("firmware"), list):
         return None
     held = dict((r.get("device"), r) for r in reading["firmware"])
-    wanted = [e["device"] for e in devices or []]
     used = (tool, flint_tool or "")
-    if any(d not in held or (held[d].get("tool", tool), held[d].get("flint_tool", flint_tool) or "") != used
-           for d in wanted):
+    if any(e["device"] not in held or (held[e["device"]].get("tool"), held[e["device"]].get("flint_tool") or "") != used
+           for e in devices or []):
         return None
-    if max_num_of_vfs is None:
-        max_num_of_vfs = mlx_config.MAX_NUM_OF_VFS
     try:
-        plan = [(e["device"], mlx_config.normalize_params(e["device"], e["params"], int(max_num_of_vfs)))
-                for e in devices or []]
+        plan = mlx_config.plan_devices(devices, int(mlx_config.MAX_NUM_OF_VFS if max_num_of_vfs is None
+                                                    else max_num_of_vfs))
     except mlx_config.MlxConfigError as exc:
-        return {"changed": False, "failed": True, "msg": str(exc), "devices": []}
-    out, errors = [], []
-    for device, want in plan:
-        r = held[device]
-        try:
-            if "msg" in r:
-                raise mlx_config.MlxConfigError(r["msg"])
-            entry = mlx_config.check_reading(r, want, at_least=list(at_least or []), min_fw_version=min_fw_version)
-            entry.pop("parsed")
-        except mlx_config.MlxConfigError as exc:
-            entry = {"device": device, "changed": False, "command": [], "fw_version": None,
-                     "fw_version_running": None, "failed": True, "msg": str(exc)}
-            errors.append(str(exc))
-        out.append(entry)
-    result = {"changed": any(e["changed"] for e in out),
-              "reboot_required": any(e.get("reboot_required", False) for e in out),
-              "command": [e["command"] for e in out if e["command"]], "devices": out}
-    if errors:
-        result.update(failed=True, msg="; ".join(errors))
-    return result
+        return {"failed": True, "msg": str(exc), "devices": []}
+
+    def judge(device, wanted, entry):
+        if "msg" in held[device]:
+            raise mlx_config.MlxConfigError(held[device]["msg"])
+        checked = mlx_config.check_reading(held[device], wanted, at_least=list(at_least or []),
+                                           min_fw_version=min_fw_version)
+        checked.pop("parsed")
+        entry.update(checked)
+    return mlx_config.run_devices(plan, judge)
 
 
 class FilterModule(object):

@@ -35,6 +35,8 @@ __all__ = [
     "check_fw_version",
     "read_device",
     "check_reading",
+    "plan_devices",
+    "run_devices",
 ]
 
 #: Upper bound of NUM_OF_VFS that the firmware accepts on every ConnectX.
@@ -261,3 +263,35 @@ def check_reading(reading, wanted, at_least=(), min_fw_version=None):
                changed_params=changes, pending=pending(parsed),
                reboot_required=bool(predicted_pending(parsed, changes)), parsed=parsed)
     return out
+
+
+def plan_devices(devices, max_num_of_vfs=MAX_NUM_OF_VFS):
+    """``[(device, wanted)]`` for the module's ``devices`` ([{device,
+    params}]); raises on the first bad value, before any device is read."""
+    return [(e["device"], normalize_params(e["device"], e["params"], max_num_of_vfs)) for e in devices or []]
+
+
+def run_devices(plan, converge, stop_on_error=False):
+    """The module's answer for several devices: ``converge(device, wanted,
+    entry)`` fills each device's entry or raises ``MlxConfigError``, which
+    marks that entry failed. Returns ``{changed, reboot_required, command,
+    devices}``, plus ``failed`` and ``msg`` (every device's error) when a
+    device failed; with ``stop_on_error``, no device after a failed one is
+    tried."""
+    devices, errors = [], []
+    for device, wanted in plan:
+        entry = {"device": device, "changed": False, "command": [], "fw_version": None, "fw_version_running": None}
+        try:
+            converge(device, wanted, entry)
+        except MlxConfigError as exc:
+            entry.update(failed=True, msg=str(exc))
+            errors.append(str(exc))
+        devices.append(entry)
+        if errors and stop_on_error:
+            break
+    result = {"changed": any(d["changed"] for d in devices),
+              "reboot_required": any(d.get("reboot_required", False) for d in devices),
+              "command": [d["command"] for d in devices if d["command"]], "devices": devices}
+    if errors:
+        result.update(failed=True, msg="; ".join(errors))
+    return result

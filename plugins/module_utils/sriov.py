@@ -73,6 +73,23 @@ def select(pfs, spec):
     return hits
 
 
+def select_any(pfs, matches):
+    """The PCI addresses (sorted) of the PFs that any key of any ``match``
+    dict (gpufabric_nics' ``match``: name, pci_address, vendor_device) selects
+    by :func:`select`'s rule. Every key counts and a key that selects nothing
+    or is malformed is passed over: the widest reading of a match list, which
+    a layer may narrow."""
+    chosen = set()
+    for match in matches or []:
+        for key in ("name", "pci_address", "vendor_device"):
+            if (match or {}).get(key):
+                try:
+                    chosen.update(p["pci_address"] for p in select(pfs, {key: match[key]}))
+                except SriovError:
+                    pass
+    return sorted(chosen)
+
+
 def _check_vf_settings(label, where, settings, link_type):
     mac = settings.get("mac")
     if mac is not None and not MAC_RE.match(str(mac)):

@@ -275,25 +275,3 @@ def cmdline(proc_root="/proc"):
 
 def iommu_active(sysfs_root="/sys"):
     return bool(iommus(sysfs_root))
-
-
-def _bdf(value):
-    v = str(value or "").lower()
-    return "0000:" + v if len(v) == 7 else v
-
-
-def matching(nics, matches):
-    """The PCI addresses (sorted) of the PFs of ``nics`` that any key of any
-    ``match`` dict (gpufabric_nics' ``match``: ``name``, ``pci_address``,
-    ``vendor_device``) names, compared without case. Every key counts, so
-    this is the widest reading of a match list that a layer may narrow."""
-    chosen = set()
-    for match in matches or []:
-        for key in ("name", "pci_address", "vendor_device"):
-            want = (match or {}).get(key)
-            if not want:
-                continue
-            want = _bdf(want) if key == "pci_address" else str(want).lower()
-            chosen.update(n["pci_address"] for n in nics
-                          if (_bdf(n.get(key)) if key == "pci_address" else str(n.get(key) or "").lower()) == want)
-    return sorted(chosen)

@@ -254,29 +254,15 @@ def main():
 
     # Every device's wanted values are checked before any device is touched.
     try:
-        plan = [(e["device"], mlx_config.normalize_params(e["device"], e["params"], p["max_num_of_vfs"]))
-                for e in p["devices"]]
+        plan = mlx_config.plan_devices(p["devices"], p["max_num_of_vfs"])
     except mlx_config.MlxConfigError as exc:
         module.fail_json(msg=str(exc), devices=[])
-    devices, errors = [], []
-    for device, wanted in plan:
-        entry = dict(device=device, changed=False, command=[], fw_version=None, fw_version_running=None)
-        try:
-            _converge(module, p, device, wanted, entry)
-        except mlx_config.MlxConfigError as exc:
-            entry.update(failed=True, msg=str(exc))
-            errors.append(str(exc))
-        devices.append(entry)
-        if errors and not module.check_mode:
-            break
-    result = dict(changed=any(d["changed"] for d in devices),
-                  reboot_required=any(d.get("reboot_required", False) for d in devices),
-                  command=[d["command"] for d in devices if d["command"]],
-                  devices=devices)
+    result = mlx_config.run_devices(plan, lambda device, wanted, entry: _converge(module, p, device, wanted, entry),
+                                    stop_on_error=not module.check_mode)
     if module._diff:
-        result["diff"] = [d.pop("diff") for d in devices if "diff" in d]
-    if errors:
-        module.fail_json(msg="; ".join(errors), **result)
+        result["diff"] = [d.pop("diff") for d in result["devices"] if "diff" in d]
+    if result.pop("failed", False):
+        module.fail_json(**result)
     module.exit_json(**result)
 
 

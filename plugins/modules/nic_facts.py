@@ -227,8 +227,8 @@ inspected:
 firmware:
   description:
     - With I(firmware), one entry per queried PF, sorted by PCI address, with C(device), C(tool), C(flint_tool),
-      C(flint) (what the flint tool printed, null without one) and C(query) (what C(-e q) printed); or C(device) and
-      C(msg) when a query failed.
+      C(flint) (what the flint tool printed, null without one) and C(query) (what C(-e q) printed); or C(device), C(tool),
+      C(flint_tool) and C(msg) when a query failed.
   returned: when I(firmware) is given
   type: list
   elements: dict
@@ -265,23 +265,20 @@ proc_root:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.stack.plugins.module_utils import (boot_state, host_files, mlx_config,
-                                                                      roce_qos_host, runtime_facts, sysfs_nic)
+                                                                      roce_qos_host, runtime_facts, sriov, sysfs_nic)
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos import RoceQosError
 
 
 def read_firmware(module, nics, options):
     """The firmware queries of the PFs that options' match names."""
-    def run(argv):
-        binary = module.get_bin_path(argv[0])
-        if binary is None:
-            return 127, "", "%s: command not found" % argv[0]
-        return module.run_command([binary] + list(argv[1:]))
+    run = runtime_facts.module_runner(module)
     out = []
-    for device in sysfs_nic.matching(nics, options["match"]):
+    for device in sriov.select_any(nics, options["match"]):
         try:
             out.append(mlx_config.read_device(run, options["tool"], options["flint_tool"], device))
         except mlx_config.MlxConfigError as exc:
-            out.append({"device": device, "msg": str(exc)})
+            out.append({"device": device, "tool": options["tool"], "flint_tool": options["flint_tool"],
+                        "msg": str(exc)})
     return out
 
 

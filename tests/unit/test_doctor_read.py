@@ -72,11 +72,33 @@ def test_a_pf_key_roce_qos_does_not_take_leaves_the_qos_to_roce_qos(tmp_path):
     assert "qos" not in r["read"] and "qos_options" not in r["read"]
 
 
-def test_firmware_is_queried_only_for_the_pfs_a_match_names(tmp_path):
+def test_the_read_takes_only_what_it_is_asked_for(tmp_path):
     r = read_both(tmp_path, {"firmware": {"match": [{"name": "enp59s0f0np0"}]}}, {})
-    assert r["read"]["firmware"] == []
+    assert r["read"]["firmware"] == []                       # no PF on this host, so no query
+    assert "runtime" not in r["read"] and "qos" not in r["read"]
     r = read_both(tmp_path, {}, {})
     assert "firmware" not in r["read"] and "runtime" not in r["read"] and "qos" not in r["read"]
+
+
+PFS = [{"name": "enp59s0f0np0", "pci_address": "0000:3b:00.0", "vendor_device": "15b3:1021"},
+       {"name": "enp59s0f1np1", "pci_address": "0000:3b:00.1", "vendor_device": "15b3:1021"},
+       {"name": "eno1", "pci_address": "0000:01:00.0", "vendor_device": "8086:1533"},
+       {"name": None, "pci_address": "0000:86:00.0", "vendor_device": "15b3:101d"}]
+
+
+def test_the_firmware_is_read_for_every_pf_any_key_of_any_match_selects():
+    """The PFs whose firmware the read queries (sriov.select_any): a superset
+    of what nic_firmware's selection keeps, so its check finds them all."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.sriov import select_any
+    assert select_any(PFS, [{"name": "enp59s0f0np0"}]) == ["0000:3b:00.0"]
+    assert select_any(PFS, [{"pci_address": "86:00.0"}]) == ["0000:86:00.0"]              # short BDF, no driver
+    assert select_any(PFS, [{"vendor_device": "15B3:1021"}]) == ["0000:3b:00.0", "0000:3b:00.1"]
+    # every key of an entry counts, and entries add up
+    assert select_any(PFS, [{"name": "eno1", "vendor_device": "15b3:101d"}, {"pci_address": "0000:3b:00.1"}]) \
+        == ["0000:01:00.0", "0000:3b:00.1", "0000:86:00.0"]
+    # nothing selected, a malformed address, no match at all: nothing read, nothing fails
+    assert select_any(PFS, [{"name": "ib0"}, {"pci_address": "3b:00"}, {}, None]) == []
+    assert select_any(PFS, []) == []
 
 
 def test_the_doctors_read_asks_what_the_roles_checks_ask_by_default():

@@ -117,18 +117,19 @@ def _read_all(agent_calls_run, devices, tool="mstconfig", flint_tool="mstflint")
         try:
             out.append(utils.read_device(agent_calls_run, tool, flint_tool, device))
         except utils.MlxConfigError as exc:
-            out.append({"device": device, "msg": str(exc)})
+            out.append({"device": device, "tool": tool, "flint_tool": flint_tool, "msg": str(exc)})
     return {"firmware": out}
 
 
 def test_the_doctors_reading_is_judged_as_the_module_judges_the_node(agent):
     """mlx_config_checked over nic_facts' firmware queries gives what the
-    module answers in check mode, through factory, staged and bad devices."""
+    module answers in check mode, through factory, staged, unreadable
+    devices and a value no firmware takes."""
     from ansible_collections.gpufabric.stack.plugins.filter.nic_reading import mlx_config_checked
     run = lambda argv: module._run(None, argv)  # noqa: E731 the fixture's stand-in for the module's runner
     bad = {"device": "0000:99:00.0", "params": {"SRIOV_EN": True}}
     for devices, apply in ((_devices(8, 4), False), (_devices(8, 4), True), (_devices(8, 16), False),
-                           (_devices(8, 4) + [bad], False)):
+                           (_devices(8, 4) + [bad], False), (_devices(8, 500), False)):
         if apply:
             _call({"devices": devices, "at_least": ["NUM_OF_VFS"]})
         want = _call({"devices": devices, "at_least": ["NUM_OF_VFS"]}, check=True)

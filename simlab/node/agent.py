@@ -22,6 +22,7 @@ from . import boot
 from .kernel import Kernel, KernelError
 from .sysfs import Tree
 
+
 SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"
 TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "mlnx_qos",
@@ -327,21 +328,6 @@ def main() -> int:
         os.system(f"fusermount3 -u {MOUNT} 2>/dev/null")
     serve(agent.tree, str(MOUNT))
     return 0
-
-
-def request(req: dict, sock_path: str | os.PathLike = SOCK, timeout: float = 30) -> dict:
-    """Send one request to the agent (used by the tool twins)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-        s.settimeout(timeout)
-        s.connect(str(sock_path))
-        s.sendall(json.dumps(req).encode() + b"\n")
-        buf = b""
-        while not buf.endswith(b"\n"):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-    return json.loads(buf)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ agent, from a shell inside the node (``simlab fault`` uses it through
 import json
 import sys
 
-from .agent import request
+from .wire import request
 
 
 def main() -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from simlab.node.agent import request
+from simlab.node.wire import request
 
 SOCK = os.environ.get("SIMLAB_AGENT_SOCK", "/run/simlab/agent.sock")
 

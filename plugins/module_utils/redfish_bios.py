@@ -92,13 +92,21 @@ def _odata(body, *keys):
     return ""
 
 
+# What the system resource says of the node besides its BIOS: what the bmc
+# role's layer 1 check reports (community.general.redfish_info's
+# GetSystemInventory names the same properties).
+SYSTEM_FIELDS = ("Manufacturer", "Model", "SerialNumber", "BiosVersion", "PowerState")
+
+
 def read_bios(get, address, vendor="auto"):
     """Walk the BIOS resources; return a dict with ``error`` ('' on success),
     ``status`` (of the first request that failed, else 200), ``manufacturer``,
     ``vendor`` (``vendor`` when not ``auto``, else derived from the
-    manufacturer, '' when unknown), ``system_uri``, ``bios_uri``,
-    ``settings_uri``, ``current``, ``pending`` and ``registry``."""
-    out = {"error": "", "status": 200, "manufacturer": "", "vendor": "", "system_uri": "",
+    manufacturer, '' when unknown), ``system_uri``, ``system`` (the system
+    resource's inventory and power state, as SYSTEM_FIELDS names them; empty
+    when it was not read), ``bios_uri``, ``settings_uri``, ``current``,
+    ``pending`` and ``registry``."""
+    out = {"error": "", "status": 200, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
            "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {}}
 
     def fetch(path, what):
@@ -122,6 +130,7 @@ def read_bios(get, address, vendor="auto"):
     if system is None:
         return out
     out["manufacturer"] = str(system.get("Manufacturer") or "")
+    out["system"] = dict((key, system[key]) for key in SYSTEM_FIELDS if key in system)
     out["vendor"] = vendor if vendor and vendor != "auto" else manufacturer_vendor(out["manufacturer"])
     out["bios_uri"] = _odata(system, "Bios")
     if not out["bios_uri"]:

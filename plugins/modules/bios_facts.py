@@ -101,6 +101,15 @@ system_uri:
   description: Path of the system resource.
   type: str
   returned: always
+system:
+  description:
+    - The system resource's C(Manufacturer), C(Model), C(SerialNumber), C(BiosVersion) and C(PowerState), those
+      it has; empty when the system was not read. The doctor judges layer 1 (the BMC) from it, so one call
+      serves layers 1 and 2.
+  type: dict
+  returned: always
+  sample: {"Manufacturer": "Dell Inc.", "Model": "PowerEdge XE9680", "SerialNumber": "CN7016", "BiosVersion": "2.3.5",
+           "PowerState": "On"}
 bios_uri:
   description: Path of the system's Bios resource.
   type: str

@@ -208,3 +208,66 @@ def test_reset_path_fails_when_the_node_never_boots_again(tmp_path):
     assert "dell1: no new boot within 3 s" in proc.stdout
     assert "boot marker it had before the reset (7)" in proc.stdout
     assert "calvin" not in proc.stdout
+
+
+# The doctor reads each BMC once (its read.yml: bios_facts) and both checks
+# judge that answer; the same checks without it read the BMC themselves.
+READ_ONCE = """
+- name: Each check reading the BMC itself
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
+    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
+    - ansible.builtin.set_fact: {own: ["{{ bmc_doctor_result }}", "{{ bios_doctor_result }}"]}
+- name: The doctor's one read
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - ansible.builtin.include_role: {name: gpufabric.stack.doctor, tasks_from: read}
+      vars: {doctor_gate_layers: [{layer: 1, role: bmc}, {layer: 2, role: bios}]}
+    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
+    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
+    - ansible.builtin.copy:
+        dest: "{{ out }}/{{ inventory_hostname }}.once.json"
+        content: "{{ {'own': own, 'once': [bmc_doctor_result, bios_doctor_result]} | to_json }}"
+      delegate_to: localhost
+      changed_when: false
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
+def test_the_doctors_one_bmc_read_judges_as_the_checks_own_reads(tmp_path):
+    driver = FakePowerDriver(initial="On", states={"c-dell1": "Off"})
+    lab = BmcLab(tmp_path / "lab", SPEC, driver)
+    lab.start()
+    try:
+        faults.inject(tmp_path / "lab", "smc1", "bios-sriov-off")
+        # the node read of the doctor's read.yml runs on this machine: a sysfs without NICs
+        (tmp_path / "sys/bus/pci/devices").mkdir(parents=True)
+        run = _run(tmp_path, lab, READ_ONCE, "-e", f"gpufabric_sysfs_root={tmp_path / 'sys'}")
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        # wrong credentials, through the doctor's read
+        bad = _run(tmp_path, lab, READ_ONCE.replace("dest: \"{{ out }}/{{ inventory_hostname }}.once.json\"",
+                                                    "dest: \"{{ out }}/{{ inventory_hostname }}.bad.json\""),
+                   "-e", f"gpufabric_sysfs_root={tmp_path / 'sys'}",
+                   overrides={"smc1": {"bmc_password": "not-the-password"}})
+        assert bad.returncode == 0, bad.stdout[-4000:] + bad.stderr[-2000:]
+    finally:
+        lab.stop()
+    res = {n: json.loads((tmp_path / "out" / f"{n}.once.json").read_text()) for n in ("dell1", "smc1")}
+    for n, r in res.items():
+        assert r["once"] == r["own"], n
+    assert res["dell1"]["once"][0]["reason"] == "power off"
+    assert res["smc1"]["once"][0]["status"] == "pass" and "Supermicro" in res["smc1"]["once"][0]["evidence"]
+    assert res["smc1"]["once"][1]["reason"] == "SR-IOV disabled in BIOS"
+    # with the doctor's answer, neither check asked the BMC
+    second = run.stdout.split("PLAY [The doctor's one read]", 1)[1]
+    assert "Query the BMC for inventory and boot order" not in second
+    assert _task_hosts(second, "gpufabric.stack.bios : Read the current and pending BIOS attributes through Redfish") == {
+        "dell1": "skipping", "smc1": "skipping"}
+    wrong = json.loads((tmp_path / "out" / "smc1.bad.json").read_text())
+    assert wrong["once"][0] == wrong["own"][0]
+    assert wrong["once"][0]["reason"] == "wrong credentials"
+    assert "not-the-password" not in bad.stdout

@@ -75,6 +75,10 @@ def test_dell_current_and_pending_follow_the_links(lab):
     assert before["settings_uri"] == before["bios_uri"] + "/Settings"
     assert before["current"]["SriovGlobalEnable"] == "Disabled"
     assert before["pending"] == {} and before["registry"] == {}
+    # the system's inventory comes with the same read (the doctor's layer 1)
+    assert set(before["system"]) == {"Manufacturer", "Model", "SerialNumber", "BiosVersion", "PowerState"}
+    assert before["system"]["Manufacturer"] == before["manufacturer"]
+    assert before["system"]["PowerState"] in ("On", "Off")
     # Systems, the system, Bios, its settings object: nothing else for Dell.
     assert log == ["/redfish/v1/Systems", before["system_uri"], before["bios_uri"], before["settings_uri"]]
     _patch(lab, "dell1", before["settings_uri"], {"Attributes": {"SriovGlobalEnable": "Enabled"}})
@@ -101,7 +105,7 @@ def test_vendor_given_overrides_the_manufacturer(lab):
 def test_wrong_password_is_named_not_raised(lab):
     get, addr = _getter(lab, "hpe1", password="nope")
     out = redfish_bios.read_bios(get, addr)
-    assert out["status"] == 401 and out["current"] == {}
+    assert out["status"] == 401 and out["current"] == {} and out["system"] == {}
     assert out["error"] == ("wrong credentials: the BMC at %s rejected bmc_username/bmc_password (HTTP 401)" % addr)
 
 

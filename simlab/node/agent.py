@@ -12,7 +12,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import socketserver
 import sys
 import threading
@@ -21,7 +20,6 @@ from pathlib import Path
 from . import boot
 from .kernel import Kernel, KernelError
 from .sysfs import Tree
-
 
 SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"

@@ -9,7 +9,10 @@ import json
 import os
 import socket
 
-SOCK = os.path.join(os.environ.get("SIMLAB_RUN_DIR", "/run/simlab"), "agent.sock")
+# where the agent listens: under its run directory (boot.RUN), unless
+# SIMLAB_AGENT_SOCK names another socket
+SOCK = (os.environ.get("SIMLAB_AGENT_SOCK")
+        or os.path.join(os.environ.get("SIMLAB_RUN_DIR", "/run/simlab"), "agent.sock"))
 
 
 def request(req: dict, sock_path: str | os.PathLike = SOCK, timeout: float = 30) -> dict:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 from simlab.node.wire import request
 
-SOCK = os.environ.get("SIMLAB_AGENT_SOCK", "/run/simlab/agent.sock")
-
 
 def call(req: dict, prog: str = "simlab") -> dict:
     try:
-        reply = request(req, SOCK)
+        reply = request(req)
     except OSError as exc:
         print(f"{prog}: twin hardware agent not reachable ({exc})", file=sys.stderr)
         raise SystemExit(1) from None

@@ -13,9 +13,11 @@ short_description: The doctor's layer 6 verdict for one host
 description:
   - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
     {layer, name, status, reason, evidence, remediation}.
-  - The same plugin file provides C(doctor_verdict) (first failing layer per host, upper layers blocked),
-    C(doctor_table) (a hosts x layers text table, ANSI colours optional), C(doctor_junit) (JUnit XML, one testsuite
-    per host), C(doctor_html) (a self-contained HTML rack view) and C(doctor_use_color) (whether to colour).
+  - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
+    arguments), C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_verdict)
+    (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
+    optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained HTML rack view)
+    and C(doctor_use_color) (whether to colour).
 positional: _input, nics, unit_enabled, udev_rule_present
 options:
   _input:
@@ -56,6 +58,16 @@ def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, n
     return doctor.check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged)
 
 
+def doctor_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor="15b3", sysfs_root="/sys",
+                  proc_root="/proc"):
+    return doctor.check_kernel(reading or {}, list(wanted or []), bool(iommu), bool(verify_iov_bars), nic_vendor,
+                               sysfs_root, proc_root)
+
+
+def kernel_iov_unassigned(nics, nic_vendor="15b3"):
+    return doctor.kernel_iov_unassigned(nics, nic_vendor)
+
+
 def doctor_verdict(results):
     v, rows = doctor.verdict(results or [])
     return {"verdict": v, "layers": rows}
@@ -89,6 +101,7 @@ def doctor_use_color(value=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_verdict": doctor_verdict,
+        return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_kernel": doctor_kernel,
+                "kernel_iov_unassigned": kernel_iov_unassigned, "doctor_verdict": doctor_verdict,
                 "doctor_table": doctor_table, "doctor_junit": doctor_junit, "doctor_html": doctor_html,
                 "doctor_use_color": doctor_use_color}

@@ -14,7 +14,9 @@ description:
   - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
     {layer, name, status, reason, evidence, remediation}.
   - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
-    arguments), C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_verdict)
+    arguments), C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
+    (whether a host failed one of the given layers in this run), C(doctor_layer_results) (a host's result per layer,
+    the checks' own, skipped for --skip-tags, blocked above the first failure), C(doctor_verdict)
     (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
     optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained HTML rack view)
     and C(doctor_use_color) (whether to colour).
@@ -68,6 +70,14 @@ def kernel_iov_unassigned(nics, nic_vendor="15b3"):
     return doctor.kernel_iov_unassigned(nics, nic_vendor)
 
 
+def doctor_failed(layers, host_facts, skip_tags=None):
+    return doctor.earlier_failure(layers, host_facts or {}, skip_tags or []) is not None
+
+
+def doctor_layer_results(layers, host_facts, skip_tags=None):
+    return doctor.layer_results(layers, host_facts or {}, skip_tags or [])
+
+
 def doctor_verdict(results):
     v, rows = doctor.verdict(results or [])
     return {"verdict": v, "layers": rows}
@@ -102,6 +112,7 @@ def doctor_use_color(value=None):
 class FilterModule(object):
     def filters(self):
         return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_kernel": doctor_kernel,
-                "kernel_iov_unassigned": kernel_iov_unassigned, "doctor_verdict": doctor_verdict,
+                "kernel_iov_unassigned": kernel_iov_unassigned, "doctor_failed": doctor_failed,
+                "doctor_layer_results": doctor_layer_results, "doctor_verdict": doctor_verdict,
                 "doctor_table": doctor_table, "doctor_junit": doctor_junit, "doctor_html": doctor_html,
                 "doctor_use_color": doctor_use_color}

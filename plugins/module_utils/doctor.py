@@ -162,6 +162,53 @@ def verdict(results):
             "remediation": first["remediation"]}, out
 
 
+def layer_tag(layer):
+    """The tag of a layer in site.yml and validate.yml: layer07."""
+    return "layer%02d" % int(layer)
+
+
+def _checked(layers, skip_tags):
+    skip = set(skip_tags or [])
+    return [(int(entry["layer"]), str(entry["role"])) for entry in layers or []
+            if layer_tag(entry["layer"]) not in skip]
+
+
+def earlier_failure(layers, host_facts, skip_tags=()):
+    """The first failing result among layers ([{layer, role}], in the order
+    checked) on a host whose facts hold each check's <role>_doctor_result; None
+    when none failed.  A layer given to --skip-tags is not looked at.  A result
+    left from an earlier check in the same play is never mistaken for this
+    one's: every layer before the first failure ran again, and what comes
+    after it is not looked at."""
+    for _layer, role in _checked(layers, skip_tags):
+        res = host_facts.get(role + "_doctor_result")
+        if isinstance(res, dict) and res.get("status") == "fail":
+            return res
+    return None
+
+
+def layer_results(layers, host_facts, skip_tags=()):
+    """One result per layer of layers, in their order: 'skipped' for those
+    given to --skip-tags, the check's <role>_doctor_result up to the first
+    failing one, 'blocked by N' after it."""
+    skip, out, first = set(skip_tags or []), [], None
+    for entry in layers or []:
+        layer, role = int(entry["layer"]), str(entry["role"])
+        if layer_tag(layer) in skip:
+            out.append(dict(result(layer, "skipped", "not checked: --skip-tags " + layer_tag(layer)), name=role))
+        elif first is not None:
+            out.append(dict(result(layer, "blocked", "blocked by layer %d" % first["layer"]), name=role))
+        else:
+            res = host_facts.get(role + "_doctor_result")
+            if not isinstance(res, dict) or "status" not in res:
+                res = dict(result(layer, "fail", "the %s check stopped with an error" % role, [],
+                                  "see the failed task of this host in the play's output"), name=role)
+            out.append(res)
+            if res["status"] == "fail":
+                first = res
+    return out
+
+
 def unreachable(host, message="host unreachable"):
     return {"status": "fail", "layer": 1, "reason": "%s: %s" % (host, message)}, [
         result(1, "fail", message, [], "check power and the BMC (layer 1), then the connection settings")]

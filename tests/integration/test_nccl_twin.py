@@ -38,10 +38,10 @@ DOCTOR = """
     - name: Layer 15
       ansible.builtin.include_role:
         name: gpufabric.stack.doctor
-        tasks_from: layer
+        tasks_from: layers
       vars:
-        doctor_layer: 15
-        doctor_role: nccl_validate
+        doctor_layers:
+          - {layer: 15, role: nccl_validate}
 
     - name: Report on every host of the play
       ansible.builtin.include_role:

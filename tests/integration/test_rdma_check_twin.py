@@ -4,7 +4,7 @@ and with node02's first PF on the wrong PFC priority.
 
 Each scenario runs one playbook: the role (its failure rescued and recorded,
 so the doctor check runs in the same play), then the doctor's layer 9 check
-through roles/doctor/tasks/layer.yml; both write what they found per node."""
+through roles/doctor/tasks/layers.yml; both write what they found per node."""
 
 import json
 import re
@@ -49,10 +49,10 @@ PLAY = """
     - name: The doctor's layer 9
       ansible.builtin.include_role:
         name: gpufabric.stack.doctor
-        tasks_from: layer
+        tasks_from: layers
       vars:
-        doctor_layer: 9
-        doctor_role: rdma_check
+        doctor_layers:
+          - {layer: 9, role: rdma_check}
 
     - name: Write the doctor's results
       ansible.builtin.copy:

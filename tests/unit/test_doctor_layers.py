@@ -1,0 +1,201 @@
+"""How the doctor walks a host's layers (roles/doctor/tasks/layers.yml and
+gate.yml): a layer's check runs only while no layer below it failed, every
+layer gets a result (the check's own, skipped for --skip-tags, blocked above
+the first failure), a check that stops with an error is recorded as that
+layer's failure, and a gate run again in the same play never reports an
+earlier gate's result. Real roles (kernel, rdma_drivers) on twin kernel trees
+read by nic_facts over a local connection; module_utils.doctor's
+earlier_failure and layer_results directly."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
+from test_twin_kernel import make
+
+REPO = Path(__file__).resolve().parents[2]
+LAYERS = [{"layer": 3, "role": "kernel"}, {"layer": 5, "role": "rdma_drivers"}, {"layer": 6, "role": "sriov_vfs"}]
+
+
+def res(layer, status, reason="r"):
+    return doctor.result(layer, status, reason)
+
+
+def test_results_per_layer_skipped_checked_then_blocked():
+    facts = {"kernel_doctor_result": res(3, "pass"), "rdma_drivers_doctor_result": res(5, "fail", "module x"),
+             "sriov_vfs_doctor_result": res(6, "pass", "left from an earlier run")}
+    out = doctor.layer_results(LAYERS, facts)
+    assert [(r["layer"], r["status"]) for r in out] == [(3, "pass"), (5, "fail"), (6, "blocked")]
+    assert out[2]["reason"] == "blocked by layer 5" and out[2]["name"] == "sriov_vfs"
+    assert doctor.earlier_failure(LAYERS[:1], facts) is None
+    assert doctor.earlier_failure(LAYERS[:2], facts)["reason"] == "module x"
+    # a layer given to --skip-tags is neither checked nor looked at
+    out = doctor.layer_results(LAYERS, facts, ["layer05"])
+    assert [(r["layer"], r["status"]) for r in out] == [(3, "pass"), (5, "skipped"), (6, "pass")]
+    assert out[1]["reason"] == "not checked: --skip-tags layer05" and out[1]["name"] == "rdma_drivers"
+    assert doctor.earlier_failure(LAYERS[:2], facts, ["layer05"]) is None
+
+
+def test_a_check_without_a_result_is_that_layers_failure():
+    out = doctor.layer_results(LAYERS, {"kernel_doctor_result": res(3, "pass"), "rdma_drivers_doctor_result": None})
+    assert [(r["layer"], r["status"]) for r in out] == [(3, "pass"), (5, "fail"), (6, "blocked")]
+    assert out[1]["reason"] == "the rdma_drivers check stopped with an error"
+
+
+PLAY = """
+- name: The doctor over layers 3 and 5
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - name: Read the node once for every layer
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: read
+      vars:
+        doctor_read_bmc: false
+
+    - name: Layers 3 and 5
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: layers
+      vars:
+        doctor_layers:
+          - {layer: 3, role: kernel}
+          - {layer: 5, role: rdma_drivers}
+
+    - name: Report on every host of the play
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        apply:
+          delegate_to: localhost
+          run_once: true
+      vars:
+        doctor_hosts: "{{ ansible_play_hosts_all }}"
+"""
+
+GATE = """
+- name: The gate twice in one play, the second time with layer 5's check stopping
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - name: Gate
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: gate
+      vars:
+        doctor_gate_layers: [{layer: 3, role: kernel}, {layer: 5, role: rdma_drivers}]
+        doctor_gate_fail: false
+        doctor_read_bmc: false
+
+    - name: Keep the first gate's results
+      ansible.builtin.set_fact:
+        first_gate: "{{ doctor_results }}"
+        second_gate: true
+
+    - name: Gate again
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: gate
+      vars:
+        doctor_gate_layers: [{layer: 3, role: kernel}, {layer: 5, role: rdma_drivers}]
+        doctor_gate_fail: false
+        doctor_read_bmc: false
+
+- name: Write what the gates recorded
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Write the results of both gates
+      ansible.builtin.copy:
+        content: >-
+          {{ {'first': hostvars['good'].first_gate, 'second': hostvars['good'].doctor_results,
+              'good2': hostvars['good2'].doctor_gate} | to_json }}
+        dest: "{{ out_dir }}/gates.json"
+        mode: "0644"
+"""
+
+
+def node(tmp_path, name, cmdline):
+    _k, t, _ = make(cmdline=cmdline)
+    root = tmp_path / name
+    t.materialize(str(root / "sys"))
+    (root / "proc").mkdir()
+    (root / "proc" / "cmdline").write_text(cmdline + "\n")
+    return {"ansible_connection": "local", "gpufabric_sysfs_root": str(root / "sys"),
+            "gpufabric_proc_root": str(root / "proc"),
+            "gpufabric_nics": [{"match": {"pci_address": "0000:3b:00.0"}, "num_vfs": 4}]}
+
+
+def run(tmp_path, hosts, play, *args):
+    (tmp_path / "hosts.json").write_text(json.dumps({"nodes": {"hosts": hosts}}))
+    (tmp_path / "play.yml").write_text(play)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
+               ANSIBLE_NOCOLOR="1", PYTHONPATH=str(REPO))
+    return subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(tmp_path / "hosts.json"),
+                           str(tmp_path / "play.yml"), "-e", "ansible_python_interpreter=%s" % sys.executable,
+                           "-e", "doctor_report_dir=%s" % (tmp_path / "reports"), "-e", "out_dir=%s" % tmp_path]
+                          + list(args), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def layers_of(tmp_path):
+    report = json.loads((tmp_path / "reports" / "report.json").read_text())
+    return {h: [(r["layer"], r["status"], r["reason"]) for r in v["layers"]] for h, v in report.items()}
+
+
+FLAGS = "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt"
+
+
+@pytest.fixture()
+def rack(tmp_path):
+    hosts = {"good": node(tmp_path, "good", FLAGS), "noflag": node(tmp_path, "noflag", "BOOT_IMAGE=/vmlinuz ro"),
+             "broken": node(tmp_path, "broken", FLAGS)}
+    # layer 5's check cannot even template its input on this host: it stops with an error
+    hosts["broken"]["rdma_drivers_modules"] = "{{ a_variable_nobody_defined }}"
+    return hosts
+
+
+def test_layers_run_in_order_and_stop_above_the_first_failure(tmp_path, rack):
+    proc = run(tmp_path, rack, PLAY)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-2000:]  # broken's check failed
+    got = layers_of(tmp_path)
+    assert [g[:2] for g in got["good"]] == [(3, "pass"), (5, "pass")]
+    assert got["noflag"] == [(3, "fail", "flag intel_iommu=on iommu=pt missing from /proc/cmdline"),
+                             (5, "blocked", "blocked by layer 3")]
+    assert got["broken"] == [(3, "pass", "kernel arguments present and IOMMU active"),
+                             (5, "fail", "the rdma_drivers check stopped with an error")]
+    # the check above a failing layer does not run at all
+    log = proc.stdout
+    verdicts = log[log.index("TASK [gpufabric.stack.rdma_drivers : Layer 5 verdict]"):].split("TASK [")[1]
+    assert "ok: [good]" in verdicts and "noflag" not in verdicts
+
+
+def test_a_skipped_layer_is_recorded_and_does_not_block(tmp_path, rack):
+    del rack["broken"]
+    proc = run(tmp_path, rack, PLAY, "--skip-tags", "layer03")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    got = layers_of(tmp_path)
+    for host in ("good", "noflag"):
+        assert [g[:2] for g in got[host]] == [(3, "skipped"), (5, "pass")]
+        assert got[host][0][2] == "not checked: --skip-tags layer03"
+    assert "kernel : Layer 3 verdict" not in proc.stdout
+
+
+def test_a_second_gate_in_the_play_never_reports_the_firsts_result(tmp_path, rack):
+    good = rack["good"]
+    # layer 5's input templates on the first gate and not on the second
+    good["rdma_drivers_modules"] = "{{ ['mlx5_core', 'mlx5_ib'] if not second_gate | default(false) else nowhere }}"
+    # a second node that passes both gates keeps the play going after good fails
+    proc = run(tmp_path, {"good": good, "good2": node(tmp_path, "good2", FLAGS)}, GATE)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-2000:]
+    gates = json.loads((tmp_path / "gates.json").read_text())
+    assert [(r["layer"], r["status"]) for r in gates["first"]] == [(3, "pass"), (5, "pass")]
+    assert [(r["layer"], r["status"], r["reason"]) for r in gates["second"]] == [
+        (3, "pass", "kernel arguments present and IOMMU active"),
+        (5, "fail", "the rdma_drivers check stopped with an error")]
+    assert gates["good2"]["verdict"]["status"] == "pass"

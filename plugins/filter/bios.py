@@ -4,6 +4,7 @@
 ``bios_vendor``   Redfish Manufacturer/Vendor string -> dell | hpe | supermicro
 ``bios_plan``     intent + current/pending attributes (+ registry) -> what to stage
 ``bios_state``    current attributes (+ registry) -> which switches are on
+``bios_doctor``   one bios_facts answer + intent -> the doctor's layer 2 verdict
 
 Vendor names (see docs/layers/02-bios.md):
 
@@ -22,6 +23,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import re
 
 try:
@@ -189,6 +191,44 @@ def bios_state(current, vendor, cpu_vendor="intel", registry=None):
     return out
 
 
+def bios_doctor(answer, bmc_vendor="auto", cpu_vendor="intel", sriov=True, iommu=True, acs=False):
+    """The doctor's layer 2 verdict from one bios_facts answer: SR-IOV or
+    VT-d disabled (fail), settings pending a reboot or differing from the
+    intent (warn), or as wanted (pass); an unreadable BIOS fails."""
+    answer = answer or {}
+    error = answer.get("error") or ""
+    if error:
+        return {"layer": 2, "status": "fail", "reason": "BIOS unreadable", "evidence": error,
+                "remediation": "Fix layer 1 first (bmc role check)."}
+    vendor = bios_vendor(answer.get("manufacturer")) if bmc_vendor in (None, "", "auto") else bmc_vendor
+    current, pending, registry = answer.get("current") or {}, answer.get("pending") or {}, answer.get("registry")
+    state = bios_state(current, vendor, cpu_vendor, registry=registry)
+    plan = bios_plan(current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry, pending=pending)
+    names = state["attributes"]
+    fix = "Run the bios role (tag layer02); it stages the setting and resets the node once."
+
+    def verdict(status, reason, evidence, remediation):
+        return {"layer": 2, "status": status, "reason": reason, "evidence": evidence, "remediation": remediation}
+
+    def now(attrs):
+        return json.dumps(dict((n, current.get(n)) for n in attrs))
+
+    if plan["reset_needed"] and not plan["stage"]:
+        return verdict("warn", "settings pending a reboot",
+                       "pending %s, current %s" % (json.dumps(pending), now(pending)),
+                       "Reset the node through its BMC (bios role with bios_reboot: true).")
+    if sriov and not state["sriov"]:
+        return verdict("fail", "SR-IOV disabled in BIOS", "current " + now(names["sriov"]), fix)
+    if iommu and not state["iommu"]:
+        return verdict("fail", "VT-d disabled", "current " + now(names["iommu"]), fix)
+    if pending:
+        return verdict("warn", "settings pending a reboot", "pending " + json.dumps(pending),
+                       "Reset the node through its BMC, or clear the pending settings.")
+    if plan["reset_needed"]:
+        return verdict("warn", "BIOS differs from intent", "wanted " + json.dumps(plan["desired"]), fix)
+    return verdict("pass", "SR-IOV and IOMMU enabled in BIOS", "%s %s" % (vendor, json.dumps(plan["desired"])), "")
+
+
 class FilterModule(object):
     def filters(self):
-        return {"bios_vendor": bios_vendor, "bios_plan": bios_plan, "bios_state": bios_state}
+        return {"bios_vendor": bios_vendor, "bios_plan": bios_plan, "bios_state": bios_state, "bios_doctor": bios_doctor}

@@ -14,7 +14,8 @@ description:
   - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
     {layer, name, status, reason, evidence, remediation}.
   - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
-    arguments), C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
+    arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs
+    and the nics), C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
     (whether a host failed one of the given layers in this run), C(doctor_layer_results) (a host's result per layer,
     the checks' own, skipped for --skip-tags, blocked above the first failure), C(doctor_verdict)
     (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
@@ -66,6 +67,10 @@ def doctor_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor=
                                sysfs_root, proc_root)
 
 
+def doctor_nic_firmware(checked, pfs, nics, min_fw_version=""):
+    return doctor.check_nic_firmware(checked or {}, pfs or [], nics or [], min_fw_version or "")
+
+
 def kernel_iov_unassigned(nics, nic_vendor="15b3"):
     return doctor.kernel_iov_unassigned(nics, nic_vendor)
 
@@ -112,6 +117,7 @@ def doctor_use_color(value=None):
 class FilterModule(object):
     def filters(self):
         return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_kernel": doctor_kernel,
+                "doctor_nic_firmware": doctor_nic_firmware,
                 "kernel_iov_unassigned": kernel_iov_unassigned, "doctor_failed": doctor_failed,
                 "doctor_layer_results": doctor_layer_results, "doctor_verdict": doctor_verdict,
                 "doctor_table": doctor_table, "doctor_junit": doctor_junit, "doctor_html": doctor_html,

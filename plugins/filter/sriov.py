@@ -1,7 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that turn the inventory's NIC intent into module arguments."""
+"""Filters that turn the inventory's NIC intent into module arguments:
+``sriov_module_pfs`` (a gpufabric_nics entry as a pfs entry of sriov_vf),
+``sriov_selected_pfs`` (the PFs gpufabric_nics selects) and
+``nic_firmware_selection`` (the PFs layer 4 sets and their mlx_config
+devices)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,6 +17,11 @@ short_description: One gpufabric_nics entry as a pfs entry of gpufabric.stack.sr
 description:
   - Flattens C(match) (name, pci_address or vendor_device) into the entry and keeps num_vfs, vf_mtu,
     vf_defaults and vfs.
+  - The same plugin file provides C(sriov_selected_pfs) (nic_facts' nics and gpufabric_nics -> the nics that an
+    entry's C(match) selects by name, PCI address, short or full, or vendor:device, in their order) and
+    C(nic_firmware_selection) (nic_facts' nics, gpufabric_nics, the least NUM_OF_VFS
+    and extra firmware params -> C(pfs) [{pci_address, num_vfs}] and C(devices) [{device, params}] for
+    C(gpufabric.stack.mlx_config)).
 positional: _input
 options:
   _input:
@@ -32,6 +41,9 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
+from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
+
+sriov = deferred("sriov")
 
 KEEP = ("num_vfs", "vf_mtu", "vf_defaults", "vfs")
 
@@ -51,6 +63,15 @@ def sriov_module_pfs(entry):
     return out
 
 
+def sriov_selected_pfs(nics, entries):
+    return sriov.selected_pfs(nics or [], entries or [])
+
+
+def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None):
+    return sriov.firmware_selection(nics or [], entries or [], int(num_vfs or 0), extra_params or {})
+
+
 class FilterModule(object):
     def filters(self):
-        return {"sriov_module_pfs": sriov_module_pfs}
+        return {"sriov_module_pfs": sriov_module_pfs, "sriov_selected_pfs": sriov_selected_pfs,
+                "nic_firmware_selection": nic_firmware_selection}

@@ -82,6 +82,65 @@ def check_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor="
                   [booted] + ["iommu: " + i for i in iommus])
 
 
+def check_nic_firmware(checked, pfs, nics, min_fw_version=""):
+    """Layer 4: the firmware of every selected PF readable, not older than
+    ``min_fw_version``, SR-IOV on with enough VFs and nothing pending a reboot
+    or differing from the intent. ``checked``: mlx_config's check-mode answer
+    for the PFs (``devices``); ``pfs``: the selection ([{pci_address,
+    num_vfs}], sriov.firmware_selection); ``nics``: nic_facts' nics."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import compare_fw_versions
+
+    checked = checked or {}
+    devices = checked.get("devices") or []
+    unreadable = [checked["msg"]] if not devices and checked.get("msg") else []
+    old, off, few, pending, differs, ok = [], [], [], [], [], []
+    for r in devices:
+        addr = r.get("device")
+        if r.get("failed"):
+            unreadable.append(r.get("msg"))
+            continue
+        if min_fw_version:
+            try:
+                if compare_fw_versions(r.get("fw_version"), min_fw_version) < 0:
+                    old.append("%s: firmware %s older than minimum %s" % (addr, r.get("fw_version"), min_fw_version))
+            except ValueError as exc:
+                unreadable.append("%s: cannot compare with nic_firmware_min_fw_version %r: %s"
+                                  % (addr, min_fw_version, exc))
+        for p in r.get("pending") or []:
+            pending.append("%s: %s current %s next %s" % (addr, p["name"], p["current"], p["next"]))
+        sriov = next((n.get("sriov") or {} for n in nics or [] if n.get("pci_address") == addr), {})
+        wanted = next((int(w["num_vfs"]) for w in pfs or [] if w["pci_address"] == addr), 0)
+        if not sriov.get("capable"):
+            off.append("%s: no sriov_totalvfs, SRIOV_EN current %s next %s"
+                       % (addr, (r.get("current") or {}).get("SRIOV_EN"), (r.get("next_boot") or {}).get("SRIOV_EN")))
+        elif int(sriov.get("totalvfs") or 0) < wanted:
+            few.append("%s: sriov_totalvfs %s, %s wanted" % (addr, sriov.get("totalvfs"), wanted))
+        for c in r.get("changed_params") or []:
+            differs.append("%s: %s next boot %s, wanted %s" % (addr, c["name"], c["next"], c["want"]))
+        current = r.get("current") or {}
+        ok.append("%s: firmware %s, SRIOV_EN %s, NUM_OF_VFS %s"
+                  % (addr, r.get("fw_version"), current.get("SRIOV_EN"), current.get("NUM_OF_VFS")))
+    fix = "Run the nic_firmware role (tag layer04); it sets the firmware and reboots the node once."
+    reboot_fix = "Reboot the node (the nic_firmware role does it when it finds values pending)."
+    if not pfs:
+        return result(4, "fail", "no PF matches gpufabric_nics", [n["pci_address"] for n in nics or []],
+                      "Fix the match entries of gpufabric_nics.")
+    if unreadable:
+        return result(4, "fail", "NIC firmware unreadable", unreadable,
+                      "Install mstflint (or MFT) and check the PCI address.")
+    if old:
+        return result(4, "fail", old[0].split(": ", 1)[-1], old,
+                      "Update the NIC firmware (mstflint -d <pci> -i <image> burn) and reboot.")
+    if pending:
+        return result(4, "warn", "firmware change pending a reboot: " + pending[0].split(": ", 1)[-1],
+                      off + pending, reboot_fix)
+    if off:
+        return result(4, "fail", "SR-IOV disabled in NIC firmware (no sriov_totalvfs)", off, fix)
+    if few or differs:
+        return result(4, "fail", "NIC firmware differs from intent", few + differs, fix)
+    return result(4, "pass", "SR-IOV enabled in NIC firmware with enough VFs", ok)
+
+
 def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
                     uptime_seconds=None):
     """Layer 6: VF counts and netdevs as the inventory wants, persistence and

@@ -90,6 +90,31 @@ def select_any(pfs, matches):
     return sorted(chosen)
 
 
+def selected_pfs(pfs, entries):
+    """The PFs of ``pfs`` (nic_facts' nics) that an entry of ``entries``
+    (gpufabric_nics) selects by :func:`select_any`, in the order of ``pfs``."""
+    chosen = set(select_any(pfs, [(e or {}).get("match") or {} for e in entries or []]))
+    return [p for p in pfs or [] if p["pci_address"] in chosen]
+
+
+def firmware_selection(pfs, entries, num_vfs=0, extra_params=None):
+    """Layer 4's PFs: those of ``pfs`` (nic_facts' nics) that an entry of
+    ``entries`` (gpufabric_nics: match, num_vfs) selects by :func:`select_any`,
+    in the order of ``pfs``. Returns ``{pfs: [{pci_address, num_vfs}],
+    devices: [{device, params}]}``: each PF wants the largest num_vfs of the
+    entries selecting it and never less than ``num_vfs``, and its mlx_config
+    params are ``extra_params`` with SRIOV_EN true and that NUM_OF_VFS."""
+    wanted = {}
+    for entry in entries or []:
+        for address in select_any(pfs, [(entry or {}).get("match") or {}]):
+            wanted[address] = max(wanted.get(address, int(num_vfs or 0)), int((entry or {}).get("num_vfs") or 0))
+    chosen = [{"pci_address": p["pci_address"], "num_vfs": wanted[p["pci_address"]]}
+              for p in pfs or [] if p["pci_address"] in wanted]
+    devices = [{"device": pf["pci_address"],
+                "params": dict(extra_params or {}, SRIOV_EN=True, NUM_OF_VFS=pf["num_vfs"])} for pf in chosen]
+    return {"pfs": chosen, "devices": devices}
+
+
 def _check_vf_settings(label, where, settings, link_type):
     mac = settings.get("mac")
     if mac is not None and not MAC_RE.match(str(mac)):

@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+
 LAYERS = {
     1: "bmc", 2: "bios", 3: "kernel", 4: "nic_firmware", 5: "rdma_drivers", 6: "sriov_vfs",
     7: "roce_switch", 8: "roce_host", 9: "rdma_check", 10: "container_runtime", 11: "kubeadm",
@@ -22,16 +24,6 @@ def result(layer, status, reason, evidence=None, remediation=None):
         raise ValueError("status %r is not one of %s" % (status, ", ".join(STATUSES)))
     return {"layer": layer, "name": LAYERS.get(layer, str(layer)), "status": status, "reason": reason,
             "evidence": evidence or [], "remediation": remediation or ""}
-
-
-def _selected(pfs, match):
-    for key in ("name", "pci_address", "vendor_device"):
-        if match.get(key):
-            want = str(match[key]).lower()
-            if key == "pci_address" and len(want) == 7:
-                want = "0000:" + want
-            return [p for p in pfs if str(p.get(key) or "").lower() == want]
-    return []
 
 
 def kernel_iov_unassigned(nics, nic_vendor):
@@ -108,13 +100,13 @@ def check_nic_firmware(checked, pfs, nics, min_fw_version=""):
                                   % (addr, min_fw_version, exc))
         for p in r.get("pending") or []:
             pending.append("%s: %s current %s next %s" % (addr, p["name"], p["current"], p["next"]))
-        sriov = next((n.get("sriov") or {} for n in nics or [] if n.get("pci_address") == addr), {})
+        sysfs = next((n.get("sriov") or {} for n in nics or [] if n.get("pci_address") == addr), {})
         wanted = next((int(w["num_vfs"]) for w in pfs or [] if w["pci_address"] == addr), 0)
-        if not sriov.get("capable"):
+        if not sysfs.get("capable"):
             off.append("%s: no sriov_totalvfs, SRIOV_EN current %s next %s"
                        % (addr, (r.get("current") or {}).get("SRIOV_EN"), (r.get("next_boot") or {}).get("SRIOV_EN")))
-        elif int(sriov.get("totalvfs") or 0) < wanted:
-            few.append("%s: sriov_totalvfs %s, %s wanted" % (addr, sriov.get("totalvfs"), wanted))
+        elif int(sysfs.get("totalvfs") or 0) < wanted:
+            few.append("%s: sriov_totalvfs %s, %s wanted" % (addr, sysfs.get("totalvfs"), wanted))
         for c in r.get("changed_params") or []:
             differs.append("%s: %s next boot %s, wanted %s" % (addr, c["name"], c["next"], c["want"]))
         current = r.get("current") or {}
@@ -149,7 +141,7 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
     missing_after_reboot = []
     for entry in nics:
         match = entry.get("match") or {}
-        selected = _selected(pfs, match)
+        selected = sriov.selected_pfs(pfs, [entry])
         if not selected:
             return result(6, "fail", "no PF matches %s" % _fmt(match),
                           ["PFs: %s" % ", ".join("%s %s %s" % (p.get("name"), p["pci_address"], p["vendor_device"])

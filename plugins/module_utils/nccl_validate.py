@@ -17,7 +17,7 @@ import re
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers
 from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import result as _result
-from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import _selected
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov import selected_pfs
 
 LAYER = 15
 MODES = ("hosts", "k8s", "render")
@@ -68,13 +68,7 @@ def _blank(v):
 def select_pfs(pfs, nics):
     """The PFs of one host that ``gpufabric_nics`` selects, in PCI address
     order (the rail order of a rail-optimised node)."""
-    out, seen = [], set()
-    for entry in nics or []:
-        for pf in _selected(pfs or [], (entry or {}).get("match") or {}):
-            if pf["pci_address"] not in seen:
-                seen.add(pf["pci_address"])
-                out.append(pf)
-    return sorted(out, key=lambda p: p["pci_address"])
+    return sorted(selected_pfs(pfs or [], nics), key=lambda p: p["pci_address"])
 
 
 def traffic_class(dscp, ecn_capable=True):
@@ -428,7 +422,7 @@ def vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, name
     if pfs is not None:
         rail = 0
         for pf in select_pfs(pfs, entries):
-            entry = next(e for e in entries if _selected([pf], e.get("match") or {}))
+            entry = next(e for e in entries if selected_pfs([pf], [e]))
             out.append(_rail(rail, entry["resource_prefix"], domain, namespace))
             rail += 1
         return out

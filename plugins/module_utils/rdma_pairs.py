@@ -31,9 +31,9 @@ __metaclass__ = type
 import re
 
 try:
-    from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers, rdma_tools
+    from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers, rdma_tools, sriov
 except ImportError:  # pragma: no cover - imported outside a collection tree
-    from . import perf_parsers, rdma_tools
+    from . import perf_parsers, rdma_tools, sriov
 
 LAYER = 9
 NAME = "rdma_check"
@@ -59,24 +59,12 @@ def _norm_bdf(value):
 def select_pfs(pfs, nics):
     """The PFs of ``pfs`` (a nic_facts ``nics`` list) that an entry of
     ``nics`` (gpufabric_nics) selects by ``match.name``, ``match.pci_address``
-    or ``match.vendor_device``.  Returns ``(selected, unmatched)``: the PFs
+    or ``match.vendor_device`` (:func:`sriov.select_any`'s rule).  Returns ``(selected, unmatched)``: the PFs
     sorted by PCI address, and the match dicts that selected nothing."""
-    chosen, unmatched = {}, []
-    for entry in nics or []:
-        match = (entry or {}).get("match") or {}
-        hits = []
-        for key in ("name", "pci_address", "vendor_device"):
-            if match.get(key):
-                want = str(match[key]).lower()
-                if key == "pci_address":
-                    want = _norm_bdf(want)
-                hits = [p for p in pfs if str(p.get(key) or "").lower() == want]
-                break
-        if not hits:
-            unmatched.append(match)
-        for p in hits:
-            chosen[p["pci_address"]] = p
-    return [chosen[k] for k in sorted(chosen)], unmatched
+    matches = [(entry or {}).get("match") or {} for entry in nics or []]
+    selected = sriov.selected_pfs(pfs or [], nics)
+    return (sorted(selected, key=lambda p: p["pci_address"]),
+            [m for m in matches if not sriov.select_any(pfs or [], [m])])
 
 
 def cable_of(cabling, node, pf):

@@ -45,11 +45,15 @@ def pf_label(pf):
 
 
 def _selector(spec):
+    """(key, value) of a one-key selection; a PCI address and vendor:device
+    are hex and compared in lower case, a netdev name as the kernel spells it
+    (enP2p1s0f0np0 has a capital P)."""
     keys = [k for k in ("name", "pci_address", "vendor_device") if spec.get(k)]
     if len(keys) != 1:
         raise SriovError("each entry of pfs must have exactly one of name, pci_address, vendor_device; got %s"
                          % (", ".join(keys) or "none"))
-    return keys[0], str(spec[keys[0]]).lower()
+    value = str(spec[keys[0]])
+    return keys[0], value if keys[0] == "name" else value.lower()
 
 
 def select(pfs, spec):

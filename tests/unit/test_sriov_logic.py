@@ -156,3 +156,29 @@ def test_vf_changes_and_ip_args():
         "link", "set", "dev", "enp59s0f0np0", "vf", "0", "mac", "02:AA:00:00:00:01",
         "vlan", "100", "qos", "3", "trust", "on"]
     assert sriov.vf_changes(cur, {"spoofchk": True, "trust": False, "mac": "00:00:00:00:00:00"}) == {}
+
+
+def test_every_layer_selects_the_pfs_of_gpufabric_nics_by_one_rule():
+    """Layers 4, 5 and 6 (and their doctor checks), rdma_check and
+    nccl_validate select with sriov's rule: a netdev name as the kernel spells
+    it (a PCI domain other than 0 gives enP<domain>...), a PCI address full or
+    short and vendor:device in any case."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, nccl_validate, rdma_pairs
+
+    pfs = [{"name": "enP2p1s0f0np0", "pci_address": "0002:01:00.0", "vendor_device": "15b3:1021",
+            "sriov": {"numvfs": 0, "totalvfs": 16}, "vfs": []},
+           {"name": "enp59s0f0np0", "pci_address": "0000:3b:00.0", "vendor_device": "15b3:1021",
+            "sriov": {"numvfs": 0, "totalvfs": 16}, "vfs": []}]
+    for match, want in (({"name": "enP2p1s0f0np0"}, ["0002:01:00.0"]),
+                        ({"name": "enp2p1s0f0np0"}, []),               # names are case-sensitive
+                        ({"pci_address": "3B:00.0"}, ["0000:3b:00.0"]),
+                        ({"vendor_device": "15B3:1021"}, ["0000:3b:00.0", "0002:01:00.0"])):
+        nics = [{"match": match, "num_vfs": 4}]
+        in_pf_order = [p["pci_address"] for p in pfs if p["pci_address"] in want]
+        assert [p["pci_address"] for p in sriov.selected_pfs(pfs, nics)] == in_pf_order
+        assert sorted(d["device"] for d in sriov.firmware_selection(pfs, nics)["devices"]) == want
+        assert [p["pci_address"] for p in rdma_pairs.select_pfs(pfs, nics)[0]] == want
+        assert rdma_pairs.select_pfs(pfs, nics)[1] == ([] if want else [match])
+        assert [p["pci_address"] for p in nccl_validate.select_pfs(pfs, nics)] == want
+        v = doctor.check_sriov_vfs(pfs, nics, unit_enabled=True, udev_rule_present=True)
+        assert v["reason"].startswith("no PF matches") != bool(want)

@@ -21,6 +21,11 @@ import re
 
 ETH_TYPE = "1"
 IB_TYPE = "32"
+BDF_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+# A virtio device (drivers/virtio/virtio.c names it virtio<N>): virtio_net
+# hangs its netdev under it, and virtio-pci makes it a child of the PCI
+# function (<pci>/virtio2/net/eth0, class/net/eth0/device -> ../../../virtio2).
+VIRTIO_RE = re.compile(r"^virtio\d+$")
 
 
 class SysfsError(Exception):
@@ -130,8 +135,37 @@ def _rdma_of_pci(fs, bdf):
     return devs[0] if devs else None
 
 
-def _netdev_of_pci(fs, bdf):
+def _netdevs_of_pci(fs, bdf):
+    """The netdevs of a PCI function: under its own net/ (mlx5, igb, ...), or
+    under the net/ of its virtio child (virtio-net over virtio-pci)."""
     names = _listdir(fs.pci(bdf, "net"))
+    if names:
+        return names
+    for child in _listdir(fs.pci(bdf)):
+        if VIRTIO_RE.match(child):
+            names += _listdir(fs.pci(bdf, child, "net"))
+    return names
+
+
+def pci_of_netdev(fs, name):
+    """The PCI address of the function a netdev belongs to, from
+    class/net/<if>/device: the function itself, or a virtio<N> device whose
+    parent is the function; None for virtual netdevs and other buses."""
+    link = fs.netdev(name, "device")
+    base = _link_base(link)
+    if not base:
+        return None
+    if BDF_RE.match(base):
+        return base
+    if VIRTIO_RE.match(base):
+        parent = os.path.basename(os.path.dirname(os.path.realpath(link)))
+        if BDF_RE.match(parent):
+            return parent
+    return None
+
+
+def _netdev_of_pci(fs, bdf):
+    names = _netdevs_of_pci(fs, bdf)
     if len(names) > 1:
         # switchdev puts representors here too: the uplink has phys_port_name pN
         uplink = [n for n in names if re.match(r"^p\d+$", _read(fs.pci(bdf, "net", n, "phys_port_name"), "") or "")]
@@ -241,9 +275,8 @@ def discover(sysfs_root="/sys"):
         raise SysfsError("%s is not a sysfs tree (no bus/pci/devices)" % fs.root)
     found = {}
     for name in _listdir(fs.p("class", "net")):
-        dev = fs.netdev(name, "device")
-        bdf = _link_base(dev)
-        if not bdf or not re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", bdf):
+        bdf = pci_of_netdev(fs, name)
+        if not bdf:
             continue
         if os.path.exists(fs.pci(bdf, "physfn")):
             continue

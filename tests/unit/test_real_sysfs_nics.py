@@ -1,0 +1,73 @@
+"""nic_facts' discovery and sriov_vf's selection on the sysfs layout of a real
+kernel, with NICs that are not ConnectX: the QEMU VM nodes' virtio-net
+management NIC and emulated Intel 82576 (igb, 8086:10c9) SR-IOV PFs.
+
+The layout is the kernel's, as tests/unit/real_sysfs.py sets it out with
+its sources: virtio_net hangs its netdev under the virtio device
+(drivers/net/virtio_net.c ``virtnet_probe``: ``SET_NETDEV_DEV(dev,
+&vdev->dev)``), named ``virtio<N>`` (drivers/virtio/virtio.c
+``register_virtio_device``) and a child of the PCI function
+(drivers/virtio/virtio_pci_common.c ``virtio_pci_probe``:
+``vp_dev->vdev.dev.parent = &pci_dev->dev``), so a real /sys has
+``/sys/bus/pci/devices/0000:00:03.0/virtio2/net/eth0`` and
+``/sys/class/net/eth0/device -> ../../../virtio2``, and no ``net/`` under
+the PCI function itself.
+"""
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from real_sysfs import RealSysfs
+
+
+@pytest.fixture
+def vm(tmp_path):
+    t = RealSysfs(tmp_path / "sys")
+    t.virtio_net("0000:00:03.0", index=2, name="eth0")
+    t.sriov_pf("0000:01:00.0", "enp1s0", numvfs=2)
+    t.sriov_pf("0000:02:00.0", "enp2s0", bridge="0000:00:02.1")
+    return t
+
+
+def by_address(nics):
+    return dict((n["pci_address"], n) for n in nics)
+
+
+def test_a_virtio_nic_is_named_through_its_virtio_child(vm):
+    nics = by_address(sysfs_nic.discover(vm.root))
+    virtio = nics["0000:00:03.0"]
+    assert virtio["name"] == "eth0"
+    assert virtio["vendor_device"] == "1af4:1041" and virtio["driver"] == "virtio-pci"
+    assert virtio["mtu"] == 1500 and virtio["mac"] == "52:54:00:12:34:56" and virtio["link_type"] == "ETH"
+    assert virtio["sriov"]["capable"] is False and virtio["vfs"] == []
+
+
+def test_the_virtio_nic_is_found_from_class_net_alone(vm, tmp_path):
+    # class/net/eth0/device resolves to the virtio child, whose parent is the
+    # PCI function: found by that link even when the PCI scan would not see it
+    # as a network function (class not 0x02xxxx)
+    with open(vm.root + "/devices/pci0000:00/0000:00:03.0/class", "w") as fh:
+        fh.write("0x078000\n")
+    nics = by_address(sysfs_nic.discover(vm.root))
+    assert nics["0000:00:03.0"]["name"] == "eth0"
+
+
+def test_igb_pfs_their_vfs_and_no_vf_listed_as_a_pf(vm):
+    nics = sysfs_nic.discover(vm.root)
+    assert [(n["pci_address"], n["name"], n["vendor_device"]) for n in nics] == [
+        ("0000:00:03.0", "eth0", "1af4:1041"), ("0000:01:00.0", "enp1s0", "8086:10c9"),
+        ("0000:02:00.0", "enp2s0", "8086:10c9")]
+    pf = nics[1]
+    assert pf["driver"] == "igb" and pf["sriov"]["totalvfs"] == 7 and pf["sriov"]["numvfs"] == 2
+    assert pf["sriov"]["vf_device"] == "10ca" and pf["rdma_device"] is None
+    assert [(v["index"], v["pci_address"], v["netdev"], v["driver"]) for v in pf["vfs"]] == [
+        (0, "0000:01:10.0", "enp1s0v0", "igbvf"), (1, "0000:01:10.2", "enp1s0v1", "igbvf")]
+
+
+def test_pfs_select_by_vendor_device_name_and_address_on_igb(vm):
+    nics = sysfs_nic.discover(vm.root)
+    entries = [{"match": {"vendor_device": "8086:10c9"}, "num_vfs": 7}]
+    assert [p["name"] for p in sriov.selected_pfs(nics, entries)] == ["enp1s0", "enp2s0"]
+    assert sriov.select(nics, {"name": "eth0"})[0]["pci_address"] == "0000:00:03.0"
+    plan = sriov.build_plan(nics, [{"vendor_device": "8086:10C9", "num_vfs": 7}])
+    assert [(pf["name"], want["num_vfs"]) for pf, want in plan] == [("enp1s0", 7), ("enp2s0", 7)]

@@ -40,8 +40,27 @@ class SriovError(Exception):
     PF, the value and the cause."""
 
 
+CONNECTX_VENDOR = "15b3"
+
+
 def pf_label(pf):
     return "pf %s (%s)" % (pf.get("name") or "-", pf["pci_address"])
+
+
+def describe(pf):
+    """A NIC as people name it: ``enp1s0 (0000:01:00.0, 8086:10c9, SR-IOV 7
+    VFs)``, ``eth0 (0000:00:03.0, 1af4:1041, no SR-IOV)``, or without a
+    netdev ``0000:86:00.0 (15b3:1021, no netdev: no driver bound)``."""
+    sr = pf.get("sriov") or {}
+    cap = "SR-IOV %s VFs" % sr.get("totalvfs") if sr.get("capable") else "no SR-IOV"
+    if pf.get("name"):
+        return "%s (%s, %s, %s)" % (pf["name"], pf["pci_address"], pf.get("vendor_device"), cap)
+    why = "no driver bound" if not pf.get("driver") else "driver %s, no netdev" % pf["driver"]
+    return "%s (%s, no netdev: %s, %s)" % (pf["pci_address"], pf.get("vendor_device"), why, cap)
+
+
+def _listing(pfs):
+    return ", ".join(describe(p) for p in pfs) or "none"
 
 
 def _selector(spec):
@@ -72,8 +91,7 @@ def select(pfs, spec):
     else:
         hits = [p for p in pfs if p["name"] == value]
     if not hits:
-        known = ", ".join("%s=%s (%s)" % (p["name"], p["pci_address"], p["vendor_device"]) for p in pfs) or "none"
-        raise SriovError("no PF matches %s=%s; PFs on this host: %s" % (key, spec[key], known))
+        raise SriovError("no PF matches %s=%s; NICs on this host: %s" % (key, spec[key], _listing(pfs)))
     return hits
 
 
@@ -117,6 +135,20 @@ def firmware_selection(pfs, entries, num_vfs=0, extra_params=None):
     devices = [{"device": pf["pci_address"],
                 "params": dict(extra_params or {}, SRIOV_EN=True, NUM_OF_VFS=pf["num_vfs"])} for pf in chosen]
     return {"pfs": chosen, "devices": devices}
+
+
+def no_sriov_message(pfs, pf, num):
+    """Why ``num`` VFs cannot be made on ``pf``, which has no sriov_totalvfs:
+    the NIC has no SR-IOV capability (or, on a ConnectX, SR-IOV is off in its
+    firmware), and which NICs of ``pfs`` have one."""
+    name = pf.get("name") or "pf"
+    text = "%s (%s, %s) has no SR-IOV capability (no sriov_totalvfs), so it cannot have the %d VFs asked for" % (
+        name, pf["pci_address"], pf.get("vendor_device"), num)
+    if pf.get("vendor") == CONNECTX_VENDOR:
+        text += ("; SR-IOV is disabled in the NIC firmware: set SRIOV_EN=1 and NUM_OF_VFS>=%d with mlxconfig and "
+                 "reboot (layer 4)" % num)
+    capable = [p for p in pfs if (p.get("sriov") or {}).get("capable")]
+    return text + "; SR-IOV capable PFs on this host: %s" % _listing(capable)
 
 
 def _check_vf_settings(label, where, settings, link_type):
@@ -173,14 +205,13 @@ def build_plan(pfs, wanted):
                 if num == 0:
                     plan.append((pf, {"num_vfs": 0, "vf_mtu": None, "vfs": {}}))
                     continue
-                raise SriovError("%s: SR-IOV is disabled in the NIC firmware (no sriov_totalvfs): "
-                                 "set SRIOV_EN=1 and NUM_OF_VFS>=%d with mlxconfig and reboot (layer 4)" % (label, num))
+                raise SriovError(no_sriov_message(pfs, pf, num))
             if num > sriov["totalvfs"]:
                 raise SriovError("%s: %d VFs requested, but sriov_totalvfs is %d (firmware NUM_OF_VFS): "
                                  "lower num_vfs or raise NUM_OF_VFS (layer 4)" % (label, num, sriov["totalvfs"]))
             if num != sriov["numvfs"] and not pf["bound"]:
                 raise SriovError("%s: no driver is bound to the PF, so sriov_numvfs cannot be written (ENOENT): "
-                                 "load and bind mlx5_core (layer 5)" % label)
+                                 "load and bind its driver (%s, layer 5)" % (label, _driver_hint(pf)))
             defaults = dict(VF_DEFAULTS)
             defaults.update({k: v for k, v in (spec.get("vf_defaults") or {}).items() if v is not None})
             _check_vf_settings(label, "vf_defaults", defaults, pf["link_type"])
@@ -257,6 +288,10 @@ def write_sysfs(path, value):
         os.close(fd)
 
 
+def _driver_hint(pf):
+    return "mlx5_core" if pf.get("vendor") == CONNECTX_VENDOR else "the driver of %s" % pf.get("vendor_device")
+
+
 def numvfs_error(pf, value, exc):
     label = pf_label(pf)
     code = exc.errno
@@ -266,7 +301,7 @@ def numvfs_error(pf, value, exc):
     elif code == errno.ERANGE:
         why = "more than sriov_totalvfs (ERANGE)"
     elif code == errno.ENOENT:
-        why = "no driver bound to the PF (ENOENT): load and bind mlx5_core (layer 5)"
+        why = "no driver bound to the PF (ENOENT): load and bind its driver (%s, layer 5)" % _driver_hint(pf)
     elif code == errno.ENOMEM:
         why = ("not enough MMIO resources for SR-IOV (ENOMEM): enable SR-IOV in the BIOS (layer 2) "
                "or add pci=realloc to the kernel command line (layer 3)")

@@ -71,3 +71,37 @@ def test_pfs_select_by_vendor_device_name_and_address_on_igb(vm):
     assert sriov.select(nics, {"name": "eth0"})[0]["pci_address"] == "0000:00:03.0"
     plan = sriov.build_plan(nics, [{"vendor_device": "8086:10C9", "num_vfs": 7}])
     assert [(pf["name"], want["num_vfs"]) for pf, want in plan] == [("enp1s0", 7), ("enp2s0", 7)]
+
+
+def test_asking_a_nic_without_sriov_for_vfs_says_so_and_lists_the_pfs(vm):
+    nics = sysfs_nic.discover(vm.root)
+    with pytest.raises(sriov.SriovError) as err:
+        sriov.build_plan(nics, [{"name": "eth0", "num_vfs": 7}])
+    msg = str(err.value)
+    assert "eth0 (0000:00:03.0, 1af4:1041) has no SR-IOV capability (no sriov_totalvfs)" in msg
+    assert "enp1s0 (0000:01:00.0, 8086:10c9" in msg and "enp2s0 (0000:02:00.0, 8086:10c9" in msg
+    assert "None" not in msg and "mlxconfig" not in msg
+    # num_vfs 0 on it asks for nothing
+    assert sriov.build_plan(nics, [{"name": "eth0", "num_vfs": 0}])[0][1]["num_vfs"] == 0
+
+
+def test_a_name_that_matches_nothing_lists_every_nic_by_its_name(vm):
+    nics = sysfs_nic.discover(vm.root)
+    with pytest.raises(sriov.SriovError) as err:
+        sriov.select(nics, {"name": "ens9"})
+    msg = str(err.value)
+    assert "no PF matches name=ens9" in msg
+    assert "eth0 (0000:00:03.0, 1af4:1041" in msg and "enp1s0 (0000:01:00.0, 8086:10c9" in msg
+    assert "None" not in msg
+
+
+def test_an_unbound_nic_is_listed_without_a_name_not_as_none(tmp_path):
+    t = RealSysfs(tmp_path / "sys")
+    t.virtio_net("0000:00:03.0", name="eth0")
+    t.sriov_pf("0000:01:00.0", "enp1s0", driver=None)
+    nics = sysfs_nic.discover(t.root)
+    assert by_address(nics)["0000:01:00.0"]["name"] is None
+    with pytest.raises(sriov.SriovError) as err:
+        sriov.select(nics, {"name": "enp1s0"})
+    assert "0000:01:00.0 (8086:10c9, no netdev: no driver bound" in str(err.value)
+    assert "None" not in str(err.value)

@@ -63,15 +63,16 @@ ecn|red|min-threshold|max-threshold|probability``, ``qos egress-queue-mapping``,
 
 EOS (``arista_eos``; ``>`` ``#`` ``(config)#`` ``(config-if-Et1)#`` ``(config-if-Et1-uc-txq-3)#``,
 ``(config-s-NAME...)#`` in a session): ``terminal length 0``/``terminal width N``;
-``[no] qos map dscp D... to traffic-class T``; ``interface Ethernet1-32``; in it
+``[no] qos map dscp D... to traffic-class T``; ``[no] priority-flow-control all off``; ``interface Ethernet1-32``; in it
 ``mtu 68-9214``/``no mtu``, ``[no] shutdown``, ``qos trust dscp|cos|disabled``/``no qos trust``,
 ``[no] priority-flow-control on``, ``[no] priority-flow-control priority P no-drop``,
-``[no] uc-tx-queue Q``; in the queue ``random-detect ecn minimum-threshold N UNIT
+``[no] priority-flow-control pause watchdog``, ``[no] uc-tx-queue Q``; in the queue ``random-detect ecn minimum-threshold N UNIT
 maximum-threshold N UNIT [max-mark-probability P [weight W]]``/``no random-detect ecn``,
 ``[no] random-detect ecn count``, ``priority strict``/``no priority``, ``[no] bandwidth percent``.
 Save: ``copy running-config startup-config``, ``write memory``.  Sessions:
 ``configure session NAME`` ... ``commit``|``abort``, ``show session-config [named N] [diffs]``,
-``show configuration sessions``.
+``show configuration sessions``.  ``show priority-flow-control``: ``Global PFC : Enabled|Disabled``
+and per port three status flag positions (``E``/``D``, ``A``/``-``, ``W``/``-``).
 
 NX-OS (``cisco_nxos``; ``#`` ``(config)#`` ``(config-if)#`` ``(config-cmap-qos)#`` ``(config-pmap-qos)#``
 ``(config-pmap-c-qos)#`` ``(config-pmap-que)#`` ``(config-pmap-c-que)#`` ``(config-pmap-nqos)#``

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import re
 
-from .model import build_model, default_dscp_map
+from .model import RoceSwitchError, build_model, default_dscp_map
 
 
 class Driver:
@@ -26,6 +26,15 @@ class Driver:
     show_running = "show running-config"
     show_verify = ""
     transaction = ""  # session | pending | checkpoint | inverse
+    switch = "switch"  # the switch's name in messages (get_driver sets it)
+
+    # -- lines a parser must understand ------------------------------------------
+    def unreadable(self, line, what="running config", why=""):
+        """A line naming something the collection manages (a DSCP map, PFC,
+        random-detect/ECN, trust) that the parser cannot read: fail rather than
+        guess, naming the switch and the line."""
+        raise RoceSwitchError("%s: %s line not understood by the %s parser%s: '%s'"
+                              % (self.switch, what, self.label, (" (%s)" % why) if why else "", line.strip()))
 
     # -- ports -------------------------------------------------------------
     def canon_port(self, text):
@@ -64,6 +73,15 @@ class Driver:
     def parse_verify(self, text):
         """Operational PFC per port from the verification show: {port: [prio, ...]}."""
         return {}
+
+    def parse_status(self, text):
+        """More of the verification show where the NOS prints it (mode, trust,
+        ECN); None where it does not."""
+        return None
+
+    def status_drift(self, want, status):
+        """Lines where ``parse_status`` differs from the intent."""
+        return []
 
     # -- writing -----------------------------------------------------------
     def item_commands(self, ch, want, have, raw):

@@ -23,10 +23,15 @@ def get_driver(nos=None, device_type=None, switch="switch"):
     if nos:
         if nos not in DRIVERS:
             raise RoceSwitchError("%s: unknown NOS %r; expected one of %s" % (switch, nos, ", ".join(sorted(DRIVERS))))
-        return DRIVERS[nos]()
+        return _named(DRIVERS[nos](), switch)
     if device_type:
         if device_type not in BY_DEVICE_TYPE:
             raise RoceSwitchError("%s: unsupported device_type %r; expected one of %s"
                                   % (switch, device_type, ", ".join(sorted(BY_DEVICE_TYPE))))
-        return BY_DEVICE_TYPE[device_type]()
+        return _named(BY_DEVICE_TYPE[device_type](), switch)
     raise RoceSwitchError("%s: give nos or device_type" % switch)
+
+
+def _named(driver, switch):
+    driver.switch = switch
+    return driver

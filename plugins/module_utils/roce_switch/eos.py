@@ -9,7 +9,15 @@
 ``random-detect ecn minimum-threshold N kbytes maximum-threshold N kbytes
 max-mark-probability P``; queues are strict by default (``no priority`` makes
 one WRR).  Pushes run in a configuration session (``configure session`` ...
-``commit``), so a failure leaves the running config untouched (``abort``)."""
+``commit``), so a failure leaves the running config untouched (``abort``).
+
+Reading also takes what others configure: ``drop-precedence`` on DSCP maps,
+``qos map cos``, ``priority-flow-control all off`` (PFC off on every port),
+the pause watchdog lines, ``qos random-detect ecn allow non-ect``, ``tx-queue``
+and ``mc-tx-queue`` blocks, ``priority ... drop``, ``no priority-flow-control``
+and ``qos profile`` blocks bound with ``service-profile``.  A DSCP-map, PFC,
+random-detect or trust line of another form fails the read, naming switch and
+line; so does an ECN threshold in time units on a port that is read."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,9 +26,10 @@ __metaclass__ = type
 import re
 
 from .base import Driver, dedupe
-from .model import default_dscp_map, ranges
+from .model import RoceSwitchError, default_dscp_map, ranges
 
 UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000000, "segments": 208}
+TIME_UNITS = ("microseconds", "milliseconds")
 TRUST_IN = {"dscp": "dscp", "cos": "pcp", "disabled": "none"}
 TRUST_OUT = {"dscp": "dscp", "pcp": "cos"}
 
@@ -65,86 +74,219 @@ class EosDriver(Driver):
         return True
 
     # -- reading -------------------------------------------------------------
+    # A line naming a DSCP map, PFC, random-detect or trust must match one of
+    # these forms (EOS running-config as AVD renders it, see tests/unit/fixtures/
+    # switch_real/eos); anything else with those words fails the read.
+    TOP = [
+        ("map", r"qos map dscp ([\d ]+) to traffic-class ([0-7])(?: drop-precedence ([0-2]))?"),
+        ("cos_map", r"qos map cos ([\d ]+) to traffic-class ([0-7])(?: drop-precedence ([0-2]))?"),
+        ("ecn_non_ect", r"qos random-detect ecn allow non-ect( chip-based)?"),
+        ("pfc_all_off", r"priority-flow-control all off"),
+        ("wd", r"priority-flow-control pause watchdog default (timeout|recovery-time|polling-interval) ([\d.]+)"),
+        ("wd", r"priority-flow-control pause watchdog (action) (drop|no-drop|errdisable)"),
+        ("wd", r"priority-flow-control pause watchdog (override action) (drop)"),
+    ]
+    PORT = [
+        ("pfc_on", r"priority-flow-control(?: mode)? on"),
+        ("pfc_off", r"no priority-flow-control(?: mode on| on)?"),
+        ("prio", r"priority-flow-control priority (\d) (no-drop|drop)"),
+        ("wd", r"priority-flow-control pause watchdog"),
+        ("wd", r"priority-flow-control pause watchdog port action (drop|no-drop|errdisable)"),
+        ("wd", r"priority-flow-control pause watchdog port timer timeout ([\d.]+) polling-interval (auto|[\d.]+)"
+               r" recovery-time ([\d.]+)( forced)?"),
+        ("trust", r"qos trust (dscp|cos|disabled)"),
+        ("trust_off", r"no qos trust"),
+    ]
+    QUEUE = [
+        ("ecn", r"random-detect ecn minimum-threshold (\d+) (\S+) maximum-threshold (\d+) (\S+)"
+                r"(?: max-mark-probability (\d+))?(?: weight (\d+))?"),
+        ("ecn_count", r"random-detect ecn count"),
+        ("wred", r"random-detect drop(?: drop-precedence (\d))? minimum-threshold (\d+) (\S+) maximum-threshold"
+                 r" (\d+) (\S+) drop-probability (\d+)(?: weight (\d+))?"),
+    ]
+
+    @staticmethod
+    def managed(s):
+        w = s[3:] if s.startswith("no ") else s[8:] if s.startswith("default ") else s
+        return (w.startswith("qos map dscp") or w.startswith("priority-flow-control") or "random-detect" in w
+                or w.startswith("qos trust"))
+
+    def _match(self, table, s):
+        for key, pat in table:
+            m = re.fullmatch(pat, s)
+            if m:
+                return key, m
+        if self.managed(s):
+            self.unreadable(s)
+        return None, None
+
     def parse_raw(self, text):
-        raw = {"map": {}, "ports": {}}
-        cur, q = None, None
+        raw = {"map": {}, "map_dp": {}, "cos_map": {}, "ports": {}, "profiles": {}, "other": {},
+               "pfc_all_off": False, "ecn_non_ect": None, "watchdog": {}}
+        body, q = None, None  # the dict the indented lines go to; its queue
         for line in text.splitlines():
-            if not line.strip() or line.strip() == "!":
+            if not line.strip() or line.strip() == "!" or line.strip().startswith("!!"):
                 continue
             ind = len(line) - len(line.lstrip())
             s = line.strip()
             if ind == 0:
-                cur, q = None, None
-                m = re.fullmatch(r"qos map dscp ([\d ]+) to traffic-class (\d)", s)
+                body, q = None, None
+                m = re.fullmatch(r"interface (Ethernet[\d,\-]+)", s)
                 if m:
+                    body = [raw["ports"].setdefault(p, {}) for p in self.expand(m.group(1))]
+                    continue
+                m = re.fullmatch(r"interface (\S+)", s)
+                if m:  # port-channels, VLANs, management: read, kept apart from the Ethernet ports
+                    body = [raw["other"].setdefault(m.group(1), {})]
+                    continue
+                m = re.fullmatch(r"qos profile (\S+)", s)
+                if m:
+                    body = [raw["profiles"].setdefault(m.group(1), {})]
+                    continue
+                key, m = self._match(self.TOP, s)
+                if key in ("map", "cos_map"):
                     for d in m.group(1).split():
-                        raw["map"][int(d)] = int(m.group(2))
-                m = re.fullmatch(r"interface (Ethernet\S+)", s)
-                if m:
-                    cur = self.expand(m.group(1))
-                    for p in cur:
-                        raw["ports"].setdefault(p, {})
+                        raw[key][int(d)] = int(m.group(2))
+                        if key == "map" and m.group(3):
+                            raw["map_dp"][int(d)] = int(m.group(3))
+                elif key == "ecn_non_ect":
+                    raw["ecn_non_ect"] = "chip-based" if m.group(1) else "on"
+                elif key == "pfc_all_off":
+                    raw["pfc_all_off"] = True
+                elif key == "wd":
+                    raw["watchdog"][m.group(1)] = m.group(2)
                 continue
-            if cur is None:
+            if body is None:
+                if self.managed(s):
+                    self.unreadable(s, why="outside any block")
                 continue
-            m = re.fullmatch(r"uc-tx-queue (\d)", s)
+            m = re.fullmatch(r"(uc-|mc-)?tx-queue (\d)", s)
             if m and ind <= 3:
-                q = int(m.group(1))
+                q = (m.group(1) or "", int(m.group(2)))
                 continue
-            for p in cur:
-                pc = raw["ports"][p]
-                if ind <= 3:
-                    q = None
+            if ind <= 3:
+                q = None
+                key, m = self._match(self.PORT, s)
+                for pc in body:
+                    if key == "pfc_on":
+                        pc["pfc_on"] = True
+                    elif key == "pfc_off":
+                        pc["pfc_on"] = False
+                    elif key == "prio":
+                        (pc.setdefault("nodrop", set()).add if m.group(2) == "no-drop"
+                         else pc.setdefault("nodrop", set()).discard)(int(m.group(1)))
+                    elif key == "wd":
+                        pc.setdefault("watchdog", []).append(s)
+                    elif key == "trust":
+                        pc["trust"] = m.group(1)
+                    elif key == "trust_off":
+                        pc["trust"] = "disabled"
                     r = re.fullmatch(r"mtu (\d+)", s)
                     if r:
                         pc["mtu"] = int(r.group(1))
-                    r = re.fullmatch(r"qos trust (\S+)", s)
+                    r = re.fullmatch(r"service-profile (\S+)", s)
                     if r:
-                        pc["trust"] = r.group(1)
-                    if s in ("priority-flow-control on", "priority-flow-control mode on"):
-                        pc["pfc_on"] = True
-                    r = re.fullmatch(r"priority-flow-control priority (\d) no-drop", s)
-                    if r:
-                        pc.setdefault("nodrop", set()).add(int(r.group(1)))
+                        pc["profile"] = r.group(1)
                     if s == "shutdown":
                         pc["shutdown"] = True
-                elif q is not None:
-                    qc = pc.setdefault("txq", {}).setdefault(q, {})
-                    r = re.fullmatch(r"random-detect ecn minimum-threshold (\d+) (\S+) maximum-threshold (\d+) (\S+)"
-                                     r"(?: max-mark-probability (\d+))?(?: weight (\d+))?", s)
-                    if r:
-                        qc["ecn"] = {"tc": q, "min_bytes": int(r.group(1)) * UNITS[r.group(2)],
-                                     "max_bytes": int(r.group(3)) * UNITS[r.group(4)],
-                                     "probability": int(r.group(5) or 100)}
-                    if s == "no priority":
-                        qc["no_priority"] = True
+                continue
+            if q is None:
+                if self.managed(s):
+                    self.unreadable(s, why="not under a tx-queue")
+                continue
+            key, m = self._match(self.QUEUE, s)
+            for pc in body:
+                qc = pc.setdefault("txq", {}).setdefault(q, {})
+                if key == "ecn":
+                    qc["ecn"] = {"tc": q[1], "min": (int(m.group(1)), m.group(2)), "max": (int(m.group(3)), m.group(4)),
+                                 "probability": int(m.group(5) or 100), "line": s}
+                    for unit in (m.group(2), m.group(4)):
+                        if unit not in UNITS and unit not in TIME_UNITS:
+                            self.unreadable(s, why="threshold unit %r" % unit)
+                elif key == "ecn_count":
+                    qc["ecn_count"] = True
+                elif key == "wred":
+                    qc.setdefault("wred", []).append(s)
+                if s == "no priority":
+                    qc["no_priority"] = True
+                if s == "priority strict":
+                    qc.pop("no_priority", None)
+        unknown = sorted(set(pc["profile"] for pc in raw["ports"].values() if pc.get("profile"))
+                         - set(raw["profiles"]))
+        if unknown:
+            raise RoceSwitchError("%s: service-profile %s is applied but not defined in the running config"
+                                  % (self.switch, unknown[0]))
         return raw
+
+    def effective(self, raw, port):
+        """The port's settings: its qos profile's under its own."""
+        pc = raw["ports"].get(port, {})
+        prof = raw["profiles"].get(pc.get("profile"), {})
+        eff = dict(prof)
+        eff.update(dict((k, v) for k, v in pc.items() if k != "txq"))
+        txq = {}
+        for src in (prof.get("txq", {}), pc.get("txq", {})):
+            for q, qc in src.items():
+                txq.setdefault(q, {}).update(qc)
+        eff["txq"] = txq
+        return eff
+
+    def _ecn_bytes(self, port, e):
+        for which in ("min", "max"):
+            if e[which][1] not in UNITS:
+                raise RoceSwitchError("%s: %s ECN %s threshold is %d %s, which has no size in bytes: '%s'"
+                                      % (self.switch, port, which, e[which][0], e[which][1], e["line"]))
+        return {"tc": e["tc"], "min_bytes": e["min"][0] * UNITS[e["min"][1]],
+                "max_bytes": e["max"][0] * UNITS[e["max"][1]], "probability": e["probability"]}
 
     def parse_views(self, text):
         raw = self.parse_raw(text)
 
         def view(port):
-            pc = raw["ports"].get(port, {})
-            txq = pc.get("txq", {})
+            pc = self.effective(raw, port)
+            txq = pc["txq"]
             ecn = None
-            for q in sorted(txq):
+            for q in sorted(k for k in txq if k[0] != "mc-"):
                 if txq[q].get("ecn"):
-                    ecn = dict(txq[q]["ecn"])
+                    ecn = self._ecn_bytes(port, txq[q]["ecn"])
                     break
+            on = pc.get("pfc_on") and not raw["pfc_all_off"]
             return {"mtu": pc.get("mtu", self.default_mtu), "trust": TRUST_IN.get(pc.get("trust", "cos"), "none"),
-                    "pfc_priorities": sorted(pc.get("nodrop", ())) if pc.get("pfc_on") else [],
-                    "ecn": ecn, "strict_tcs": set(q for q in range(8) if not txq.get(q, {}).get("no_priority"))}
+                    "pfc_priorities": sorted(pc.get("nodrop", ())) if on else [],
+                    "ecn": ecn, "strict_tcs": set(t for t in range(8) if not any(
+                        qc.get("no_priority") for (kind, n), qc in txq.items() if n == t and kind != "mc-"))}
         full = default_dscp_map()
         full.update(raw["map"])
         switch = {"dscp_map": full, "explicit_dscps": sorted(raw["map"])}
         return view, [p for p, pc in raw["ports"].items() if pc], switch, raw
 
     def parse_verify(self, text):
-        out = {}
+        """``show priority-flow-control``: per port the priorities PFC is active on.
+        The status column has three flag positions: E or D (enabled), A or -
+        (active), W or - (watchdog); 'Global PFC : Disabled' means none anywhere."""
+        out = self.parse_pfc_status(text)
+        return dict((p, v["priorities"] if v["enabled"] and v["active"] and out["*global"] is not False else [])
+                    for p, v in out.items() if p != "*global")
+
+    def parse_pfc_status(self, text):
+        out = {"*global": None}
         for line in text.splitlines():
-            m = re.match(r"Et(\d+)\s+(E|D)(?: A)?\s+(\S+)", line)
+            s = line.strip()
+            m = re.fullmatch(r"Global PFC\s*:\s*(\S+)", s)
             if m:
-                out["Ethernet" + m.group(1)] = [int(x) for x in m.group(3).split(",") if x.isdigit()]
+                if m.group(1) not in ("Enabled", "Disabled"):
+                    self.unreadable(s, "show priority-flow-control")
+                out["*global"] = m.group(1) == "Enabled"
+                continue
+            if not re.match(r"(Et|Ethernet)\d", s):
+                continue
+            m = re.match(r"(?:Et|Ethernet)(\d+)\s+([ED])\s+([A-])\s+([W-])\s+(-|\d(?:,\d)*)(?:\s|$)", s)
+            if not m:
+                self.unreadable(s, "show priority-flow-control", "status column is not three flag positions "
+                                "(E|D, A|-, W|-) followed by the priorities")
+            out["Ethernet" + m.group(1)] = {
+                "enabled": m.group(2) == "E", "active": m.group(3) == "A", "watchdog": m.group(4) == "W",
+                "priorities": [int(x) for x in m.group(5).split(",") if x.isdigit()]}
         return out
 
     # -- writing -------------------------------------------------------------

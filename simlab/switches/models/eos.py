@@ -116,6 +116,8 @@ class EosModel(SwitchModel):
             lambda s, d, tc: self.c_map(s, d, None))
         add("config", "no qos map dscp <d:intlist:0-63>", lambda s, d: self.c_map(s, d, None))
         add("config", "interface <p:ports>", self.c_interface)
+        add("config", "priority-flow-control all off", lambda s: self.g_set(s, "pfc_all_off", True))
+        add("config", "no priority-flow-control all off", lambda s: self.g_set(s, "pfc_all_off", None))
         # interface
         add("if", "mtu <mtu:int:68-9214>", lambda s, mtu: self.p_set(s, "mtu", None if mtu == 1500 else mtu))
         add("if", "no mtu", lambda s: self.p_set(s, "mtu", None))
@@ -133,6 +135,8 @@ class EosModel(SwitchModel):
         add("if", "priority-flow-control priority <p:int:0-7> drop", lambda s, p: self.p_nodrop(s, p, False))
         add("if", "no priority-flow-control priority <p:int:0-7> [no-drop]",
             lambda s, p, no_drop: self.p_nodrop(s, p, False))
+        add("if", "priority-flow-control pause watchdog", lambda s: self.p_set(s, "pfc_wd", True))
+        add("if", "no priority-flow-control pause watchdog", lambda s: self.p_set(s, "pfc_wd", None))
         add("if", "uc-tx-queue <q:int:0-7>", self.c_txq)
         add("if", "no uc-tx-queue <q:int:0-7>", self.c_no_txq)
         # uc-tx-queue
@@ -216,6 +220,13 @@ class EosModel(SwitchModel):
             else:
                 m[str(x)] = tc
 
+    def g_set(self, s, key, val):
+        cfg = self.cfg(s)
+        if val is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = val
+
     def c_interface(self, s, p):
         self.check_ports(p)
         label = "Et" + compress_ints(int(x[len("Ethernet"):]) for x in p)
@@ -295,6 +306,8 @@ class EosModel(SwitchModel):
             out.append("   priority-flow-control on")
         for p in pc.get("pfc_nodrop", []):
             out.append(f"   priority-flow-control priority {p} no-drop")
+        if pc.get("pfc_wd"):
+            out.append("   priority-flow-control pause watchdog")
         for q, qc in sorted(pc.get("txq", {}).items(), key=lambda kv: int(kv[0])):
             out += ["   !", f"   uc-tx-queue {q}"]
             if qc.get("no_priority"):
@@ -334,6 +347,8 @@ class EosModel(SwitchModel):
         for p in self.ports:
             out += self.interface_lines(p, ports.get(p, {}))
             out.append("!")
+        if cfg.get("pfc_all_off"):
+            out += ["priority-flow-control all off", "!"]
         out += ["interface Management1", "!", "no ip routing", "!", "end"]
         return "\n".join(out)
 
@@ -343,18 +358,24 @@ class EosModel(SwitchModel):
                 "Architecture: x86_64\n")
 
     def render_pfc(self, ports):
+        """``show priority-flow-control``: the 'Global PFC : Enabled|Disabled' line
+        (Disabled under 'priority-flow-control all off') and per port a status of
+        three flag positions, E|D (configured on), A|- (active: on, a no-drop
+        priority, link up), W|- (pause watchdog), '-' for no priority."""
         self.check_ports(ports)
-        anyon = any(self.port_view(p)["pfc_priorities"] for p in self.ports)
+        glob = not self.running.get("pfc_all_off")
         lines = ["The hardware supports PFC on priorities 0 1 2 3 4 5 6 7",
-                 f"Global PFC : {'Enabled' if anyon else 'Disabled'}", "",
+                 f"Global PFC : {'Enabled' if glob else 'Disabled'}", "",
                  "E: PFC Enabled, D: PFC Disabled, A: PFC Active, W: PFC Watchdog Enabled",
                  f"{'Port':<9}{'Status':<9}{'Priorities':<12}Note", "-" * 44]
         for p in ports:
             pc = self.running.get("ports", {}).get(p, {})
             v = self.port_view(p)
-            st = ("E" if pc.get("pfc_on") else "D") + (" A" if v["pfc_priorities"] and v["up"] else "")
-            lines.append(f"{self.short(p):<9}{st:<9}{','.join(map(str, v['pfc_priorities'])) or '-':<12}"
-                         "DCBX disabled")
+            st = " ".join(("E" if pc.get("pfc_on") else "D",
+                           "A" if v["pfc_priorities"] and v["up"] else "-",
+                           "W" if pc.get("pfc_wd") else "-"))
+            prios = ",".join(map(str, pc.get("pfc_nodrop", []))) or "-"
+            lines.append(f"{self.short(p):<9}{st:<9}{prios:<12}DCBX disabled")
         return "\n".join(lines)
 
     def c_pfc_counters(self, s):
@@ -441,7 +462,8 @@ class EosModel(SwitchModel):
             "up": not pc.get("shutdown"),
             "mtu": pc.get("mtu", self.default_mtu),
             "trust": trust,
-            "pfc_priorities": list(pc.get("pfc_nodrop", [])) if pc.get("pfc_on") else [],
+            "pfc_priorities": list(pc.get("pfc_nodrop", [])) if pc.get("pfc_on") and not cfg.get("pfc_all_off")
+            else [],
             "ecn": ecn,
             "cnp_strict_tc": 6 if 6 in strict else (max(strict) if strict else None),
             "dscp_map": self.effective_map(cfg) if trust == "dscp" else {},

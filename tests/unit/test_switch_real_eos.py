@@ -1,0 +1,154 @@
+"""Arista EOS: the running-config and ``show priority-flow-control`` parsers on
+real published formats (tests/unit/fixtures/switch_real/eos), the rule that a
+line naming a managed setting is read or fails the read, and the twin's answer
+compared in shape with the recording."""
+
+import re
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import model as M
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
+from simlab.switches import make_model
+from switch_real import recorded, unreadable
+
+
+# -- Arista EOS running-config ------------------------------------------------------
+
+def test_eos_dscp_map_with_drop_precedence_is_read():
+    d = get_driver("eos")
+    text = recorded("eos/avd-qos-running-config.txt")
+    _, _, switch, raw = d.parse_views(text)
+    # 'qos map dscp 18 20 22 26 ... to traffic-class 4 drop-precedence 2': DSCP 26 is TC 4, not the default 3
+    assert switch["dscp_map"][26] == 4 and raw["map_dp"][26] == 2
+    assert switch["dscp_map"][46] == 5 and switch["dscp_map"][8] == 1 and switch["dscp_map"][0] == 0
+    assert 26 in switch["explicit_dscps"] and 48 not in switch["explicit_dscps"]
+    m = d.parse(text, {"ports": ["Ethernet1"], "dscps": [26, 48]})
+    assert m["global"]["dscp_map"] == {26: 4, 48: 6}  # 48 is in none of the maps: DSCP>>3
+
+
+def test_eos_global_pfc_watchdog_ecn_and_cos_lines_are_read():
+    raw = get_driver("eos").parse_raw(recorded("eos/avd-qos-running-config.txt"))
+    assert raw["pfc_all_off"] is True
+    assert raw["watchdog"] == {"timeout": "0.05", "recovery-time": "1.22", "polling-interval": "10.001",
+                               "action": "no-drop"}
+    assert raw["ecn_non_ect"] == "chip-based"
+    assert raw["cos_map"] == {1: 2, 2: 2, 3: 3, 4: 2}
+    prof = raw["profiles"]["test_with_pfc"]
+    assert prof["pfc_on"] is True and prof["nodrop"] == {0}
+    assert prof["watchdog"][-1] == ("priority-flow-control pause watchdog port timer timeout 0.05 "
+                                    "polling-interval auto recovery-time 1.11 forced")
+    assert raw["other"]["Port-Channel3"]["trust"] == "cos"
+
+
+def test_eos_qos_profile_applies_to_its_ports():
+    m = get_driver("eos").parse(recorded("eos/avd-qos-running-config.txt"))
+    assert sorted(m["ports"]) == ["Ethernet1", "Ethernet6", "Ethernet7"]  # 3 and 4 set nothing of ours
+    e1 = m["ports"]["Ethernet1"]  # service-profile test: trust dscp, ECN on tx-queue 2, tx-queue 1 not strict
+    assert e1["trust"] == "dscp" and e1["mtu"] == 1500
+    assert e1["ecn"] == {"tc": 2, "min_bytes": 320000, "max_bytes": 320000, "probability": 90}
+    assert m["ports"]["Ethernet6"]["trust"] == "pcp" and m["ports"]["Ethernet6"]["ecn"] is None
+    # 'priority-flow-control all off': no port has PFC whatever its profile says
+    assert not any(p["pfc"] for p in m["ports"].values()) and m["global"]["pfc_priority"] is None
+
+
+def test_eos_all_off_overrides_a_port_with_pfc():
+    text = ("interface Ethernet1\n   priority-flow-control on\n   priority-flow-control priority 3 no-drop\n!\n")
+    assert get_driver("eos").parse(text)["ports"]["Ethernet1"]["pfc"] is True
+    assert get_driver("eos").parse(text + "priority-flow-control all off\n")["ports"]["Ethernet1"]["pfc"] is False
+
+
+def test_eos_interface_pfc_forms():
+    m = get_driver("eos").parse(recorded("eos/avd-ethernet-interfaces-running-config.txt"))
+    views = get_driver("eos").parse_views(recorded("eos/avd-ethernet-interfaces-running-config.txt"))
+    raw = views[3]
+    assert raw["ports"]["Ethernet1"]["pfc_on"] is True and raw["ports"]["Ethernet1"]["nodrop"] == set()
+    assert raw["ports"]["Ethernet2"]["nodrop"] == {5}
+    assert raw["ports"]["Ethernet3"]["pfc_on"] is False  # 'no priority-flow-control'
+    assert m["global"]["pfc_priority"] == 5 and m["ports"]["Ethernet2"]["pfc"] is True
+    assert not m["ports"]["Ethernet1"]["pfc"] and not m["ports"]["Ethernet4"]["pfc"]
+    assert m["ports"]["Ethernet4"]["mtu"] == 9100 and m["ports"]["Ethernet3"]["mtu"] == 1500
+
+
+def test_eos_time_thresholds_fail_where_a_port_uses_them():
+    text = recorded("eos/avd-qos-running-config.txt")
+    get_driver("eos").parse(text)  # the profile with millisecond thresholds is bound to no port: fine
+    bound = text.replace("service-profile qprof_testwithpolicy", "service-profile uc_mc_queues_test")
+    msg = unreadable("eos", bound, "Ethernet7 ECN min threshold is 3 milliseconds")
+    assert "random-detect ecn minimum-threshold 3 milliseconds" in msg
+
+
+@pytest.mark.parametrize("line", [
+    "qos map dscp 26 to traffic-class 3 drop-precedence 9",
+    "qos map dscp 26 to tc 3",
+    "priority-flow-control pause watchdog default timeout soon",
+    "priority-flow-control all of",
+])
+def test_eos_unreadable_global_line_fails_naming_it(line):
+    msg = unreadable("eos", "hostname leaf7\n%s\n!\nend\n" % line, line)
+    assert "Arista EOS" in msg
+
+
+@pytest.mark.parametrize("line", [
+    "   priority-flow-control priority 3 lossless",
+    "   qos trust everything",
+    "   priority-flow-control pause watchdog port timer timeout 1",
+    "      random-detect ecn minimum-threshold 150 kbytes maximum-threshold 1500 parsecs",
+    "      random-detect ecn minimum-threshold 150 kbytes",
+    "   random-detect ecn count",
+])
+def test_eos_unreadable_interface_line_fails_naming_it(line):
+    text = "interface Ethernet1\n   mtu 9214\n   uc-tx-queue 3\n" if line.startswith("      ") else \
+        "interface Ethernet1\n   mtu 9214\n"
+    unreadable("eos", text + line + "\n!\n", line.strip())
+
+
+# -- Arista EOS show priority-flow-control --------------------------------------------
+
+FLAGS = re.compile(r"^(Et\d+)\s+([ED]) ([A-]) ([W-])\s+(-|\d(?:,\d)*)\s")
+
+
+def test_eos_pfc_status_three_flags():
+    d = get_driver("eos")
+    text = ("Global PFC : Enabled\n\nPort     Status   Priorities  Note\n" + "-" * 44 + "\n"
+            "Et1      E A W    3           DCBX disabled\n"
+            "Et2      E A -    3,4         DCBX disabled\n"
+            "Et3      D - -    -           DCBX disabled\n"
+            "Et4      E - W    3           DCBX disabled\n")
+    # before: the third flag took the priorities' place and Et1 read as PFC on no priority
+    assert d.parse_verify(text) == {"Ethernet1": [3], "Ethernet2": [3, 4], "Ethernet3": [], "Ethernet4": []}
+    st = d.parse_pfc_status(text)
+    assert st["*global"] is True and st["Ethernet4"] == {"enabled": True, "active": False, "watchdog": True,
+                                                         "priorities": [3]}
+    off = text.replace(recorded("eos/show-priority-flow-control-global-lines.txt").splitlines()[0],
+                       recorded("eos/show-priority-flow-control-global-lines.txt").splitlines()[1])
+    assert d.parse_pfc_status(off)["*global"] is False
+    assert d.parse_verify(off)["Ethernet1"] == []
+
+
+@pytest.mark.parametrize("row", ["Et1      E A    3   DCBX disabled", "Et1      X A W    3   DCBX disabled",
+                                 "Et1      E A W    three"])
+def test_eos_pfc_status_row_not_read_fails(row):
+    with pytest.raises(M.RoceSwitchError, match="leaf7: show priority-flow-control line not understood"):
+        get_driver("eos", switch="leaf7").parse_verify("Global PFC : Enabled\n" + row + "\n")
+
+
+def test_eos_twin_pfc_show_has_the_recorded_shape():
+    m = make_model("eos", "leaf1", ["Ethernet1", "Ethernet2", "Ethernet3"])
+    for line in ("enable", "configure terminal", "interface Ethernet1-2", "priority-flow-control on",
+                 "priority-flow-control priority 3 no-drop", "interface Ethernet1",
+                 "priority-flow-control pause watchdog", "interface Ethernet2", "shutdown", "end"):
+        m.handle(line)
+    text = m.handle("show priority-flow-control")
+    glob = recorded("eos/show-priority-flow-control-global-lines.txt").splitlines()
+    assert glob[0] in text.splitlines()
+    rows = [FLAGS.match(x) for x in text.splitlines() if x.startswith("Et")]
+    assert all(rows) and [r.groups()[:4] for r in rows] == [("Et1", "E", "A", "W"), ("Et2", "E", "-", "-"),
+                                                            ("Et3", "D", "-", "-")]
+    assert get_driver("eos").parse_verify(text) == {"Ethernet1": [3], "Ethernet2": [], "Ethernet3": []}
+    m.handle("configure terminal")
+    m.handle("priority-flow-control all off")
+    text = m.handle("show priority-flow-control")
+    assert glob[1] in text.splitlines()
+    assert get_driver("eos").parse_verify(text)["Ethernet1"] == []
+    assert "priority-flow-control all off" in m.handle("show running-config").splitlines()

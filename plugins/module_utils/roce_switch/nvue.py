@@ -25,7 +25,22 @@ from .model import compress_ints, default_dscp_map
 TRUST_IN = {"l3": "dscp", "l2": "pcp", "both": "both", "port": "port"}
 TRUST_OUT = {"dscp": "l3", "pcp": "l2", "both": "both"}
 ROCE_ECN = (150000, 1500000)
+SIZE = {"B": 1, "Bytes": 1, "KB": 1024, "MB": 1024 ** 2, "GB": 1024 ** 3}
 G = "default-global"
+
+
+def _ints(text, lo, hi):
+    """'24-31,48' -> [24..31, 48]; [] when a piece is not a number or out of range."""
+    out = []
+    for piece in text.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
+        if not m:
+            return []
+        a, b = int(m.group(1)), int(m.group(2) or m.group(1))
+        if not lo <= a <= b <= hi:
+            return []
+        out += list(range(a, b + 1))
+    return out
 
 
 class NvueDriver(Driver):
@@ -58,14 +73,38 @@ class NvueDriver(Driver):
         return False
 
     # -- reading -------------------------------------------------------------
+    # 'nv set' lines under these paths name what the collection manages; each
+    # must be one of the forms below or the read fails (values checked too).
+    MANAGED = re.compile(r"qos (?:roce|mapping|pfc|pfc-watchdog|congestion-control)\b|interface \S+ qos\b")
+    FORMS = [
+        r"qos roce(?: enable (?:on|off))?",
+        r"qos roce mode (?:lossless|lossy|lossless-single-ipool|lossy-multi-tc)",
+        r"qos mapping \S+ trust (?:l2|l3|both|port)",
+        r"qos mapping \S+ dscp [\d,\-]+ switch-priority [0-7]",
+        r"qos mapping \S+ pcp [\d,\-]+ switch-priority [0-7]",
+        r"qos pfc \S+ switch-priority [0-7](?:,[0-7])*",
+        r"qos pfc \S+ (?:tx|rx) (?:enable|disable)",
+        r"qos pfc \S+ cable-length \d+",
+        r"qos pfc-watchdog (?:polling-interval|robustness) \d+",
+        r"qos congestion-control \S+ traffic-class [0-7] (?:ecn|red) (?:enable|disable)",
+        r"qos congestion-control \S+ traffic-class [0-7] (?:min-threshold|max-threshold|probability) \d+",
+        r"interface \S+ qos (?:pfc|mapping|congestion-control|egress-scheduler) profile \S+",
+        r"interface \S+ qos pfc-watchdog(?: state (?:enable|disable))?",
+    ]
+
     def parse_raw(self, text):
         cfg = {}
         for line in text.splitlines():
             s = line.strip()
             m = re.fullmatch(r"nv set (.+)", s)
             if not m:
+                if re.match(r"nv (?:set|unset)\b", s):
+                    self.unreadable(s)
                 continue
-            words = m.group(1).split()
+            rest = " ".join(m.group(1).split())
+            if self.MANAGED.match(rest) and not any(re.fullmatch(f, rest) for f in self.FORMS):
+                self.unreadable(s)
+            words = rest.split()
             if words[:2] == ["qos", "roce"]:
                 if len(words) == 2 or words[2:] == ["enable", "on"]:
                     cfg["qos roce enable"] = "on"
@@ -78,6 +117,11 @@ class NvueDriver(Driver):
                 val = " ".join(path[keylen:]) or None
                 for p in self.expand(words[1]):
                     cfg["interface %s %s" % (p, " ".join(path[:keylen]))] = val
+                continue
+            r = re.fullmatch(r"qos mapping (\S+) dscp ([\d,\-]+) switch-priority ([0-7])", rest)
+            if r:
+                for d in _ints(r.group(2), 0, 63) or self.unreadable(s, why="DSCP list"):
+                    cfg["qos mapping %s dscp %d switch-priority" % (r.group(1), d)] = r.group(3)
                 continue
             if len(words) >= 2:
                 cfg[" ".join(words[:-1])] = words[-1]
@@ -142,11 +186,97 @@ class NvueDriver(Driver):
         return view, seen, switch, {"cfg": cfg, "roce": roce_on}
 
     def parse_verify(self, text):
-        for line in text.splitlines():
-            m = re.match(r"\s*pfc-priority\s+(\S+)", line)
-            if m:
-                return {"*": [int(x) for x in m.group(1).split(",") if x.isdigit()]}
-        return {}
+        """PFC priorities from ``nv show qos roce`` (switch-wide: key '*'); {}
+        when the output has no pfc section (RoCE off: nothing said)."""
+        st = self.parse_status(text)
+        return {"*": st["pfc_priorities"]} if st and st["pfc_priorities"] is not None else {}
+
+    def parse_status(self, text):
+        """``nv show qos roce``: the operational value of each row (the applied
+        one where operational is blank) of the table above the first '===' block:
+        enable, mode, PFC priorities and rx/tx, trust, ECN (traffic classes,
+        thresholds in bytes from NVUE's KB/MB at 1024, probability)."""
+        lines = text.splitlines()
+        dash = next((i for i, x in enumerate(lines) if re.fullmatch(r"-+(?: +-+)+ *", x)), None)
+        if dash is None:
+            if text.strip():
+                self.unreadable(lines[0] if lines else text, "nv show qos roce", "no column rule")
+            return None
+        cols = [m.start() for m in re.finditer(r"-+", lines[dash])]
+        rows, section = {}, None
+        for i in range(dash + 1, len(lines)):
+            line = lines[i].rstrip()
+            if not line.strip() or (i + 1 < len(lines) and lines[i + 1].startswith("===")):
+                break
+            key = line[:cols[1]].strip()
+            op = line[cols[1]:cols[2]].strip() if len(cols) > 2 else line[cols[1]:].strip()
+            ap = line[cols[2]:].strip() if len(cols) > 2 else ""
+            val = op or ap
+            if line.startswith(" "):
+                rows[(section, key)] = (val, line)
+            else:
+                section = key
+                rows[(None, key)] = (val, line)
+
+        def get(sec, key, pat, what):
+            v = rows.get((sec, key))
+            if v is None:
+                return None
+            m = re.fullmatch(pat, v[0])
+            if not m:
+                self.unreadable(v[1], "nv show qos roce", what)
+            return m
+
+        out = {"enable": None, "mode": None, "pfc_priorities": None, "pfc_rx": None, "pfc_tx": None,
+               "trust": None, "ecn": None}
+        m = get(None, "enable", r"on|off|", "enable")
+        out["enable"] = {"on": True, "off": False}.get(m.group(0)) if m else None
+        m = get(None, "mode", r"lossless|lossy|lossless-single-ipool|lossy-multi-tc|none|", "mode")
+        out["mode"] = (m.group(0) or None) if m else None
+        m = get("pfc", "pfc-priority", r"-|[0-7](?:,[0-7])*", "PFC priority")
+        if m:
+            out["pfc_priorities"] = [int(x) for x in m.group(0).split(",") if x.isdigit()]
+        for k in ("rx", "tx"):
+            m = get("pfc", k + "-enabled", r"enabled|disabled|yes|no", "PFC %s" % k)
+            out["pfc_" + k] = m.group(0) in ("enabled", "yes") if m else None
+        m = get("trust", "trust-mode", r"pcp,dscp|dscp,pcp|dscp|pcp|port", "trust")
+        if m:
+            out["trust"] = {"pcp,dscp": "both", "dscp,pcp": "both"}.get(m.group(0), m.group(0))
+        if ("congestion-control", "congestion-mode") in rows:
+            e = {}
+            m = get("congestion-control", "enabled-tc", r"-|[0-7](?:,[0-7])*", "ECN traffic classes")
+            e["tcs"] = [int(x) for x in m.group(0).split(",") if x.isdigit()] if m else []
+            for k in ("min", "max"):
+                m = get("congestion-control", k + "-threshold", r"(\d+(?:\.\d+)?) ?(Bytes|B|KB|MB|GB)?",
+                        "ECN %s threshold" % k)
+                e[k + "_bytes"] = int(round(float(m.group(1)) * SIZE[m.group(2) or "B"])) if m else None
+            m = get("congestion-control", "probability", r"\d+", "ECN probability")
+            e["probability"] = int(m.group(0)) if m else None
+            m = get("congestion-control", "congestion-mode", r"ECN|ecn.*|RED|red.*|-", "congestion mode")
+            e["mode"] = m.group(0)
+            out["ecn"] = e
+        return out
+
+    def status_drift(self, want, st):
+        """Lines where ``nv show qos roce`` differs from the intent (NVUE's KB/MB
+        are rounded: thresholds within 1% count as equal)."""
+        if not st or not want:
+            return []
+        g, out = want["global"], []
+        if g["pfc_priority"] is not None and st["mode"] and not st["mode"].startswith("lossless"):
+            out.append("RoCE mode %s (intent lossless PFC on priority %d)" % (st["mode"], g["pfc_priority"]))
+        if st["trust"] and g["trust"] and st["trust"] != g["trust"]:
+            out.append("operational trust %s (intent %s)" % (st["trust"], g["trust"]))
+        e, we = st["ecn"], g["ecn"]
+        if we and e is not None:
+            if we["tc"] not in e["tcs"]:
+                out.append("operational ECN on traffic classes %s (intent %d)" % (e["tcs"], we["tc"]))
+            for k in ("min_bytes", "max_bytes"):
+                if e[k] is not None and abs(e[k] - we[k]) > we[k] / 100.0:
+                    out.append("operational ECN %s %d (intent %d)" % (k, e[k], we[k]))
+            if e["probability"] is not None and e["probability"] != we["probability"]:
+                out.append("operational ECN probability %d (intent %d)" % (e["probability"], we["probability"]))
+        return out
 
     # -- writing -------------------------------------------------------------
     def ports_arg(self, ports):

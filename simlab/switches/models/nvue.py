@@ -393,33 +393,74 @@ class NvueModel(SwitchModel):
                     f"  {'state':<22}{'up' if v['up'] else 'down':<13}{'up' if v['up'] else 'down'}")
         raise CliError(f"Error: Invalid Command: nv show {' '.join(w)}")
 
+    @staticmethod
+    def _size(n):
+        """Bytes as NVUE prints them: KB/MB at 1024, two decimals."""
+        if n >= 1024 ** 2:
+            return f"{n / 1024 ** 2:.2f} MB"
+        if n >= 1024:
+            return f"{n / 1024:.2f} KB"
+        return f"{n} Bytes"
+
     def show_roce(self, fmt_json):
+        """``nv show qos roce`` in Cumulus Linux 5.14's layout: an operational /
+        applied table (enable, mode, pfc, congestion-control, trust,
+        lldp-app-tlv), then the DSCP->SP, SP->TC and pool tables."""
         cfg = self.running
-        on = cfg.get("qos roce enable") == "on"
-        mode = cfg.get("qos roce mode", "lossless")
+        on = cfg.get("qos roce enable") == "on" or "qos roce mode" in cfg
+        mode = cfg.get("qos roce mode", "lossless") if on else ""
         v = self.port_view(self.ports[0]) if self.ports else {}
-        data = {"enable": "on" if on else "off", "mode": mode if on else "none",
-                "pfc": {"pfc-priority": v.get("pfc_priorities", [])},
-                "trust": {"trust-mode": v.get("trust")},
-                "congestion-control": v.get("ecn") or {}}
-        if fmt_json:
-            return json.dumps(data, indent=2)
         ecn = v.get("ecn")
-        return "\n".join([
-            f"{'':<26}operational  applied",
-            "-" * 50,
-            f"{'enable':<26}{data['enable']:<13}{data['enable']}",
-            f"{'mode':<26}{data['mode']:<13}{data['mode']}",
-            "pfc",
-            f"  {'pfc-priority':<24}{','.join(map(str, data['pfc']['pfc-priority'])) or '-'}",
-            "trust",
-            f"  {'trust-mode':<24}{str(v.get('trust'))}",
-            "congestion-control",
-            f"  {'congestion-mode':<24}{'ECN' if ecn else '-'}",
-            f"  {'enabled-tc':<24}{ecn['tc'] if ecn else '-'}",
-            f"  {'min-threshold':<24}{ecn['min_bytes'] if ecn else '-'}",
-            f"  {'max-threshold':<24}{ecn['max_bytes'] if ecn else '-'}",
-        ])
+        trust = {"both": "pcp,dscp", "dscp": "dscp", "pcp": "pcp"}.get(v.get("trust"), str(v.get("trust")))
+        rows = [("enable", "", "on" if on else "off"), ("mode", mode, mode)]
+        if v.get("pfc_priorities"):
+            rows += [("pfc", "", ""), ("  pfc-priority", ",".join(map(str, v["pfc_priorities"])), ""),
+                     ("  rx-enabled", "enabled", ""), ("  tx-enabled", "enabled", ""),
+                     ("  cable-length", cfg.get("qos pfc default-global cable-length", "100"), "")]
+        if ecn:
+            rows += [("congestion-control", "", ""), ("  congestion-mode", "ECN", ""),
+                     ("  enabled-tc", str(ecn["tc"]), ""), ("  min-threshold", self._size(ecn["min_bytes"]), ""),
+                     ("  max-threshold", self._size(ecn["max_bytes"]), ""),
+                     ("  probability", cfg.get(f"qos congestion-control default-global traffic-class {ecn['tc']} "
+                                               "probability", "100"), "")]
+        rows += [("trust", "", ""), ("  trust-mode", trust, "")]
+        if on:
+            rows += [("lldp-app-tlv", "", ""), ("  priority", "3", ""), ("  protocol-id", "4791", ""),
+                     ("  selector", "UDP", "")]
+        if fmt_json:
+            return json.dumps({"enable": "on" if on else "off", "mode": mode,
+                               "pfc": {"pfc-priority": v.get("pfc_priorities", [])},
+                               "trust": {"trust-mode": trust}, "congestion-control": ecn or {}}, indent=2)
+        w1 = max([11] + [len(r[1]) for r in rows])
+        w2 = max([7] + [len(r[2]) for r in rows])
+        out = [" " * 20 + "operational".ljust(w1) + "  applied", "-" * 18 + "  " + "-" * w1 + "  " + "-" * w2]
+        out += [(f"{k:<20}{op:<{w1}}  {ap}").rstrip() for k, op, ap in rows]
+        dmap = v.get("dscp_map") or default_dscp_map()
+        by_sp: dict = {}
+        for d, sp in sorted(dmap.items()):
+            by_sp.setdefault(sp, []).append(d)
+        out += ["RoCE PCP/DSCP->SP mapping configurations", "=" * 43,
+                f"       {'pcp':<5}{'dscp':<25}switch-prio", f"    -  {'---':<5}{'-' * 23:<25}{'-' * 11}"]
+        for sp in range(8):
+            ds = ",".join(map(str, by_sp.get(sp, []))) or "-"
+            out.append(f"    {sp}  {sp:<5}{ds:<25}{sp}")
+        strict = v.get("cnp_strict_tc")
+        out += ["RoCE SP->TC mapping and ETS configurations", "=" * 45,
+                f"       {'switch-prio':<13}{'traffic-class':<15}scheduler-weight",
+                f"    -  {'-' * 11:<13}{'-' * 13:<15}{'-' * 16}"]
+        for sp in range(8):
+            tc = sp if sp in (3, 6) else 0
+            out.append(f"    {sp}  {sp:<13}{tc:<15}{'strict-priority' if sp == strict else 'DWRR-50%'}")
+        out += ["RoCE pool config", "=" * 19,
+                f"       {'name':<23}{'mode':<9}{'size':<6}{'switch-priorities':<19}traffic-class",
+                f"    -  {'-' * 21:<23}{'-' * 7:<9}{'-' * 4:<6}{'-' * 17:<19}{'-' * 13}"]
+        if on:
+            out += [f"    0  {'lossy-default-ingress':<23}{'Dynamic':<9}{'50%':<6}{'0,1,2,4,5,6,7':<19}-",
+                    f"    1  {'roce-reserved-ingress':<23}{'Dynamic':<9}{'50%':<6}{'3':<19}-",
+                    f"    2  {'lossy-default-egress':<23}{'Dynamic':<9}{'50%':<6}{'-':<19}0,6",
+                    f"    3  {'roce-reserved-egress':<23}{'Dynamic':<9}{'inf':<6}{'-':<19}3"]
+        out += ["Exception List", "=" * 17, "No Data"]
+        return "\n".join(out)
 
     def show_port_roce(self, port, fmt_json):
         v = self.port_view(port)

@@ -24,6 +24,9 @@ description:
     and device error.
   - Saves to startup only after re-reading the running config and the PFC state and finding the intent.
   - Input is validated before connecting (NOS, priorities 0-7, DSCP 0-63, MTU within the NOS's range).
+  - A running-config or verification line that names a DSCP map, PFC, random-detect/ECN or trust setting in a form
+    the NOS's parser does not know fails the module (I(state=parsed), C(gathered) and C(merged) alike) with the switch
+    and the line, before any command is sent; such a line is never skipped.
 options:
   name: {type: str, default: switch, description: Switch name used in messages.}
   host: {type: str, description: Address of the switch (required unless I(state) is rendered or parsed).}
@@ -118,7 +121,8 @@ parsed:
   type: dict
   returned: state parsed
 gathered:
-  description: Data model read from the switch, with C(oper_pfc) per port.
+  description: Data model read from the switch, with C(oper_pfc) per port and, where the NOS's verification show
+    has them (NVUE C(nv show qos roce)), the operational RoCE mode, trust and ECN under C(status).
   type: dict
   returned: state gathered
 drift:
@@ -226,14 +230,18 @@ def main():
             before_text = sw.show(driver.show_running)
             if state == "gathered":
                 have, raw = driver.read(before_text, scope)
-                oper = driver.parse_verify(sw.show(driver.show_verify))
+                verify_text = sw.show(driver.show_verify)
+                oper = driver.parse_verify(verify_text)
+                status = driver.parse_status(verify_text)
                 gathered = _keys_str(have)
                 for port, pv in gathered["ports"].items():
                     pv["oper_pfc"] = oper.get(port, oper.get("*", []))
+                if status is not None:
+                    gathered["status"] = status
                 result["gathered"] = gathered
                 result["before"] = gathered
                 if p["config"] is not None:
-                    result["drift"] = M.drift(want, have)
+                    result["drift"] = M.drift(want, have) + driver.status_drift(want, status)
                 result["show_commands"] = sw.shows
                 module.exit_json(**result)
             have, raw, target, ch = plan(driver, state, want, before_text, scope, bool(p["ports"]))

@@ -10,7 +10,9 @@ queuing GPUFABRIC-QUEUING-OUT`` (``random-detect ... ecn`` on the RoCE queue,
 GPUFABRIC-NETWORK-QOS`` (``pause pfc-cos``), attached under ``system qos``;
 per interface ``mtu``, ``priority-flow-control mode on`` and ``service-policy
 type qos input`` (DSCP trust).  Pushes run in a configuration session; the
-parser also reads other policies (e.g. a reference config's)."""
+parser also reads other policies (e.g. a reference config's).  A ``priority-flow-control``,
+``random-detect`` or ``match dscp`` line of another form (DSCP names such as
+``af31`` are read) fails the read naming switch and line."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -40,6 +42,24 @@ def _ints(text):
         m = re.fullmatch(r"(\d+)(?:-(\d+))?", piece.strip())
         if m:
             out += list(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return out
+
+
+DSCP_NAMES = dict([("default", 0), ("ef", 46)] + [("cs%d" % i, 8 * i) for i in range(8)] +
+                  [("af%d%d" % (c, d), 8 * c + 2 * d) for c in range(1, 5) for d in range(1, 4)])
+
+
+def _dscps(text):
+    """'26', '24-31', '26,48', 'af31 ef' -> DSCP numbers; None if a value is neither."""
+    out = []
+    for piece in re.split(r"[,\s]+", text.strip()):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
+        if m and int(m.group(2) or m.group(1)) <= 63 and int(m.group(1)) <= int(m.group(2) or m.group(1)):
+            out += list(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+        elif piece.lower() in DSCP_NAMES:
+            out.append(DSCP_NAMES[piece.lower()])
+        else:
+            return None
     return out
 
 
@@ -77,8 +97,14 @@ class NxosDriver(Driver):
         return {}
 
     # -- reading -------------------------------------------------------------
+    @staticmethod
+    def managed(s):
+        w = s[3:] if s.startswith("no ") else s
+        return bool(re.match(r"priority-flow-control\b|random-detect\b|match dscp\b|qos trust\b|trust\b", w))
+
     def parse_raw(self, text):
-        raw = {"cmaps": {}, "pmaps": {"qos": {}, "queuing": {}, "network-qos": {}}, "system": {}, "ports": {}}
+        raw = {"cmaps": {}, "pmaps": {"qos": {}, "queuing": {}, "network-qos": {}}, "system": {}, "ports": {},
+               "other": {}, "pfc_global": []}
         top, cls = None, None
         for line in text.splitlines():
             if not line.strip() or line.strip().startswith("!"):
@@ -98,52 +124,87 @@ class NxosDriver(Driver):
                 m = re.fullmatch(r"interface (Ethernet\S+)", s)
                 if m:
                     top = ("if", [raw["ports"].setdefault(p, {}) for p in self.expand(m.group(1))])
+                elif re.fullmatch(r"interface \S+", s):  # port-channels etc.: read, kept apart
+                    top = ("if", [raw["other"].setdefault(s.split()[1], {})])
+                if top is None:
+                    if re.fullmatch(r"priority-flow-control (?:watch-dog-interval (?:on|off)|watch-dog \S+ \d+"
+                                    r"|auto-restore multiplier \d+|fixed-restore multiplier \d+)", s):
+                        raw["pfc_global"].append(s)
+                    elif self.managed(s):
+                        self.unreadable(s)
                 continue
             if top is None:
+                if self.managed(s):
+                    self.unreadable(s, why="outside a block the parser reads")
                 continue
             kind, obj = top
             if kind == "cmap":
-                m = re.fullmatch(r"match dscp (\S+)", s)
+                m = re.fullmatch(r"match dscp (\S+(?: \S+)*)", s)
                 if m:
-                    obj += _ints(m.group(1))
+                    ds = _dscps(m.group(1))
+                    if ds is None:
+                        self.unreadable(s, why="DSCP values")
+                    obj += ds
+                elif self.managed(s):
+                    self.unreadable(s)
             elif kind == "sys":
                 m = re.fullmatch(r"service-policy type (network-qos|queuing output|qos input) (\S+)", s)
                 if m:
                     obj[m.group(1).split()[0]] = m.group(2)
             elif kind == "if":
+                known = False
                 for pc in obj:
                     m = re.fullmatch(r"mtu (\d+)", s)
                     if m:
                         pc["mtu"] = int(m.group(1))
                     m = re.fullmatch(r"priority-flow-control mode (on|off|auto)", s)
                     if m:
-                        pc["pfc_mode"] = m.group(1)
+                        pc["pfc_mode"], known = m.group(1), True
+                    if re.fullmatch(r"no priority-flow-control mode(?: on| off| auto)?", s):
+                        pc["pfc_mode"], known = "auto", True
+                    m = re.fullmatch(r"priority-flow-control (watch-dog-interval (?:on|off)|send-tlv)", s)
+                    if m:
+                        pc.setdefault("pfc_other", []).append(m.group(1))
+                        known = True
                     m = re.fullmatch(r"service-policy type qos input (\S+)", s)
                     if m:
                         pc["qos_in"] = m.group(1)
+                if not known and self.managed(s):
+                    self.unreadable(s)
             else:
                 m = re.fullmatch(r"class(?: type \S+)? (\S+)", s)
                 if m:
                     cls = obj.setdefault(m.group(1), {})
                     continue
                 if cls is None:
+                    if self.managed(s):
+                        self.unreadable(s, why="outside a class")
                     continue
                 m = re.fullmatch(r"set qos-group (\d)", s)
                 if m:
                     cls["qos_group"] = int(m.group(1))
                 if re.fullmatch(r"priority(?: level \d)?", s):
                     cls["priority"] = True
-                m = re.fullmatch(r"random-detect minimum-threshold (\d+) (\S+) maximum-threshold (\d+) (\S+)"
-                                 r"(?: drop-probability (\d+))?(?: weight (\d+))?( ecn)?", s)
-                if m:
-                    cls["wred"] = {"min_bytes": int(m.group(1)) * UNITS[m.group(2)],
-                                   "max_bytes": int(m.group(3)) * UNITS[m.group(4)],
-                                   "probability": int(m.group(5) or 100), "ecn": bool(m.group(7))}
+                if s.startswith("random-detect"):
+                    m = re.fullmatch(r"random-detect minimum-threshold (\d+) (bytes|kbytes|mbytes) maximum-threshold "
+                                     r"(\d+) (bytes|kbytes|mbytes)(?: drop-probability (\d+))?(?: weight (\d+))?( ecn)?",
+                                     s)
+                    if m:
+                        cls["wred"] = {"min_bytes": int(m.group(1)) * UNITS[m.group(2)],
+                                       "max_bytes": int(m.group(3)) * UNITS[m.group(4)],
+                                       "probability": int(m.group(5) or 100), "ecn": bool(m.group(7))}
+                    elif re.fullmatch(r"random-detect threshold (?:burst-optimized|mesh-optimized)(?: ecn)?", s):
+                        cls["wred_preset"] = s
+                    else:
+                        self.unreadable(s)
+                    continue
                 m = re.fullmatch(r"pause pfc-cos ([\d, ]+)", s)
                 if m:
                     cls["pfc_cos"] = _ints(m.group(1).replace(" ", ","))
                 if s == "pause no-drop":
                     cls["pfc_cos"] = "no-drop"
+                if self.managed(s):
+                    self.unreadable(s)
         return raw
 
     def _dscp_map(self, raw, policy):

@@ -11,7 +11,10 @@ ecn minimum-absolute KB maximum-absolute KB``, ``traffic-class C dcb ets strict`
 priority by DSCP>>3 and has no ECN marking probability, so the intent must
 agree with both.  The running config is flat and compresses port ranges
 (``interface ethernet 1/7-1/8 ...``); a ``roce`` macro line is read with its
-documented effect.  Rollback point: a named configuration file."""
+documented effect.  Rollback point: a named configuration file.  A ``roce``, PFC, ``qos trust`` or
+``congestion-control`` line of another form fails the read naming switch and
+line; port-channel lines are read apart from the Ethernet ports; relative
+(percent) ECN thresholds fail where a port is read."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -20,9 +23,9 @@ __metaclass__ = type
 import re
 
 from .base import Driver, dedupe
-from .model import default_dscp_map, ranges
+from .model import RoceSwitchError, default_dscp_map, ranges
 
-TRUST_IN = {"L3": "dscp", "L2": "pcp", "both": "both"}
+TRUST_IN = {"L3": "dscp", "L2": "pcp", "both": "both", "port": "port"}
 TRUST_OUT = {"dscp": "L3", "pcp": "L2", "both": "both"}
 ROCE_ECN_KB = (150, 1500)
 
@@ -67,8 +70,12 @@ class OnyxDriver(Driver):
         return out
 
     # -- reading -------------------------------------------------------------
+    @staticmethod
+    def managed(s):
+        return bool(re.search(r"priority-flow-control|qos trust|congestion-control|^roce\b", s))
+
     def parse_raw(self, text):
-        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "active": None}
+        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "lags": {}, "active": None}
         for line in text.splitlines():
             m = re.match(r'## Running database "([^"]+)"', line)
             if m:
@@ -80,36 +87,54 @@ class OnyxDriver(Driver):
             if m:
                 raw["roce"] = m.group(1) or "lossless"
                 continue
-            if re.fullmatch(r"dcb priority-flow-control enable(?: force)?", s):
-                raw["pfc_enable"] = True
+            m = re.fullmatch(r"(no )?dcb priority-flow-control enable(?: force)?", s)
+            if m:
+                raw["pfc_enable"] = not m.group(1)
                 continue
-            m = re.fullmatch(r"dcb priority-flow-control priority (\d) enable", s)
+            m = re.fullmatch(r"dcb priority-flow-control priority ([0-7]) enable", s)
             if m:
                 raw["pfc_prios"].add(int(m.group(1)))
                 continue
-            m = re.fullmatch(r"interface ethernet (\S+) (.+)", s)
+            m = re.fullmatch(r"interface (ethernet|port-channel|mlag-port-channel) (\S+) (.+)", s)
             if not m:
+                if self.managed(s):
+                    self.unreadable(s)
                 continue
-            rest = m.group(2)
-            for p in self.expand(m.group(1)):
-                pc = raw["ports"].setdefault(p, {})
+            rest = m.group(3)
+            if m.group(1) == "ethernet":
+                targets = [raw["ports"].setdefault(p, {}) for p in self.expand(m.group(2))]
+                if not targets:
+                    if self.managed(rest):
+                        self.unreadable(s, why="port range")
+                    continue
+            else:  # LAGs: read, kept apart from the Ethernet ports
+                targets = [raw["lags"].setdefault("%s %s" % (m.group(1), m.group(2)), {})]
+            known = False
+            for pc in targets:
                 r = re.fullmatch(r"mtu (\d+)(?: force)?", rest)
                 if r:
                     pc["mtu"] = int(r.group(1))
-                r = re.fullmatch(r"qos trust (L2|L3|both)", rest)
+                r = re.fullmatch(r"qos trust (port|L2|L3|both)", rest)
                 if r:
-                    pc["trust"] = r.group(1)
-                if re.fullmatch(r"dcb priority-flow-control mode on(?: force)?", rest):
-                    pc["pfc"] = True
-                r = re.fullmatch(r"traffic-class (\d) congestion-control ecn minimum-absolute (\d+) "
-                                 r"maximum-absolute (\d+)", rest)
+                    pc["trust"], known = r.group(1), True
+                r = re.fullmatch(r"(no )?dcb priority-flow-control mode(?: (on|auto))?(?: force)?", rest)
+                if r and (r.group(1) or r.group(2)):
+                    pc["pfc"], known = (r.group(2) == "on" and not r.group(1)), True
+                r = re.fullmatch(r"traffic-class (\d) congestion-control (ecn|red|both) minimum-(absolute|relative) "
+                                 r"(\d+) maximum-(absolute|relative) (\d+)", rest)
                 if r:
-                    pc.setdefault("ecn", {})[int(r.group(1))] = (int(r.group(2)), int(r.group(3)))
+                    known = True
+                    if r.group(2) == "red" or r.group(3) != r.group(5):
+                        pc.setdefault("wred", {})[int(r.group(1))] = rest
+                    else:
+                        pc.setdefault("ecn", {})[int(r.group(1))] = (int(r.group(4)), int(r.group(6)), r.group(3), s)
                 r = re.fullmatch(r"traffic-class (\d) dcb ets strict", rest)
                 if r:
                     pc.setdefault("strict", set()).add(int(r.group(1)))
                 if rest == "shutdown":
                     pc["shutdown"] = True
+            if not known and self.managed(rest):
+                self.unreadable(s)
         return raw
 
     def parse_views(self, text):
@@ -122,10 +147,13 @@ class OnyxDriver(Driver):
             pc = raw["ports"].get(port, {})
             ecn = dict(pc.get("ecn", {}))
             if not ecn and roce:
-                ecn = {3: ROCE_ECN_KB}
+                ecn = {3: ROCE_ECN_KB + ("absolute", "")}
             ev = None
             if ecn:
                 tc = min(ecn)
+                if ecn[tc][2] != "absolute":
+                    raise RoceSwitchError("%s: %s ECN thresholds are relative (percent), which have no size in "
+                                          "bytes: '%s'" % (self.switch, port, ecn[tc][3]))
                 ev = {"tc": tc, "min_bytes": ecn[tc][0] * 1000, "max_bytes": ecn[tc][1] * 1000, "probability": 100}
             return {"mtu": pc.get("mtu", self.default_mtu),
                     "trust": TRUST_IN[pc.get("trust") or ("L3" if raw["roce"] else "L2")],

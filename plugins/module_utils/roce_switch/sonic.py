@@ -11,7 +11,9 @@ scheduler-policy GPUFABRIC`` (``queue C`` / ``type strict``); per interface
 priority P``, ``queue T wred-policy GPUFABRIC``, ``scheduler-policy GPUFABRIC``.
 SONiC has no configuration transaction: a failed push is undone by commands
 computed from the running config read before it (every block and line the
-push added or changed is put back)."""
+push added or changed is put back).  A ``roce``, PFC,
+``qos map dscp-tc``/``dscp ... traffic-class``, ``ecn``/``green`` or trust line
+of another form fails the read naming switch and line."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,6 +25,17 @@ from .base import Driver, dedupe
 from .model import default_dscp_map
 
 NAME = "GPUFABRIC"
+
+
+def _ints(text, lo, hi):
+    """'0-25,27' -> numbers; [] when a piece is not a number or out of range."""
+    out = []
+    for piece in text.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
+        if not m or not lo <= int(m.group(1)) <= int(m.group(2) or m.group(1)) <= hi:
+            return []
+        out += list(range(int(m.group(1)), int(m.group(2) or m.group(1)) + 1))
+    return out
 
 
 class SonicDriver(Driver):
@@ -70,33 +83,59 @@ class SonicDriver(Driver):
                 cur[1].append(line.rstrip())
         return out
 
+    @staticmethod
+    def managed(s):
+        w = s[3:] if s.startswith("no ") else s
+        return bool(re.match(r"priority-flow-control\b|random-detect\b|qos map dscp|dscp \S+ traffic-class|"
+                             r"qos-map dscp-tc\b|roce\b|ecn\b|green\b|trust\b|\S+ trust\b", w))
+
+    PORT_PFC = (r"priority-flow-control (?:asymmetric|watchdog(?: on)?|watchdog action (?:drop|forward|alert)"
+                r"|watchdog on detect-time \d+|watchdog restore-time \d+)")
+    GLOBAL_PFC = r"priority-flow-control watchdog (?:polling-interval \d+|counter-poll(?: enable| disable)?)"
+
     def parse_raw(self, text):
-        raw = {"roce": None, "maps": {}, "wred": {}, "sched": {}, "ports": {}, "blocks": self.blocks(text)}
+        raw = {"roce": None, "maps": {}, "wred": {}, "sched": {}, "ports": {}, "other": {}, "pfc_global": [],
+               "blocks": self.blocks(text)}
         for head, lines in raw["blocks"]:
             body = [x.strip() for x in lines]
-            m = re.fullmatch(r"roce enable(?: pfc-priority (\S+))?", head)
-            if m:
+            if head.startswith("roce"):
+                m = re.fullmatch(r"roce enable(?: pfc-priority ([0-7](?:,[0-7])*))?", head)
+                if not m:
+                    self.unreadable(head)
                 raw["roce"] = [int(x) for x in (m.group(1) or "3,4").split(",")]
+                continue
+            if re.fullmatch(self.GLOBAL_PFC, head):
+                raw["pfc_global"].append(head)
+                continue
             m = re.fullmatch(r"qos map dscp-tc (\S+)", head)
             if m:
                 mp = raw["maps"].setdefault(m.group(1), {})
                 for x in body:
-                    r = re.fullmatch(r"dscp (\S+) traffic-class (\d)", x)
-                    if r:
-                        for piece in r.group(1).split(","):
-                            a, _, b = piece.partition("-")
-                            for d in range(int(a), int(b or a) + 1):
-                                mp[d] = int(r.group(2))
+                    r = re.fullmatch(r"dscp ([\d,\-]+) traffic-class ([0-7])", x)
+                    ds = _ints(r.group(1), 0, 63) if r else []
+                    if not ds:
+                        if self.managed(x) or x.startswith("dscp"):
+                            self.unreadable(x, why="in %s" % head)
+                        continue
+                    for d in ds:
+                        mp[d] = int(r.group(2))
+                continue
             m = re.fullmatch(r"qos wred-policy (\S+)", head)
             if m:
                 w = raw["wred"].setdefault(m.group(1), {})
                 for x in body:
-                    r = re.fullmatch(r"green minimum-threshold (\d+) maximum-threshold (\d+) drop-probability (\d+)", x)
+                    r = re.fullmatch(r"(green|yellow|red) minimum-threshold (\d+) maximum-threshold (\d+) "
+                                     r"drop-probability (\d+)", x)
                     if r:
-                        w["green"] = tuple(int(v) for v in r.groups())
-                    r = re.fullmatch(r"ecn (\S+)", x)
+                        w[r.group(1)] = tuple(int(v) for v in r.groups()[1:])
+                        continue
+                    r = re.fullmatch(r"ecn (none|green|yellow|red|green-yellow|green-red|yellow-red|all)", x)
                     if r:
                         w["ecn"] = r.group(1)
+                        continue
+                    if self.managed(x):
+                        self.unreadable(x, why="in %s" % head)
+                continue
             m = re.fullmatch(r"qos scheduler-policy (\S+)", head)
             if m:
                 sp = raw["sched"].setdefault(m.group(1), {})
@@ -108,25 +147,45 @@ class SonicDriver(Driver):
                     r = re.fullmatch(r"type (\S+)", x)
                     if r and q is not None:
                         sp[q] = r.group(1)
-            m = re.fullmatch(r"interface (Eth\S+)", head)
+                continue
+            m = re.fullmatch(r"interface (Eth\d+/\d+)", head)
             if m:
                 pc = raw["ports"].setdefault(self.canon_port(m.group(1)), {})
+            elif head.startswith("interface "):  # port-channels, VLANs: read, kept apart
+                pc = raw["other"].setdefault(head.split(None, 1)[1], {})
+            else:
+                if self.managed(head):
+                    self.unreadable(head)
                 for x in body:
-                    r = re.fullmatch(r"mtu (\d+)", x)
-                    if r:
-                        pc["mtu"] = int(r.group(1))
-                    r = re.fullmatch(r"qos-map dscp-tc (\S+)", x)
-                    if r:
-                        pc["map"] = r.group(1)
-                    r = re.fullmatch(r"priority-flow-control priority (\d)", x)
-                    if r:
-                        pc.setdefault("pfc", []).append(int(r.group(1)))
-                    r = re.fullmatch(r"queue (\d) wred-policy (\S+)", x)
-                    if r:
-                        pc.setdefault("wred", {})[int(r.group(1))] = r.group(2)
-                    r = re.fullmatch(r"scheduler-policy (\S+)", x)
-                    if r:
-                        pc["sched"] = r.group(1)
+                    if self.managed(x):
+                        self.unreadable(x, why="in %s" % head)
+                continue
+            for x in body:
+                r = re.fullmatch(r"mtu (\d+)", x)
+                if r:
+                    pc["mtu"] = int(r.group(1))
+                    continue
+                r = re.fullmatch(r"qos-map dscp-tc (\S+)", x)
+                if r:
+                    pc["map"] = r.group(1)
+                    continue
+                r = re.fullmatch(r"priority-flow-control priority ([0-7])", x)
+                if r:
+                    pc.setdefault("pfc", []).append(int(r.group(1)))
+                    continue
+                if re.fullmatch(self.PORT_PFC, x):
+                    pc.setdefault("pfc_other", []).append(x)
+                    continue
+                r = re.fullmatch(r"queue (\d) wred-policy (\S+)", x)
+                if r:
+                    pc.setdefault("wred", {})[int(r.group(1))] = r.group(2)
+                    continue
+                r = re.fullmatch(r"scheduler-policy (\S+)", x)
+                if r:
+                    pc["sched"] = r.group(1)
+                    continue
+                if self.managed(x):
+                    self.unreadable(x, why="in %s" % head)
         return raw
 
     def parse_views(self, text):

@@ -58,6 +58,28 @@ def test_eos_all_off_overrides_a_port_with_pfc():
     assert get_driver("eos").parse(text + "priority-flow-control all off\n")["ports"]["Ethernet1"]["pfc"] is False
 
 
+def test_eos_converges_from_all_off():
+    d = get_driver("eos")
+    m = make_model("eos", "leaf1", ["Ethernet1", "Ethernet2"])
+    s = m.session()
+    for line in ("enable", "configure terminal", "priority-flow-control all off", "interface Ethernet1",
+                 "priority-flow-control on", "priority-flow-control priority 3 no-drop", "end"):
+        s.handle(line)
+    want = M.normalise_intent({"pfc_priority": 3, "trust": "dscp"}, d, ["Ethernet1", "Ethernet2"])
+    have, raw = d.read(s.handle("show running-config"), M.scope_of(want))
+    assert not have["ports"]["Ethernet1"]["pfc"]  # configured, but switched off switch-wide
+    ch = M.changes(want, have, "merged")
+    ch["state"] = "merged"
+    cmds = d.commands(ch, want, have, raw)
+    assert cmds[0] == "no priority-flow-control all off"
+    s.handle("configure terminal")
+    assert [x for x in (s.handle(c) for c in cmds) if x.startswith("%")] == []
+    s.handle("end")
+    after = d.parse(s.handle("show running-config"), M.scope_of(want))
+    assert after["ports"]["Ethernet1"]["pfc"] and after["ports"]["Ethernet2"]["pfc"]
+    assert d.parse_verify(s.handle("show priority-flow-control")) == {"Ethernet1": [3], "Ethernet2": [3]}
+
+
 def test_eos_interface_pfc_forms():
     m = get_driver("eos").parse(recorded("eos/avd-ethernet-interfaces-running-config.txt"))
     views = get_driver("eos").parse_views(recorded("eos/avd-ethernet-interfaces-running-config.txt"))

@@ -301,6 +301,9 @@ class EosDriver(Driver):
             out.append(((), "no qos map dscp %d" % d))
         wprio = want["global"]["pfc_priority"]
         hprio = have["global"]["pfc_priority"]
+        if raw.get("pfc_all_off") and wprio is not None and any(d.get("pfc", (False,))[0]
+                                                                 for d in ch["ports"].values()):
+            out.append(((), "no priority-flow-control all off"))  # else no port's PFC takes effect
         cprio = (want["global"]["cnp"] or have["global"]["cnp"] or {}).get("priority", 6)
         per_port = {}
         for port in list(ch["ports"]) + [p for p in want["ports"] if "pfc_priority" in g and p not in ch["ports"]]:

@@ -14,8 +14,10 @@ description:
   - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
     {layer, name, status, reason, evidence, remediation}.
   - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
-    arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs
-    and the nics), C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
+    arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs,
+    the nics, the minimum firmware version and the selected PFs that are not ConnectX: not applicable, status
+    skipped, when there is no other),
+    C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
     (whether a host failed one of the given layers in this run), C(doctor_layer_results) (a host's result per layer,
     the checks' own, skipped for --skip-tags, blocked above the first failure), C(doctor_verdict)
     (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
@@ -67,8 +69,8 @@ def doctor_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor=
                                sysfs_root, proc_root)
 
 
-def doctor_nic_firmware(checked, pfs, nics, min_fw_version=""):
-    return doctor.check_nic_firmware(checked or {}, pfs or [], nics or [], min_fw_version or "")
+def doctor_nic_firmware(checked, pfs, nics, min_fw_version="", left_out=None):
+    return doctor.check_nic_firmware(checked or {}, pfs or [], nics or [], min_fw_version or "", left_out or [])
 
 
 def kernel_iov_unassigned(nics, nic_vendor="15b3"):

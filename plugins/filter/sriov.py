@@ -19,9 +19,11 @@ description:
     vf_defaults and vfs.
   - The same plugin file provides C(sriov_selected_pfs) (nic_facts' nics and gpufabric_nics -> the nics that an
     entry's C(match) selects by name, PCI address, short or full, or vendor:device, in their order) and
-    C(nic_firmware_selection) (nic_facts' nics, gpufabric_nics, the least NUM_OF_VFS
-    and extra firmware params -> C(pfs) [{pci_address, num_vfs}] and C(devices) [{device, params}] for
-    C(gpufabric.stack.mlx_config)).
+    C(nic_firmware_selection) (nic_facts' nics, gpufabric_nics, the least NUM_OF_VFS, extra firmware params
+    and the PCI vendor the firmware tools know, C(15b3) -> C(pfs) [{pci_address, num_vfs}] and C(devices)
+    [{device, params}] for C(gpufabric.stack.mlx_config), the selected PFs of other vendors in C(left_out)
+    [{pci_address, vendor_device, name}], and C(not_applicable) (every selected PF is of another vendor:
+    C(not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))) or C(left_out_text) (some are)).
 positional: _input
 options:
   _input:
@@ -67,8 +69,9 @@ def sriov_selected_pfs(nics, entries):
     return sriov.selected_pfs(nics or [], entries or [])
 
 
-def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None):
-    return sriov.firmware_selection(nics or [], entries or [], int(num_vfs or 0), extra_params or {})
+def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None, vendor="15b3"):
+    return sriov.firmware_selection(nics or [], entries or [], int(num_vfs or 0), extra_params or {},
+                                    "" if vendor is None else str(vendor))
 
 
 class FilterModule(object):

@@ -74,12 +74,40 @@ def check_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor="
                   [booted] + ["iommu: " + i for i in iommus])
 
 
-def check_nic_firmware(checked, pfs, nics, min_fw_version=""):
+def check_nic_firmware(checked, pfs, nics, min_fw_version="", left_out=None):
     """Layer 4: the firmware of every selected PF readable, not older than
     ``min_fw_version``, SR-IOV on with enough VFs and nothing pending a reboot
     or differing from the intent. ``checked``: mlx_config's check-mode answer
     for the PFs (``devices``); ``pfs``: the selection ([{pci_address,
-    num_vfs}], sriov.firmware_selection); ``nics``: nic_facts' nics."""
+    num_vfs}], sriov.firmware_selection); ``nics``: nic_facts' nics;
+    ``left_out``: the selected PFs that are not ConnectX
+    ([{pci_address, vendor_device}], firmware_selection's ``left_out``). When
+    every selected PF is left out the layer does not apply (skipped, shown
+    ``-``); when some are, the others are judged and the verdict names those
+    left out."""
+    result_ = _nic_firmware_result(checked, pfs, nics, min_fw_version)
+    return with_left_out(result_, pfs, left_out)
+
+
+def with_left_out(res, pfs, left_out):
+    """A ConnectX-only layer's result given the selected PFs of other vendors
+    (``left_out``): 'skipped' as not applicable when they are all there is,
+    else ``res`` naming them in its evidence (and in its reason when it
+    passes)."""
+    if not left_out:
+        return res
+    text = sriov.not_connectx(left_out)
+    if not pfs:
+        return result(res["layer"], "skipped", "not applicable: " + text,
+                      ["%s (%s): not a ConnectX, this layer does not apply" % (p["pci_address"], p.get("vendor_device"))
+                       for p in left_out])
+    res = dict(res, evidence=list(res.get("evidence") or []) + ["left out: " + text])
+    if res["status"] == "pass":
+        res["reason"] = "%s (left out: %s)" % (res["reason"], text)
+    return res
+
+
+def _nic_firmware_result(checked, pfs, nics, min_fw_version=""):
     from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import compare_fw_versions
 
     checked = checked or {}

@@ -570,9 +570,30 @@ def layer_result(host, check, unit_enabled=None, persist=True, unit_name="gpufab
     intent (the reason is the first difference); a difference along the
     cabling (switch port vs PF: the switch side is the first link, and the
     remediation names the layer that repairs it); the QoS would be lost at
-    the next boot; warnings (inbox firmware ECN off on the priority); pass."""
+    the next boot; warnings (inbox firmware ECN off on the priority); pass.
+
+    The layer is ConnectX's: when ``check`` says every selected PF is of
+    another vendor (``not_applicable``, from roce_qos) it is 'skipped' with
+    that reason (the report shows ``-``); PFs left out of a mixed selection
+    (``left_out_text``) are named in the evidence, and in the reason of a
+    pass."""
     layer, name = 8, "roce_host"
     fix_host = "run roce_host (tag layer08) on %s; use --check --diff to see the commands first" % host
+    if check.get("not_applicable") and not check.get("failed"):
+        # every selected PF is of another vendor than ConnectX: shown as '-'
+        return {"layer": layer, "name": name, "status": "skipped", "reason": check["not_applicable"],
+                "evidence": ["%s (%s): not a ConnectX, this layer does not apply" % (p["pci_address"],
+                                                                                      p.get("vendor_device"))
+                             for p in check.get("left_out") or []], "remediation": ""}
+    res = _layer_result(host, check, unit_enabled, persist, unit_name, chain, layer, name, fix_host)
+    if check.get("left_out_text") and not check.get("failed"):
+        res["evidence"] = list(res["evidence"]) + [check["left_out_text"]]
+        if res["status"] == "pass":
+            res["reason"] = "%s (%s)" % (res["reason"], check["left_out_text"])
+    return res
+
+
+def _layer_result(host, check, unit_enabled, persist, unit_name, chain, layer, name, fix_host):
     if check.get("failed"):
         return {"layer": layer, "name": name, "status": "fail",
                 "reason": "%s: host QoS could not be read: %s" % (host, check.get("msg", "unknown error")),

@@ -71,33 +71,41 @@ class Host(object):
         return None
 
 
-def select_pfs(node, sysfs_root, specs):
+def selection(node, sysfs_root, specs):
+    """``{pfs, left_out, not_applicable, left_out_text}``: the PFs that
+    ``specs`` select, those that are ConnectX (15b3) in ``pfs``, each with its
+    netdev, Ethernet link and RDMA device or a failure naming the PF, and the
+    others in ``left_out`` (sriov.vendor_selection): the host RoCE QoS tools
+    (mlnx_qos, cma_roce_*) and the firmware ECN parameters are ConnectX's."""
     try:
         found = sysfs_nic.discover(sysfs_root)
     except sysfs_nic.SysfsError as exc:
         raise Q.RoceQosError("%s: %s" % (node, exc))
     if not specs:
         raise Q.RoceQosError("%s: pfs is empty: nothing selects a PF" % node)
-    pfs, seen = [], set()
+    hit, seen = [], set()
     for spec in specs:
         try:
             hits = sriov.select(found, spec)
         except sriov.SriovError as exc:
             raise Q.RoceQosError("%s: %s" % (node, exc))
         for pf in hits:
-            if pf["pci_address"] in seen:
-                continue
-            seen.add(pf["pci_address"])
-            label = sriov.pf_label(pf)
-            if not pf["name"]:
-                raise Q.RoceQosError("%s: %s has no netdev: no driver bound (layer 5)" % (node, label))
-            if pf.get("link_type") not in (None, "ETH"):
-                raise Q.RoceQosError("%s: %s is %s, not Ethernet: RoCE QoS applies to Ethernet ports "
-                                     "(LINK_TYPE_P1, layer 4)" % (node, label, pf["link_type"]))
-            if not pf.get("rdma_device"):
-                raise Q.RoceQosError("%s: %s has no RDMA device: load mlx5_ib (layer 5)" % (node, label))
-            pfs.append(pf)
-    return pfs
+            if pf["pci_address"] not in seen:
+                seen.add(pf["pci_address"])
+                hit.append(pf)
+    out = sriov.vendor_selection(hit)
+    pfs = []
+    for pf in out["pfs"]:
+        label = sriov.pf_label(pf)
+        if not pf["name"]:
+            raise Q.RoceQosError("%s: %s has no netdev: no driver bound (layer 5)" % (node, label))
+        if pf.get("link_type") not in (None, "ETH"):
+            raise Q.RoceQosError("%s: %s is %s, not Ethernet: RoCE QoS applies to Ethernet ports "
+                                 "(LINK_TYPE_P1, layer 4)" % (node, label, pf["link_type"]))
+        if not pf.get("rdma_device"):
+            raise Q.RoceQosError("%s: %s has no RDMA device: load mlx5_ib (layer 5)" % (node, label))
+        pfs.append(pf)
+    return dict(out, pfs=pfs)
 
 
 def read_state(host, pf, p):
@@ -131,15 +139,28 @@ def online(module, p):
     node = p["node"]
     want = Q.normalise_intent(p["config"], node) if p["config"] is not None else None
     host = Host(module, node)
-    pfs = select_pfs(node, p["sysfs_root"], p["pfs"])
+    chosen = selection(node, p["sysfs_root"], p["pfs"])
+    pfs = chosen["pfs"]
+    scope = {"left_out": chosen["left_out"], "not_applicable": chosen["not_applicable"],
+             "left_out_text": chosen["left_out_text"]}
+    if not pfs:
+        # no ConnectX among the selected PFs: nothing to read or set, no tool needed
+        result = dict(scope, changed=False, commands=[], before={}, pfs=[])
+        if want is None or p["state"] == "gathered":
+            result["gathered"] = {}
+        if want is not None:
+            result.update(intent=Q.jsonable(want), drift=[], not_settable=[], notes=[])
+            if p["state"] == "merged":
+                result["after"] = {}
+        return result
     # every tool the run needs is found before anything changes
     for tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos"):
         host.bin(tool)
     if p["state"] == "merged" and want["mtu"] is not None:
         host.bin("ip")
     before = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
-    result = {"changed": False, "commands": [], "before": _public(before, want),
-              "pfs": [pf_info(pf, before[pf["name"]], want) for pf in pfs]}
+    result = dict(scope, changed=False, commands=[], before=_public(before, want),
+                  pfs=[pf_info(pf, before[pf["name"]], want) for pf in pfs])
     if want is None:
         result["gathered"] = result["before"]
         return result

@@ -119,22 +119,68 @@ def selected_pfs(pfs, entries):
     return [p for p in pfs or [] if p["pci_address"] in chosen]
 
 
-def firmware_selection(pfs, entries, num_vfs=0, extra_params=None):
+def _vendor(pf):
+    return str(pf.get("vendor") or str(pf.get("vendor_device") or "").split(":")[0]).lower().replace("0x", "")
+
+
+def split_vendor(pfs, vendor=CONNECTX_VENDOR):
+    """(kept, left_out): the PFs of ``pfs`` (nic_facts' nics) whose PCI
+    vendor is ``vendor`` and the others, each in their order. An empty vendor
+    keeps every PF."""
+    vendor = str(vendor or "").lower().replace("0x", "")
+    kept = [p for p in pfs or [] if not vendor or _vendor(p) == vendor]
+    return kept, [p for p in pfs or [] if vendor and _vendor(p) != vendor]
+
+
+def left_out_entry(pf):
+    return {"pci_address": pf["pci_address"], "vendor_device": pf.get("vendor_device"), "name": pf.get("name")}
+
+
+def not_connectx(left_out, vendor=CONNECTX_VENDOR):
+    """``0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)``, for every PF of
+    ``left_out`` ([{pci_address, vendor_device}]); empty when there is none."""
+    if not left_out:
+        return ""
+    what = "a ConnectX (%s)" % vendor if str(vendor).lower() == CONNECTX_VENDOR else "of vendor %s" % vendor
+    return "%s, not %s" % (", ".join("%s is %s" % (p["pci_address"], p.get("vendor_device")) for p in left_out),
+                           what)
+
+
+def vendor_selection(pfs, vendor=CONNECTX_VENDOR):
+    """What a layer that manages only the NICs of ``vendor`` (4 and 8:
+    ConnectX) does with the PFs ``pfs`` its selection names:
+    ``{pfs, left_out: [{pci_address, vendor_device, name}], not_applicable,
+    left_out_text}``. ``not_applicable`` is the reason the layer does not
+    apply (``not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX
+    (15b3)``) when every PF is left out, else empty; ``left_out_text`` names
+    the PFs left out of a mixed selection, else empty."""
+    kept, left = split_vendor(pfs, vendor)
+    left = [left_out_entry(p) for p in left]
+    text = not_connectx(left, vendor)
+    return {"pfs": kept, "left_out": left,
+            "not_applicable": "not applicable: " + text if left and not kept else "",
+            "left_out_text": "left out: " + text if left and kept else ""}
+
+
+def firmware_selection(pfs, entries, num_vfs=0, extra_params=None, vendor=CONNECTX_VENDOR):
     """Layer 4's PFs: those of ``pfs`` (nic_facts' nics) that an entry of
     ``entries`` (gpufabric_nics: match, num_vfs) selects by :func:`select_any`,
-    in the order of ``pfs``. Returns ``{pfs: [{pci_address, num_vfs}],
-    devices: [{device, params}]}``: each PF wants the largest num_vfs of the
-    entries selecting it and never less than ``num_vfs``, and its mlx_config
-    params are ``extra_params`` with SRIOV_EN true and that NUM_OF_VFS."""
+    in the order of ``pfs``, and of PCI vendor ``vendor`` (the firmware tools
+    know ConnectX only). Returns ``{pfs: [{pci_address, num_vfs}], devices:
+    [{device, params}], left_out, not_applicable, left_out_text}``: each PF
+    wants the largest num_vfs of the entries selecting it and never less than
+    ``num_vfs``, and its mlx_config params are ``extra_params`` with SRIOV_EN
+    true and that NUM_OF_VFS; the selected PFs of another vendor are
+    ``left_out`` as :func:`vendor_selection` says."""
     wanted = {}
     for entry in entries or []:
         for address in select_any(pfs, [(entry or {}).get("match") or {}]):
             wanted[address] = max(wanted.get(address, int(num_vfs or 0)), int((entry or {}).get("num_vfs") or 0))
-    chosen = [{"pci_address": p["pci_address"], "num_vfs": wanted[p["pci_address"]]}
-              for p in pfs or [] if p["pci_address"] in wanted]
+    by_vendor = vendor_selection([p for p in pfs or [] if p["pci_address"] in wanted], vendor)
+    chosen = [{"pci_address": p["pci_address"], "num_vfs": wanted[p["pci_address"]]} for p in by_vendor["pfs"]]
     devices = [{"device": pf["pci_address"],
                 "params": dict(extra_params or {}, SRIOV_EN=True, NUM_OF_VFS=pf["num_vfs"])} for pf in chosen]
-    return {"pfs": chosen, "devices": devices}
+    return dict(by_vendor, pfs=chosen, devices=devices)
 
 
 def no_sriov_message(pfs, pf, num):

@@ -64,7 +64,7 @@ options:
   firmware:
     description:
       - Run the firmware queries of M(gpufabric.stack.mlx_config) (C(mstflint -d <pci> q) and C(mstconfig -d <pci> -e q))
-        on every PF that an entry of I(match) names, and return what they printed in RV(firmware).
+        on every PF of I(vendor) that an entry of I(match) names, and return what they printed in RV(firmware).
       - The C(gpufabric.stack.mlx_config_checked) filter turns that into the check-mode answer of mlx_config.
     type: dict
     suboptions:
@@ -84,6 +84,12 @@ options:
         description: The flint tool for the firmware version, as mlx_config's I(flint_tool); empty skips that query.
         type: str
         default: mstflint
+      vendor:
+        description:
+          - Only PFs of this PCI vendor id are queried (the firmware tools know ConnectX, C(15b3), only); empty queries
+            every PF I(match) names.
+        type: str
+        default: "15b3"
   qos:
     description:
       - Read the host RoCE QoS of I(pfs) as M(gpufabric.stack.roce_qos) with I(state=gathered) does, and return its
@@ -153,7 +159,11 @@ nics:
   type: list
   elements: dict
   contains:
-    name: {description: Netdev name (null when no driver is bound), type: str}
+    name:
+      description: >-
+        Netdev name, from the net/ of the PCI function or, for virtio-net, of its virtio<N> child (null when no driver
+        is bound).
+      type: str
     pci_address: {description: PCI address, type: str, sample: "0000:3b:00.0"}
     vendor_device: {description: PCI vendor and device id, type: str, sample: "15b3:1021"}
     driver: {description: Bound PCI driver or null, type: str}
@@ -273,7 +283,7 @@ def read_firmware(module, nics, options):
     """The firmware queries of the PFs that options' match names."""
     run = runtime_facts.module_runner(module)
     out = []
-    for device in sriov.select_any(nics, options["match"]):
+    for device in sriov.select_any(sriov.split_vendor(nics, options["vendor"])[0], options["match"]):
         try:
             out.append(mlx_config.read_device(run, options["tool"], options["flint_tool"], device))
         except mlx_config.MlxConfigError as exc:
@@ -295,6 +305,7 @@ def main():
                 match=dict(type="list", elements="dict", required=True),
                 tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
                 flint_tool=dict(type="str", default="mstflint"),
+                vendor=dict(type="str", default="15b3"),
             )),
             qos=dict(type="dict", options=dict(
                 node=dict(type="str", default="host"),

@@ -28,6 +28,8 @@ description:
     After applying, the module reads the state again and fails naming the PF and the field when it still differs.
   - PFs are found through sysfs (by netdev name, PCI address or vendor:device); the RDMA device of a PF comes from
     its PCI device, never from a name pattern.
+  - Only ConnectX PFs (PCI vendor 15b3) are managed. Selected PFs of another vendor are left out and named in
+    RV(left_out); when every selected PF is, the module changes and needs nothing and says why in RV(not_applicable).
 options:
   pfs:
     description: PF selections, as C(match) in the inventory's C(gpufabric_nics).
@@ -177,10 +179,32 @@ notes:
   type: list
   elements: str
 pfs:
-  description: The selected PFs with name, pci_address, rdma_device, driver and the boot script lines that apply the intent.
+  description:
+    - The selected ConnectX PFs with name, pci_address, rdma_device, driver and the boot script lines that apply the
+      intent.
   returned: online states and rendered
   type: list
   elements: dict
+left_out:
+  description:
+    - The selected PFs that are not ConnectX (PCI vendor other than 15b3), with pci_address, vendor_device and name;
+      the host RoCE QoS is ConnectX's (mlnx_qos, cma_roce_mode, cma_roce_tos, the firmware ECN parameters), so these
+      are neither read nor set.
+  returned: online states
+  type: list
+  elements: dict
+  sample: [{pci_address: "0000:01:00.0", vendor_device: "8086:10c9", name: enp1s0}]
+not_applicable:
+  description:
+    - When every selected PF is left out, why the layer does not apply, like
+      C(not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)); nothing is read, set or needed then (no
+      tool). Else an empty string.
+  returned: online states
+  type: str
+left_out_text:
+  description: When some selected PFs are left out and others are not, C(left out:) and their PCI ids; else empty.
+  returned: online states
+  type: str
 intent:
   description: The normalised intent.
   returned: when config is given

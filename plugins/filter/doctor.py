@@ -16,7 +16,8 @@ description:
   - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
     arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs,
     the nics, the minimum firmware version and the selected PFs that are not ConnectX: not applicable, status
-    skipped, when there is no other),
+    skipped, when there is no other), C(doctor_rdma_drivers) (the layer 5 verdict from the selected PFs, the nics,
+    the loaded and the wanted modules; an RDMA device is asked of the PFs of the RDMA driver's vendor only),
     C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
     (whether a host failed one of the given layers in this run), C(doctor_layer_results) (a host's result per layer,
     the checks' own, skipped for --skip-tags, blocked above the first failure), C(doctor_verdict)
@@ -73,6 +74,11 @@ def doctor_nic_firmware(checked, pfs, nics, min_fw_version="", left_out=None):
     return doctor.check_nic_firmware(checked or {}, pfs or [], nics or [], min_fw_version or "", left_out or [])
 
 
+def doctor_rdma_drivers(pfs, nics, loaded, modules, sysfs_root="/sys", vendor="15b3"):
+    return doctor.check_rdma_drivers(pfs or [], nics or [], list(loaded or []), list(modules or []), sysfs_root,
+                                     str(vendor or ""))
+
+
 def kernel_iov_unassigned(nics, nic_vendor="15b3"):
     return doctor.kernel_iov_unassigned(nics, nic_vendor)
 
@@ -119,7 +125,7 @@ def doctor_use_color(value=None):
 class FilterModule(object):
     def filters(self):
         return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_kernel": doctor_kernel,
-                "doctor_nic_firmware": doctor_nic_firmware,
+                "doctor_nic_firmware": doctor_nic_firmware, "doctor_rdma_drivers": doctor_rdma_drivers,
                 "kernel_iov_unassigned": kernel_iov_unassigned, "doctor_failed": doctor_failed,
                 "doctor_layer_results": doctor_layer_results, "doctor_verdict": doctor_verdict,
                 "doctor_table": doctor_table, "doctor_junit": doctor_junit, "doctor_html": doctor_html,

@@ -3,7 +3,8 @@ whose selected PFs are not ConnectX (the VM nodes' emulated Intel 82576,
 igb 8086:10c9, or an Intel E810 8086:159b) the role and the doctor say "not
 applicable", naming the PCI ids, with the doctor's status for a layer that
 does not apply ('skipped', shown '-' in the layer report); on a mixed node
-they take only the ConnectX PFs and name those left out.
+they take only the ConnectX PFs and name those left out. Layers 5 and 6 select
+any vendor's PFs by gpufabric_nics' match.
 
 The sysfs trees are laid out as a real kernel lays them out
 (tests/unit/real_sysfs.py, which gives the kernel sources of that layout)."""
@@ -167,3 +168,37 @@ def test_the_layer8_verdict_of_a_mixed_node_names_the_pfs_left_out():
     assert res["reason"] == "1 PF(s) match the RoCE intent (left out: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))"
     res = roce_qos.layer_result("node01", dict(check, drift=["enp59s0f0np0 trust pcp, wanted dscp"]), True)
     assert res["status"] == "fail" and res["evidence"][-1].startswith("left out: 0000:01:00.0")
+
+
+# ---------------------------------------------------------------- layer 5
+
+MODULES = ["mlx5_core", "mlx5_ib", "ib_uverbs", "rdma_ucm"]
+
+
+def test_layer5_selects_igb_pfs_and_asks_them_for_their_driver_only(tmp_path):
+    _, nics = vm_node(tmp_path)
+    pfs = sriov_filters.sriov_selected_pfs(nics, IGB)
+    res = doctor_filters.doctor_rdma_drivers(pfs, nics, MODULES, MODULES, "/sys", "15b3")
+    assert res["layer"] == 5 and res["status"] == "pass"
+    assert res["reason"] == ("modules loaded, every PF bound, every ConnectX with an RDMA device "
+                             "(0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))")
+    assert res["evidence"] == ["0000:01:00.0 (8086:10c9): driver igb bound, no RDMA device needed (not 15b3)"]
+
+
+def test_layer5_still_wants_a_driver_on_every_pf_and_an_rdma_device_on_a_connectx(tmp_path):
+    t = RealSysfs(tmp_path / "sys")
+    t.sriov_pf("0000:01:00.0", "enp1s0", driver=None)
+    t.sriov_pf("0000:3b:00.0", "enp59s0f0np0", vendor="15b3", device="1021", vf_device="101e", totalvfs=16,
+               driver="mlx5_core", bridge="0000:00:02.2")
+    nics = sysfs_nic.discover(t.root)
+    entries = IGB + [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8}]
+    pfs = sriov.selected_pfs(nics, entries)
+    res = doctor.check_rdma_drivers(pfs, nics, MODULES, MODULES)
+    assert (res["status"], res["reason"]) == ("fail", "PF 0000:01:00.0 has no driver bound")
+    res = doctor.check_rdma_drivers(pfs[1:], nics, MODULES, MODULES)
+    assert (res["status"], res["reason"]) == ("fail", "PF 0000:3b:00.0 has no RDMA device")
+    assert res["evidence"] == ["0000:3b:00.0: driver bound, no infiniband/ entry"]
+    res = doctor.check_rdma_drivers(pfs[1:], nics, MODULES[:1], MODULES, "/host/sys")
+    assert (res["reason"], res["evidence"][0]) == ("module mlx5_ib not loaded", "/host/sys/module/mlx5_ib absent")
+    res = doctor.check_rdma_drivers([], nics, MODULES, MODULES)
+    assert (res["reason"], res["evidence"]) == ("no PF matches gpufabric_nics", ["0000:01:00.0", "0000:3b:00.0"])

@@ -436,7 +436,8 @@ class NxosModel(SwitchModel):
             bmap = sum(1 << x for x in v["pfc_priorities"])
             oper = f"On ({bmap:x})" if v["pfc_priorities"] else "Off"
             c = self.port_counters(p)
-            out.append(f"{p:<19}{mode:<5}{oper:<15}{c['rx_pfc_pause']:<11}{c['tx_pfc_pause']:<10}")
+            # the values sit one column left of their titles, as NX-OS prints them
+            out.append(f"{p:<19}{mode:<5}{oper:<14}{c['rx_pfc_pause']:<11}{c['tx_pfc_pause']:<11}")
         return "\n".join(out)
 
     def c_show_queuing(self, s, p):

@@ -135,6 +135,27 @@ def _rdma_of_pci(fs, bdf):
     return devs[0] if devs else None
 
 
+def soft_rdma_of_netdev(fs, netdev):
+    """The software RDMA device (Soft-RoCE rxe, siw) running over a netdev,
+    or None. Such a device has no parent device, so it is not under the PCI
+    function's infiniband/ (drivers/infiniband/sw/rxe/rxe_verbs.c
+    ``rxe_register_device``: ``ib_register_device(dev, ibdev_name, NULL)``,
+    class/infiniband/rxe0 -> ../../devices/virtual/infiniband/rxe0); it names
+    its netdev in its ``parent`` file (rxe's ``parent_show``) and, as
+    ``ib_device_set_netdev`` ties port 1 to it, in that port's GID ``ndevs``."""
+    if not netdev:
+        return None
+    for dev in _listdir(fs.p("class", "infiniband")):
+        if os.path.exists(fs.rdma(dev, "device")):
+            continue  # a hardware device: found under its PCI function
+        names = [_read(fs.rdma(dev, "parent"))]
+        names += [_read(fs.rdma(dev, "ports", "1", "gid_attrs", "ndevs", i))
+                  for i in _listdir(fs.rdma(dev, "ports", "1", "gid_attrs", "ndevs"))[:1]]
+        if netdev in names:
+            return dev
+    return None
+
+
 def _netdevs_of_pci(fs, bdf):
     """The netdevs of a PCI function: under its own net/ (mlx5, igb, ...), or
     under the net/ of its virtio child (virtio-net over virtio-pci)."""
@@ -233,7 +254,7 @@ def pf_facts(fs, bdf, netdev=None):
     device = (_read(fs.pci(bdf, "device")) or "").replace("0x", "")
     driver = _link_base(fs.pci(bdf, "driver"))
     netdev = netdev or _netdev_of_pci(fs, bdf)
-    rdma = _rdma_of_pci(fs, bdf)
+    rdma = _rdma_of_pci(fs, bdf) or soft_rdma_of_netdev(fs, netdev)
     ntype = _read(fs.netdev(netdev, "type")) if netdev else None
     speed = _int(_read(fs.netdev(netdev, "speed"))) if netdev else None
     facts = {

@@ -180,7 +180,10 @@ nics:
     vfs:
       description: VFs with index, pci_address, netdev, rdma_device, driver, mtu.
       type: list
-    rdma_device: {description: RDMA device of the PF, type: str, sample: mlx5_0}
+    rdma_device:
+      description: RDMA device of the PF (under its PCI function), or the software RDMA device (rxe, siw) over its netdev.
+      type: str
+      sample: mlx5_0
     rdma:
       description: "Port 1 of the RDMA device: state, link_layer, gids, roce_v2_gid_index."
       type: dict

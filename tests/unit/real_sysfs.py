@@ -121,3 +121,28 @@ class RealSysfs(object):
             _link(os.path.join(path, "virtfn%d" % i), "../" + vf_bdf)
             self.netdev(vf_rel, (vf_names or {}).get(i, "%sv%d" % (name, i)), mtu=1500)
         return rel
+
+    def rxe(self, name, netdev, ipv4=None):
+        """A Soft-RoCE device over ``netdev`` (``rdma link add <name> type rxe
+        netdev <netdev>``): devices/virtual/infiniband/<name>, no device link
+        (rxe_register_device registers it with no parent), its netdev in
+        ``parent`` and in port 1's GID ndevs, link layer Ethernet."""
+        path = self._dev("virtual/infiniband/" + name)
+        _write(os.path.join(path, "parent"), netdev)
+        _write(os.path.join(path, "node_type"), "1: CA")
+        port = os.path.join(path, "ports", "1")
+        _write(os.path.join(port, "state"), "4: ACTIVE")
+        _write(os.path.join(port, "phys_state"), "5: LinkUp")
+        _write(os.path.join(port, "link_layer"), "Ethernet")
+        gids = [("fe80:0000:0000:0000:5054:00ff:fe01:0001", "IB/RoCE v1"),
+                ("fe80:0000:0000:0000:5054:00ff:fe01:0001", "RoCE v2")]
+        if ipv4:
+            a, b, c, d = (int(x) for x in ipv4.split("."))
+            v4 = "0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x" % (a, b, c, d)
+            gids += [(v4, "IB/RoCE v1"), (v4, "RoCE v2")]
+        for i, (gid, gtype) in enumerate(gids):
+            _write(os.path.join(port, "gids", str(i)), gid)
+            _write(os.path.join(port, "gid_attrs", "types", str(i)), gtype)
+            _write(os.path.join(port, "gid_attrs", "ndevs", str(i)), netdev)
+        _link(os.path.join(self.root, "class/infiniband", name), "../../devices/virtual/infiniband/" + name)
+        return path

@@ -202,3 +202,16 @@ def test_layer5_still_wants_a_driver_on_every_pf_and_an_rdma_device_on_a_connect
     assert (res["reason"], res["evidence"][0]) == ("module mlx5_ib not loaded", "/host/sys/module/mlx5_ib absent")
     res = doctor.check_rdma_drivers([], nics, MODULES, MODULES)
     assert (res["reason"], res["evidence"]) == ("no PF matches gpufabric_nics", ["0000:01:00.0", "0000:3b:00.0"])
+
+
+def test_layer5_on_soft_roce_igb_wants_the_rxe_device_when_8086_is_the_rdma_vendor(tmp_path):
+    # the VM inventory: rdma_drivers_vendor 8086, Soft-RoCE (rdma_rxe) over each igb PF
+    t, nics = vm_node(tmp_path)
+    pfs = sriov.selected_pfs(nics, IGB)
+    res = doctor.check_rdma_drivers(pfs, nics, MODULES, MODULES, "/sys", "8086")
+    assert (res["status"], res["reason"]) == ("fail", "PF 0000:01:00.0 has no RDMA device")
+    t.rxe("rxe0", "enp1s0")
+    nics = sysfs_nic.discover(t.root)
+    res = doctor.check_rdma_drivers(sriov.selected_pfs(nics, IGB), nics, MODULES, MODULES, "/sys", "8086")
+    assert (res["status"], res["reason"], res["evidence"]) == (
+        "pass", "modules loaded, every PF bound with an RDMA device", ["0000:01:00.0 rxe0"])

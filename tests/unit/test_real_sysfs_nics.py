@@ -14,6 +14,8 @@ its sources: virtio_net hangs its netdev under the virtio device
 the PCI function itself.
 """
 
+import os
+
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
@@ -105,3 +107,29 @@ def test_an_unbound_nic_is_listed_without_a_name_not_as_none(tmp_path):
         sriov.select(nics, {"name": "enp1s0"})
     assert "0000:01:00.0 (8086:10c9, no netdev: no driver bound" in str(err.value)
     assert "None" not in str(err.value)
+
+
+def test_a_soft_roce_device_is_the_rdma_device_of_its_netdev(vm):
+    # rdma_rxe registers rxe0 without a parent device (drivers/infiniband/sw/rxe/rxe_verbs.c
+    # rxe_register_device: ib_register_device(dev, ibdev_name, NULL)): it is under
+    # devices/virtual/infiniband, not under the PCI function, and names its netdev
+    # in its parent file (rxe_verbs.c parent_show) and port 1's GID ndevs
+    vm.rxe("rxe0", "enp1s0", ipv4="172.30.0.1")
+    nics = by_address(sysfs_nic.discover(vm.root))
+    pf = nics["0000:01:00.0"]
+    assert pf["rdma_device"] == "rxe0"
+    assert pf["rdma"]["state"] == "ACTIVE" and pf["rdma"]["link_layer"] == "Ethernet"
+    assert pf["rdma"]["roce_v2_gid_index"] == 3 and pf["rdma"]["gids"][3]["ipv4"] == "172.30.0.1"
+    assert nics["0000:02:00.0"]["rdma_device"] is None and nics["0000:00:03.0"]["rdma_device"] is None
+    assert pf["link_type"] == "ETH"
+    # a hardware RDMA device (it has a device link) is its PCI function's only, whatever its files say
+    cx = vm.sriov_pf("0000:3b:00.0", "enp59s0f0np0", vendor="15b3", device="1021", vf_device="101e", totalvfs=16,
+                     driver="mlx5_core", bridge="0000:00:02.2", rdma="mlx5_0")
+    ib = os.path.join(vm.root, "devices", cx, "infiniband", "mlx5_0")
+    os.symlink("../../../0000:3b:00.0", os.path.join(ib, "device"))
+    with open(os.path.join(ib, "parent"), "w") as fh:
+        fh.write("enp2s0\n")
+    nics = by_address(sysfs_nic.discover(vm.root))
+    assert nics["0000:3b:00.0"]["rdma_device"] == "mlx5_0" and nics["0000:02:00.0"]["rdma_device"] is None
+    assert nics["0000:01:00.0"]["rdma_device"] == "rxe0"
+

@@ -127,7 +127,7 @@ def test_eos_unreadable_interface_line_fails_naming_it(line):
 
 # -- Arista EOS show priority-flow-control --------------------------------------------
 
-FLAGS = re.compile(r"^(Et\d+)\s+([ED]) ([A-]) ([W-])\s+(-|\d(?:,\d)*)\s")
+FLAGS = re.compile(r"^(Et\d+)\s+([ED]) ([A-]) ([W-])\s+(-|\d(?:,\d)*|)\s")
 
 
 def test_eos_pfc_status_three_flags():
@@ -155,19 +155,43 @@ def test_eos_pfc_status_row_not_read_fails(row):
         get_driver("eos", switch="leaf7").parse_verify("Global PFC : Enabled\n" + row + "\n")
 
 
+def test_eos_real_pfc_show_is_read():
+    d = get_driver("eos")
+    text = recorded("eos/show-priority-flow-control-7050-pfc-off.txt")
+    st = d.parse_pfc_status(text)
+    assert st == {"*global": True, "Ethernet1": {"enabled": False, "active": False, "watchdog": False,
+                                                 "priorities": []}}
+    assert d.parse_verify(text) == {"Ethernet1": []}
+    # a port with PFC on and the watchdog, its Priorities cell filled; and one with the cell empty and an action
+    on = text + ("Et2        E A W   3           drop        0.5      - / -           - / -\n"
+                 "Et3        D - W               drop        0.5      - / -           - / -\n")
+    assert d.parse_verify(on) == {"Ethernet1": [], "Ethernet2": [3], "Ethernet3": []}
+    assert d.parse_pfc_status(on)["Ethernet3"]["watchdog"] is True
+
+
+def _fields(row):
+    return [m.start() for m in re.finditer(r"\S+(?: \S+)*", row)]
+
+
 def test_eos_twin_pfc_show_has_the_recorded_shape():
+    real = recorded("eos/show-priority-flow-control-7050-pfc-off.txt").splitlines()
     m = make_model("eos", "leaf1", ["Ethernet1", "Ethernet2", "Ethernet3"])
     for line in ("enable", "configure terminal", "interface Ethernet1-2", "priority-flow-control on",
                  "priority-flow-control priority 3 no-drop", "interface Ethernet1",
                  "priority-flow-control pause watchdog", "interface Ethernet2", "shutdown", "end"):
         m.handle(line)
     text = m.handle("show priority-flow-control")
-    glob = recorded("eos/show-priority-flow-control-global-lines.txt").splitlines()
-    assert glob[0] in text.splitlines()
-    rows = [FLAGS.match(x) for x in text.splitlines() if x.startswith("Et")]
+    twin = [x.rstrip() for x in text.splitlines()]
+    assert twin[:14] == real[:14]  # switch-wide lines, Global PFC, legend, column titles
+    assert twin[16:] and all(x.startswith("Et") for x in twin[16:])
+    assert twin[18].replace("Et3", "Et1", 1) == real[14]  # a port with PFC off prints as the real Et1 row
+    rows = [FLAGS.match(x + " ") for x in twin[16:]]
     assert all(rows) and [r.groups()[:4] for r in rows] == [("Et1", "E", "A", "W"), ("Et2", "E", "-", "-"),
                                                             ("Et3", "D", "-", "-")]
+    assert all(_fields(x)[:2] == [0, 11] for x in twin[16:])
     assert get_driver("eos").parse_verify(text) == {"Ethernet1": [3], "Ethernet2": [], "Ethernet3": []}
+    glob = recorded("eos/show-priority-flow-control-global-lines.txt").splitlines()
+    assert glob[0] in twin
     m.handle("configure terminal")
     m.handle("priority-flow-control all off")
     text = m.handle("show priority-flow-control")

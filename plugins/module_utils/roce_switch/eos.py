@@ -269,7 +269,12 @@ class EosDriver(Driver):
                     for p, v in out.items() if p != "*global")
 
     def parse_pfc_status(self, text):
+        """Per port {enabled, active, watchdog, priorities} and '*global' (the
+        'Global PFC' line; None if absent).  Rows are cut by the column titles
+        (Status, Priorities, Action): the Priorities cell is empty on a port
+        without no-drop priorities."""
         out = {"*global": None}
+        cols = None
         for line in text.splitlines():
             s = line.strip()
             m = re.fullmatch(r"Global PFC\s*:\s*(\S+)", s)
@@ -278,15 +283,28 @@ class EosDriver(Driver):
                     self.unreadable(s, "show priority-flow-control")
                 out["*global"] = m.group(1) == "Enabled"
                 continue
-            if not re.match(r"(Et|Ethernet)\d", s):
+            if line.startswith("Port") and "Status" in line and "Priorities" in line:
+                nxt = re.search(r"\S", line[line.index("Priorities") + len("Priorities"):])
+                cols = (line.index("Status"), line.index("Priorities"),
+                        line.index("Priorities") + len("Priorities") + nxt.start() if nxt else None)
                 continue
-            m = re.match(r"(?:Et|Ethernet)(\d+)\s+([ED])\s+([A-])\s+([W-])\s+(-|\d(?:,\d)*)(?:\s|$)", s)
+            m = re.match(r"(?:Et|Ethernet)(\d+(?:/\d+)*)(\s|$)", line)
             if not m:
-                self.unreadable(s, "show priority-flow-control", "status column is not three flag positions "
-                                "(E|D, A|-, W|-) followed by the priorities")
+                continue
+            if cols:
+                flags = line[cols[0]:cols[1]].split()
+                prio = line[cols[1]:cols[2]].strip() if cols[2] else (line[cols[1]:].split() or [""])[0]
+            else:  # no title row: flags then the priorities
+                parts = line.split()
+                flags, prio = parts[1:4], (parts[4] if len(parts) > 4 else "")
+            if (len(flags) != 3 or flags[0] not in ("E", "D") or flags[1] not in ("A", "-")
+                    or flags[2] not in ("W", "-")
+                    or not re.fullmatch(r"-?|[0-7](?:,[0-7])*", prio)):
+                self.unreadable(s, "show priority-flow-control", "status is not three flag positions "
+                                "(E|D, A|-, W|-) with the priorities after them")
             out["Ethernet" + m.group(1)] = {
-                "enabled": m.group(2) == "E", "active": m.group(3) == "A", "watchdog": m.group(4) == "W",
-                "priorities": [int(x) for x in m.group(5).split(",") if x.isdigit()]}
+                "enabled": flags[0] == "E", "active": flags[1] == "A", "watchdog": flags[2] == "W",
+                "priorities": [int(x) for x in prio.split(",") if x.isdigit()]}
         return out
 
     # -- writing -------------------------------------------------------------

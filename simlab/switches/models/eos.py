@@ -358,24 +358,37 @@ class EosModel(SwitchModel):
                 "Architecture: x86_64\n")
 
     def render_pfc(self, ports):
-        """``show priority-flow-control``: the 'Global PFC : Enabled|Disabled' line
-        (Disabled under 'priority-flow-control all off') and per port a status of
-        three flag positions, E|D (configured on), A|- (active: on, a no-drop
-        priority, link up), W|- (pause watchdog), '-' for no priority."""
+        """``show priority-flow-control`` as EOS prints it (see
+        tests/unit/fixtures/switch_real/eos): switch-wide lines, 'Global PFC :
+        Enabled|Disabled' (Disabled under 'priority-flow-control all off'), the
+        flag legend, two title rows and a rule, then per port a status of three
+        flag positions, E|D (configured on), A|- (active: on, a no-drop priority,
+        link up), W|- (pause watchdog), and the no-drop priorities (empty if none)."""
         self.check_ports(ports)
         glob = not self.running.get("pfc_all_off")
         lines = ["The hardware supports PFC on priorities 0 1 2 3 4 5 6 7",
+                 "PFC receive processing is enabled on priorities 0 1 2 3 4 5 6 7",
+                 "The PFC watchdog timeout is 0.0 second(s) (default)",
+                 "The PFC watchdog recovery-time is 0.0 second(s) (auto) (default)",
+                 "The PFC watchdog polling-interval is 0.0 second(s) (default)",
+                 "The PFC watchdog action is errdisable",
+                 "The PFC watchdog override action drop is false",
+                 "The PFC watchdog non-disruptive priorities are not configured",
+                 "The PFC watchdog non-disruptive action is not configured",
+                 "The PFC watchdog port non-disruptive-only is false",
                  f"Global PFC : {'Enabled' if glob else 'Disabled'}", "",
                  "E: PFC Enabled, D: PFC Disabled, A: PFC Active, W: PFC Watchdog Enabled",
-                 f"{'Port':<9}{'Status':<9}{'Priorities':<12}Note", "-" * 44]
+                 f"{'Port':<11}{'Status':<8}{'Priorities':<12}{'Action':<12}{'Timeout':<9}{'Recovery':<16}"
+                 f"{'Polling':<16}Note",
+                 f"{'':<52}{'Interval/Mode':<16}Config/Oper", "-" * 87]
         for p in ports:
             pc = self.running.get("ports", {}).get(p, {})
             v = self.port_view(p)
             st = " ".join(("E" if pc.get("pfc_on") else "D",
                            "A" if v["pfc_priorities"] and v["up"] else "-",
                            "W" if pc.get("pfc_wd") else "-"))
-            prios = ",".join(map(str, pc.get("pfc_nodrop", []))) or "-"
-            lines.append(f"{self.short(p):<9}{st:<9}{prios:<12}DCBX disabled")
+            prios = ",".join(map(str, pc.get("pfc_nodrop", [])))
+            lines.append(f"{self.short(p):<11}{st:<8}{prios:<12}{'-':<12}{'-':<9}{'- / -':<16}- / -")
         return "\n".join(lines)
 
     def c_pfc_counters(self, s):

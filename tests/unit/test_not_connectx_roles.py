@@ -80,7 +80,9 @@ def vm_host(tmp_path):
                                "ecn": True, "host_mtu": 9000},
             "rdma_drivers_install_packages": False,
             "rdma_drivers_modules_load_file": str(tmp_path / "vm01" / "gpufabric-rdma.conf"),
-            "sriov_vfs_persist": False, "sriov_vfs_nm_unmanaged": False}
+            "sriov_vfs_persist": False, "sriov_vfs_nm_unmanaged": False,
+            # as the VM rack's inventory has it: no say in whether layer 4 applies (ConnectX only)
+            "nic_firmware_vendor": "8086"}
 
 
 def test_layers_4_and_8_do_not_apply_to_an_igb_node_and_5_and_6_select_it(tmp_path):

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Install what the rack twin needs on a Debian/Ubuntu machine: podman with
-# runc, fuse3 for the twin sysfs, debootstrap for the node image, and
-# chromium, in which the tests render the doctor's report.html headless.
+# runc, fuse3 for the twin sysfs, debootstrap for the node images (QEMU for
+# the VM nodes comes from Debian's archive through debootstrap too), the SSH
+# client and mkfs.ext4 for the VM nodes, and chromium, in which the tests
+# render the doctor's report.html headless.
 # Runs apt as root, or through sudo.
 set -euo pipefail
 need=()
@@ -10,6 +12,8 @@ command -v runc >/dev/null || need+=(runc)
 command -v fusermount3 >/dev/null || need+=(fuse3)
 dpkg -s libfuse3-3 >/dev/null 2>&1 || need+=(libfuse3-3)
 command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v ssh-keyscan >/dev/null || need+=(openssh-client)
+command -v mkfs.ext4 >/dev/null || need+=(e2fsprogs)
 command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 SUDO=""

@@ -1,6 +1,7 @@
 """``python -m simlab``: stand up, inspect, break and remove twin racks.
 
     python -m simlab up --nodes 4 --switches 2 --name lab --inventory inventories/twin
+    python -m simlab up --kind vm --nodes 2 --name vmlab --inventory out/inventories/vmlab
     python -m simlab status --name lab
     python -m simlab fault node02 fw-sriov-off --name lab
     python -m simlab fault node02 clear --name lab
@@ -27,19 +28,24 @@ def main(argv: list[str] | None = None) -> int:
     inv = sub.add_parser("inventory", help="write the inventory of a twin rack without starting anything "
                                            "(render mode: no host of it is reachable)")
     for p in (up, inv):
+        p.add_argument("--kind", default="twin", choices=["twin", "vm"],
+                       help="twin: podman nodes with the twin kernel (default); vm: QEMU nodes with a real "
+                            "Debian 12 kernel and igb SR-IOV NICs")
         p.add_argument("--name", default="lab", help="lab name (default: lab)")
-        p.add_argument("--nodes", type=int, default=4)
-        p.add_argument("--switches", type=int, default=2)
+        p.add_argument("--nodes", type=int, help="nodes (default: 4 twin, 2 vm)")
+        p.add_argument("--switches", type=int, help="leaf switches (default: 2 twin, 0 vm)")
         p.add_argument("--inventory", type=Path, help="directory to write the Ansible inventory to",
                        required=p is inv)
-        p.add_argument("--nics", type=int, default=2, help="ConnectX PFs per node (default 2)")
+        p.add_argument("--nics", type=int, help="fabric PFs per node (default: 2 ConnectX twin, 1 igb vm)")
+        p.add_argument("--memory", type=int, default=1536, help="vm: MiB of memory per node (default 1536)")
         p.add_argument("--model", default="cx7", choices=sorted(__import__("simlab.node.hardware").node.hardware.MODELS))
         p.add_argument("--totalvfs", type=int, default=16, help="NUM_OF_VFS the firmware is set to (default 16)")
         p.add_argument("--link-type", default="ETH", choices=["ETH", "IB"])
         p.add_argument("--driver", default="inbox", choices=["inbox", "ofed"],
                        help="inbox mlx5 (no ecn/qos sysfs) or MLNX_OFED/DOCA-OFED sysfs")
-        p.add_argument("--preset", default="ready", choices=["ready", "factory"],
-                       help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off")
+        p.add_argument("--preset", choices=["ready", "factory"],
+                       help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off "
+                            "(default: ready twin, factory vm)")
         p.add_argument("--nos", help="comma-separated NOS per switch (onyx,nvue,eos,nxos,sonic); default cycles")
 
     for name, helptext in (("down", "remove a twin rack"), ("status", "show a twin rack")):
@@ -51,16 +57,32 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("kind", help=f"one of: {', '.join(faults.ALL)}, clear")
     f.add_argument("--name", default="lab")
 
-    b = sub.add_parser("image", help="build the node image (debootstrap + podman import)")
+    b = sub.add_parser("image", help="build the node images: twin (debootstrap + podman import), "
+                                     "vm (QEMU tree and guest disk under out/vm)")
+    b.add_argument("--kind", default="twin", choices=["twin", "vm", "all"],
+                   help="which image (default twin; prints the twin image's name, as Molecule needs it)")
     b.add_argument("--force", action="store_true")
 
     args = ap.parse_args(argv)
     try:
         if args.cmd == "image":
-            print(image.build(force=args.force))
+            if args.kind in ("vm", "all"):
+                from .vm import image as vm_image
+                vm_image.build(force=args.force, log=lambda m: print(m, file=sys.stderr))
+            if args.kind in ("twin", "all"):
+                print(image.build(force=args.force))
+        elif args.cmd in ("up", "inventory") and args.kind == "vm":
+            from .vm import lab as vm_lab
+            doc = vm_lab.plan(args.name, args.nodes or 2, nics=args.nics or 1, switches=args.switches or 0,
+                              preset=args.preset or "factory", nos=args.nos.split(",") if args.nos else None,
+                              memory_mb=args.memory)
+            if args.cmd == "inventory":
+                raise ValueError("--kind vm: 'inventory' needs the ports of a running lab; use 'up'")
+            lab.Lab(args.name).up(doc, args.inventory)
         elif args.cmd in ("up", "inventory"):
-            doc = lab.plan(args.name, args.nodes, args.switches, nics=args.nics, model=args.model,
-                           driver=args.driver, preset=args.preset, totalvfs=args.totalvfs,
+            doc = lab.plan(args.name, args.nodes or 4, 2 if args.switches is None else args.switches,
+                           nics=args.nics or 2, model=args.model,
+                           driver=args.driver, preset=args.preset or "ready", totalvfs=args.totalvfs,
                            link_type=args.link_type, nos=args.nos.split(",") if args.nos else None)
             if args.cmd == "up":
                 lab.Lab(args.name).up(doc, args.inventory)

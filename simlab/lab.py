@@ -148,7 +148,14 @@ class Lab:
         return (self.dir / "lab.json").exists()
 
     # ------------------------------------------------------------ up
+    @property
+    def kind(self) -> str:
+        return self.doc.get("kind", "twin") if self.exists() else "twin"
+
     def up(self, doc: dict, inventory: Path | None, log=print) -> dict:
+        if doc.get("kind") == "vm":
+            from .vm import lab as vm_lab
+            return vm_lab.up(self, doc, inventory, log)
         t0 = time.monotonic()
         ref = image.build(log=log)
         if self.exists():
@@ -219,14 +226,14 @@ class Lab:
                 raise RuntimeError(f"{module} did not become ready; see {self.dir / 'logs' / (tag + '.log')}")
             time.sleep(0.05)
 
-    def _start_services(self, doc: dict, log) -> None:
+    def _start_services(self, doc: dict, log, power_driver: str = "podman") -> None:
         if (REPO / "simlab/bmc/server.py").exists():
             spec = {"bmcs": [{"name": hw["name"], "port": hw["bmc_port"], "vendor": hw["bmc_vendor"],
                                "username": doc["bmc"]["username"], "password": doc["bmc"]["password"],
                                "container": container_name(self.name, hw["name"]),
                                "cpu_vendor": hw["cpu_vendor"]} for hw in doc["nodes"]]}
-            self._service("simlab.bmc", spec, "bmc-ready", "bmc", log)
-        if (REPO / "simlab/switches/server.py").exists():
+            self._service("simlab.bmc", spec, "bmc-ready", "bmc", log, extra=("--power-driver", power_driver))
+        if doc["switches"] and (REPO / "simlab/switches/server.py").exists():
             spec = {"switches": [{"name": s["name"], "nos": s["nos"], "port": s["ssh_port"],
                                   "username": s["username"], "password": s["password"],
                                   "ports": s["ports"]} for s in doc["switches"]]}
@@ -265,6 +272,9 @@ class Lab:
 
     # ------------------------------------------------------------ down / status
     def down(self, log=print) -> None:
+        if self.kind == "vm":
+            from .vm import lab as vm_lab
+            vm_lab.down(self)
         for c in podman.containers(f"simlab.lab={self.name}"):
             podman.run("rm", "-f", "-t", "0", c["Names"][0], check=False)
         for tag in ("bmc", "switches", "fabric"):
@@ -281,6 +291,11 @@ class Lab:
 
     def status(self) -> dict:
         doc = self.doc
+        if doc.get("kind") == "vm":
+            from .vm import lab as vm_lab
+            return {"lab": self.name, "kind": "vm", "nodes": vm_lab.status(self),
+                    "switches": {s["name"]: {"nos": s["nos"], "ssh": f"127.0.0.1:{s['ssh_port']}"}
+                                 for s in doc["switches"]}}
         states = {c["Names"][0]: c["State"] for c in podman.containers(f"simlab.lab={self.name}")}
         nodes = {}
         for hw in doc["nodes"]:
@@ -304,8 +319,15 @@ class Lab:
 
     # ------------------------------------------------------------ node helpers
     def node_exec(self, node: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
+        if self.kind == "vm":
+            from .vm import lab as vm_lab
+            return vm_lab.ssh(self, node, *cmd, check=check)
         return podman.run("exec", container_name(self.name, node), *cmd, check=check)
 
     def reboot(self, node: str) -> None:
+        if self.kind == "vm":
+            from .vm import lab as vm_lab
+            vm_lab.reboot(self, node)
+            return
         podman.run("restart", "-t", "5", container_name(self.name, node))
         self.wait_nodes([node])

@@ -1,4 +1,4 @@
-"""``python -m simlab.bmc serve --state-dir DIR --spec SPEC.json [--power-driver podman|fake]``
+"""``python -m simlab.bmc serve --state-dir DIR --spec SPEC.json [--power-driver podman|qemu|fake]``
 
 SPEC.json is a list (or ``{"bmcs": [...]}``) of entries::
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     s.add_argument("--state-dir", required=True)
     s.add_argument("--spec", required=True)
     s.add_argument("--host", default="127.0.0.1")
-    s.add_argument("--power-driver", choices=sorted(power.DRIVERS), default="podman")
+    s.add_argument("--power-driver", choices=sorted([*power.DRIVERS, "qemu"]), default="podman")
     s.add_argument("--fake-power-initial", choices=("On", "Off"), default="On")
     s.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
@@ -43,8 +43,13 @@ def main(argv=None) -> int:
     except (OSError, ValueError) as e:
         print(f"simlab.bmc: {e}", file=sys.stderr)
         return 2
-    driver = (power.FakePowerDriver(initial=args.fake_power_initial)
-              if args.power_driver == "fake" else power.PodmanPowerDriver())
+    if args.power_driver == "fake":
+        driver = power.FakePowerDriver(initial=args.fake_power_initial)
+    elif args.power_driver == "qemu":
+        from simlab.vm.power import QemuPowerDriver  # VM nodes: resets reach QEMU
+        driver = QemuPowerDriver(args.state_dir)
+    else:
+        driver = power.PodmanPowerDriver()
     lab = BmcLab(args.state_dir, entries, driver, host=args.host)
     try:
         info = lab.start()

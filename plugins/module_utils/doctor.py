@@ -208,8 +208,7 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
         selected = sriov.selected_pfs(pfs, [entry])
         if not selected:
             return result(6, "fail", "no PF matches %s" % _fmt(match),
-                          ["PFs: %s" % ", ".join("%s %s %s" % (p.get("name"), p["pci_address"], p["vendor_device"])
-                                                 for p in pfs) or "none"],
+                          ["PFs: %s" % (", ".join(sriov.describe(p) for p in pfs) or "none")],
                           "fix gpufabric_nics for this host, or check layers 4-5 (firmware, driver)")
         want = int(entry.get("num_vfs") or 0)
         for pf in selected:
@@ -221,7 +220,8 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
                 no_netdev = [v["index"] for v in pf.get("vfs", []) if not v.get("netdev")]
                 if no_netdev:
                     return result(6, "fail", "pf %s: VF %s without a netdev" % (name, ", ".join(map(str, no_netdev[:8]))),
-                                  evidence, "check sriov_drivers_autoprobe and the VF driver binding (mlx5_core)")
+                                  evidence, "check sriov_drivers_autoprobe and the VF driver binding (%s)"
+                                  % _vf_driver_hint(pf))
                 trusted = [v for v in (entry.get("vfs") or []) if v.get("trust")]
                 defaults_trust = (entry.get("vf_defaults") or {}).get("trust")
                 if defaults_trust or trusted:
@@ -254,6 +254,17 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
     if warnings:
         return result(6, "warn", warnings[0], evidence + warnings, "set trust off unless a tenant owns the whole NIC")
     return result(6, "pass", "%d PF(s) with the VFs the inventory wants" % len(evidence), evidence)
+
+
+def _vf_driver_hint(pf):
+    """The driver a PF's VFs bind to, as far as sysfs tells: mlx5_core on a
+    ConnectX, else the driver one of its VFs has, else the VF's PCI id."""
+    if str(pf.get("vendor") or "").lower() == sriov.CONNECTX_VENDOR:
+        return "mlx5_core"
+    bound = sorted(set(v["driver"] for v in pf.get("vfs") or [] if v.get("driver")))
+    if bound:
+        return ", ".join(bound)
+    return "the driver of its VFs, %s:%s" % (pf.get("vendor"), (pf.get("sriov") or {}).get("vf_device"))
 
 
 def _fmt(match):

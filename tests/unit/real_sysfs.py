@@ -93,9 +93,10 @@ class RealSysfs(object):
         return rel
 
     def sriov_pf(self, bdf, name, vendor="8086", device="10c9", vf_device="10ca", totalvfs=7, numvfs=0,
-                 driver="igb", vf_driver="igbvf", bridge="0000:00:02.0", rdma=None, vf_names=None):
+                 driver="igb", vf_driver="igbvf", bridge="0000:00:02.0", rdma=None, vf_names=None, unbound_vfs=()):
         """An SR-IOV PF behind a root port, with its netdev and numvfs VFs
-        (offset 0x80, stride 2, as the 82576 has)."""
+        (offset 0x80, stride 2, as the 82576 has); the VFs of unbound_vfs
+        have no driver and so no netdev."""
         rel = "pci0000:00/%s/%s" % (bridge, bdf)
         if not os.path.isdir(self._dev("pci0000:00/" + bridge)):
             self.pci("pci0000:00/" + bridge, "8086", "29c9", cls="0x060400", driver="pcieport")
@@ -116,10 +117,12 @@ class RealSysfs(object):
             rid = pf_devfn + 128 + 2 * i
             vf_bdf = "%s:%02x:%02x.%d" % (domain, int(bus, 16) + (rid >> 8), (rid & 0xff) >> 3, rid & 7)
             vf_rel = "pci0000:00/%s/%s" % (bridge, vf_bdf)
-            self.pci(vf_rel, vendor, vf_device, driver=vf_driver)
+            bound = vf_driver and i not in unbound_vfs
+            self.pci(vf_rel, vendor, vf_device, driver=vf_driver if bound else None)
             _link(self._dev(vf_rel + "/physfn"), "../" + bdf)
             _link(os.path.join(path, "virtfn%d" % i), "../" + vf_bdf)
-            self.netdev(vf_rel, (vf_names or {}).get(i, "%sv%d" % (name, i)), mtu=1500)
+            if bound:
+                self.netdev(vf_rel, (vf_names or {}).get(i, "%sv%d" % (name, i)), mtu=1500)
         return rel
 
     def rxe(self, name, netdev, ipv4=None):

@@ -215,3 +215,23 @@ def test_layer5_on_soft_roce_igb_wants_the_rxe_device_when_8086_is_the_rdma_vend
     res = doctor.check_rdma_drivers(sriov.selected_pfs(nics, IGB), nics, MODULES, MODULES, "/sys", "8086")
     assert (res["status"], res["reason"], res["evidence"]) == (
         "pass", "modules loaded, every PF bound with an RDMA device", ["0000:01:00.0 rxe0"])
+
+
+# ---------------------------------------------------------------- layer 6
+
+def test_layer6_on_igb_names_the_vf_driver_and_lists_nics_by_name(tmp_path):
+    t = RealSysfs(tmp_path / "sys")
+    t.virtio_net("0000:00:03.0", name="eth0")
+    t.sriov_pf("0000:01:00.0", "enp1s0", numvfs=2, unbound_vfs=(1,))
+    t.sriov_pf("0000:02:00.0", "enp2s0", numvfs=2, vf_driver=None, bridge="0000:00:02.1")
+    nics = sysfs_nic.discover(t.root)
+    res = doctor.check_sriov_vfs(nics, [{"match": {"name": "enp1s0"}, "num_vfs": 2}], True, True)
+    assert (res["status"], res["reason"]) == ("fail", "pf enp1s0: VF 1 without a netdev")
+    assert res["remediation"] == "check sriov_drivers_autoprobe and the VF driver binding (igbvf)"
+    res = doctor.check_sriov_vfs(nics, [{"match": {"name": "enp2s0"}, "num_vfs": 2}], True, True)
+    assert res["remediation"] == ("check sriov_drivers_autoprobe and the VF driver binding "
+                                  "(the driver of its VFs, 8086:10ca)")
+    res = doctor.check_sriov_vfs(nics, [{"match": {"name": "ens9"}, "num_vfs": 2}], True, True)
+    assert res["reason"] == "no PF matches name=ens9"
+    assert res["evidence"][0].startswith("PFs: eth0 (0000:00:03.0, 1af4:1041, no SR-IOV), "
+                                         "enp1s0 (0000:01:00.0, 8086:10c9, SR-IOV 7 VFs)")

@@ -122,7 +122,8 @@ parsed:
   returned: state parsed
 gathered:
   description: Data model read from the switch, with C(oper_pfc) per port and, where the NOS's verification show
-    has them (NVUE C(nv show qos roce)), the operational RoCE mode, trust and ECN under C(status).
+    has more, C(status) (NVUE C(nv show qos roce) RoCE mode, trust and ECN; EOS C(Global PFC) and the ports
+    with the pause watchdog).
   type: dict
   returned: state gathered
 drift:

@@ -169,6 +169,24 @@ def test_eos_real_pfc_show_is_read():
     assert d.parse_pfc_status(on)["Ethernet3"]["watchdog"] is True
 
 
+def test_eos_status_and_its_drift():
+    d = get_driver("eos")
+    text = recorded("eos/show-priority-flow-control-7050-pfc-off.txt") + (
+        "Et2        E A W   3           drop        0.5      - / -           - / -\n")
+    assert d.parse_status(text) == {"global_pfc": True, "watchdog_ports": ["Ethernet2"]}
+    want = M.normalise_intent({"pfc_priority": 3}, d, ["Ethernet1"])
+    assert d.status_drift(want, d.parse_status(text)) == []
+    off = text.replace("Global PFC : Enabled", "Global PFC : Disabled")
+    assert d.status_drift(want, d.parse_status(off)) == ["Global PFC : Disabled (intent PFC on priority 3)"]
+
+
+def test_eos_comment_blocks_are_free_text():
+    text = ("interface Ethernet1\n   mtu 9214\n   comment\n   priority-flow-control is on for RoCE, "
+            "qos trust dscp\n   EOF\n   priority-flow-control on\n!\n")
+    pc = get_driver("eos").parse_raw(text)["ports"]["Ethernet1"]
+    assert pc == {"mtu": 9214, "pfc_on": True}
+
+
 def _fields(row):
     return [m.start() for m in re.finditer(r"\S+(?: \S+)*", row)]
 

@@ -25,7 +25,7 @@ __metaclass__ = type
 
 import re
 
-from .base import Driver, dedupe
+from .base import Driver, dedupe, natural_key
 from .model import RoceSwitchError, default_dscp_map, ranges
 
 UNITS = {"bytes": 1, "kbytes": 1000, "mbytes": 1000000, "segments": 208}
@@ -124,7 +124,14 @@ class EosDriver(Driver):
         raw = {"map": {}, "map_dp": {}, "cos_map": {}, "ports": {}, "profiles": {}, "other": {},
                "pfc_all_off": False, "ecn_non_ect": None, "watchdog": {}}
         body, q = None, None  # the dict the indented lines go to; its queue
+        comment = False  # inside a 'comment' ... 'EOF' block: free text
         for line in text.splitlines():
+            if comment:
+                comment = line.strip() != "EOF"
+                continue
+            if line.strip() == "comment":
+                comment = True
+                continue
             if not line.strip() or line.strip() == "!" or line.strip().startswith("!!"):
                 continue
             ind = len(line) - len(line.lstrip())
@@ -267,6 +274,18 @@ class EosDriver(Driver):
         out = self.parse_pfc_status(text)
         return dict((p, v["priorities"] if v["enabled"] and v["active"] and out["*global"] is not False else [])
                     for p, v in out.items() if p != "*global")
+
+    def parse_status(self, text):
+        """``show priority-flow-control`` beyond the per-port priorities: the
+        Global PFC line and the ports with the pause watchdog."""
+        st = self.parse_pfc_status(text)
+        return {"global_pfc": st.pop("*global"),
+                "watchdog_ports": sorted((p for p, v in st.items() if v["watchdog"]), key=natural_key)}
+
+    def status_drift(self, want, status):
+        if want and status and want["global"]["pfc_priority"] is not None and status["global_pfc"] is False:
+            return ["Global PFC : Disabled (intent PFC on priority %d)" % want["global"]["pfc_priority"]]
+        return []
 
     def parse_pfc_status(self, text):
         """Per port {enabled, active, watchdog, priorities} and '*global' (the

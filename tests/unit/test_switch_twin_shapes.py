@@ -1,11 +1,13 @@
 """The NX-OS and Onyx twins' answers compared in shape with the real outputs in
-../shared/reference/real-outputs/switch_configs (EOS and NVUE: see
+../shared/reference/real-outputs/switch_configs, and the Dell SONiC twin's with
+tests/unit/fixtures/switch_real/dell_sonic (EOS and NVUE: see
 test_switch_real_eos.py and test_switch_real_nvue.py)."""
 
 import re
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
 from simlab.switches import make_model
+from switch_real import recorded
 
 
 def _columns(row):
@@ -45,3 +47,33 @@ def test_onyx_twin_running_config_has_the_recorded_shape(real_output):
                  "no cli default prefix-modes enable", "cli default prefix-modes enable"):
         assert line in real and line in twin, line
     assert twin[-1] == real[-1] == "cli default prefix-modes enable"
+
+
+def _dell_shape(line):
+    """A Dell SONiC interface line with its numbers and object names made generic."""
+    line = re.sub(r"(wred-policy|scheduler-policy|qos-map \S+|watchdog action) \S+", r"\1 NAME", line)
+    return re.sub(r"\d+", "N", line)
+
+
+def test_dell_sonic_twin_interface_config_has_the_recorded_shape():
+    real = recorded("dell_sonic/running-configuration-interface-qos.txt").splitlines()
+    m = make_model("sonic", "leaf1", ["Eth1/1", "Eth1/2"])
+    for line in ("sonic-cli", "configure terminal", "qos wred-policy ROCE",
+                 "green minimum-threshold 150 maximum-threshold 1500 drop-probability 100", "ecn green",
+                 "qos scheduler-policy ROCE", "queue 6", "type strict", "interface Eth1/1", "mtu 9216",
+                 "queue 3 wred-policy ROCE", "scheduler-policy ROCE", "priority-flow-control priority 3",
+                 "priority-flow-control watchdog action drop", "priority-flow-control watchdog on detect-time 200",
+                 "priority-flow-control watchdog restore-time 400", "end"):
+        m.handle(line)
+    twin = m.handle("show running-configuration interface Eth1/1").splitlines()
+    assert twin[:2] == ["!", "interface Eth1/1"] and real[:2] == ["!", "interface Eth1/5"]
+    shapes = [_dell_shape(x) for x in real[2:]]
+    ours = [x for x in (_dell_shape(y) for y in twin[2:]) if x not in (" mtu N", " no shutdown")]
+    assert ours and all(x in shapes for x in ours), [x for x in ours if x not in shapes]
+    order = [x for i, x in enumerate(shapes) if x in ours and x not in shapes[:i]]
+    assert [x for i, x in enumerate(ours) if x not in ours[:i]] == order  # in the recorded order
+    d = get_driver("sonic")
+    rec = d.parse("\n".join(real))
+    assert rec["ports"]["Eth1/5"]["pfc"] is True and rec["global"]["pfc_priority"] == 0
+    assert d.parse_raw("\n".join(real))["ports"]["Eth1/5"]["pfc"] == [0, 1]
+    assert d.parse("\n".join(twin))["ports"]["Eth1/1"]["pfc"] is True

@@ -15,8 +15,8 @@ description:
     {layer, name, status, reason, evidence, remediation}.
   - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
     arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs,
-    the nics, the minimum firmware version and the selected PFs that are not ConnectX: not applicable, status
-    skipped, when there is no other), C(doctor_rdma_drivers) (the layer 5 verdict from the selected PFs, the nics,
+    the nics, the minimum firmware version and the selected PFs that are not ConnectX, which make the layer
+    not applicable, status skipped, when there is no other), C(doctor_rdma_drivers) (the layer 5 verdict from the selected PFs, the nics,
     the loaded and the wanted modules; an RDMA device is asked of the PFs of the RDMA driver's vendor only),
     C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
     (whether a host failed one of the given layers in this run), C(doctor_layer_results) (a host's result per layer,

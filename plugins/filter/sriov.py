@@ -22,8 +22,8 @@ description:
     C(nic_firmware_selection) (nic_facts' nics, gpufabric_nics, the least NUM_OF_VFS, extra firmware params
     and the PCI vendor the firmware tools know, C(15b3) -> C(pfs) [{pci_address, num_vfs}] and C(devices)
     [{device, params}] for C(gpufabric.stack.mlx_config), the selected PFs of other vendors in C(left_out)
-    [{pci_address, vendor_device, name}], and C(not_applicable) (every selected PF is of another vendor:
-    C(not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))) or C(left_out_text) (some are)).
+    [{pci_address, vendor_device, name}], and C(not_applicable) (why the layer does not apply, when every
+    selected PF is of another vendor) or C(left_out_text) (naming those left out, when some are)).
 positional: _input
 options:
   _input:

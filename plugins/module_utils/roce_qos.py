@@ -582,9 +582,9 @@ def layer_result(host, check, unit_enabled=None, persist=True, unit_name="gpufab
     if check.get("not_applicable") and not check.get("failed"):
         # every selected PF is of another vendor than ConnectX: shown as '-'
         return {"layer": layer, "name": name, "status": "skipped", "reason": check["not_applicable"],
-                "evidence": ["%s (%s): not a ConnectX, this layer does not apply" % (p["pci_address"],
-                                                                                      p.get("vendor_device"))
-                             for p in check.get("left_out") or []], "remediation": ""}
+                "evidence": ["%s (%s): not a ConnectX, this layer does not apply"
+                             % (p["pci_address"], p.get("vendor_device")) for p in check.get("left_out") or []],
+                "remediation": ""}
     res = _layer_result(host, check, unit_enabled, persist, unit_name, chain, layer, name, fix_host)
     if check.get("left_out_text") and not check.get("failed"):
         res["evidence"] = list(res["evidence"]) + [check["left_out_text"]]

@@ -196,13 +196,13 @@ left_out:
   sample: [{pci_address: "0000:01:00.0", vendor_device: "8086:10c9", name: enp1s0}]
 not_applicable:
   description:
-    - When every selected PF is left out, why the layer does not apply, like
+    - "When every selected PF is left out, why the layer does not apply, like
       C(not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)); nothing is read, set or needed then (no
-      tool). Else an empty string.
+      tool). Else an empty string."
   returned: online states
   type: str
 left_out_text:
-  description: When some selected PFs are left out and others are not, C(left out:) and their PCI ids; else empty.
+  description: "When some selected PFs are left out and others are not, C(left out:) and their PCI ids; else empty."
   returned: online states
   type: str
 intent:

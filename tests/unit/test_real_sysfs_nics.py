@@ -133,3 +133,15 @@ def test_a_soft_roce_device_is_the_rdma_device_of_its_netdev(vm):
     assert nics["0000:3b:00.0"]["rdma_device"] == "mlx5_0" and nics["0000:02:00.0"]["rdma_device"] is None
     assert nics["0000:01:00.0"]["rdma_device"] == "rxe0"
 
+
+
+def test_an_unbound_igb_pf_is_told_to_bind_its_own_driver_not_mlx5_core(tmp_path):
+    t = RealSysfs(tmp_path / "sys")
+    t.sriov_pf("0000:01:00.0", "enp1s0", driver=None)
+    nics = sysfs_nic.discover(t.root)
+    with pytest.raises(sriov.SriovError) as err:
+        sriov.build_plan(nics, [{"pci_address": "01:00.0", "num_vfs": 4}])
+    assert "load and bind its driver (the driver of 8086:10c9, layer 5)" in str(err.value)
+    assert "mlx5_core" not in str(err.value)
+    exc = OSError(2, "No such file or directory")
+    assert "(the driver of 8086:10c9, layer 5)" in str(sriov.numvfs_error(nics[0], 4, exc))

@@ -13,13 +13,17 @@ module: roce_switch
 short_description: Lossless RoCE (PFC, DSCP trust and map, ECN, CNP, MTU) on a leaf switch over SSH
 description:
   - Runs on the controller and drives the switch with netmiko and the NOS's real device type
-    (C(mellanox_mlnxos), C(cumulus_linux), C(arista_eos), C(cisco_nxos), C(dell_sonic)).
+    (C(mellanox_mlnxos), C(cumulus_linux), C(arista_eos), C(cisco_nxos), C(dell_sonic), C(edgecore_sonic)).
+  - NOS C(sonic) is Dell Enterprise SONiC (Klish CLI); C(sonic-community) is community SONiC (Click CLI in bash),
+    read from CONFIG_DB (C(show runningconfiguration all)) and set with C(config) and C(sonic-db-cli) from a
+    C(sudo -s) root shell; there the PFC watchdog and a lossless buffer priority group follow the ports with PFC,
+    and C(config save -y) saves.
   - Reads the running config once, compares it with the intent in a platform-neutral data model,
     and sends only the commands that differ. A converged switch gets no configuration command and
     two show commands at most.
   - Pushes inside the NOS's transaction (EOS and NX-OS configuration sessions, NVUE pending revision
     applied with C(nv config apply -y)) or behind a rollback point (Onyx named configuration file;
-    on Dell SONiC, commands computed from the running config read before the push). A rejected
+    on Dell and community SONiC, commands computed from the running config read before the push). A rejected
     command or a dropped connection restores the running config and fails naming switch, command
     and device error.
   - Saves to startup only after re-reading the running config and the PFC state and finding the intent.
@@ -33,7 +37,10 @@ options:
   port: {type: int, default: 22, description: SSH port.}
   username: {type: str, description: SSH user.}
   password: {type: str, description: SSH password.}
-  nos: {type: str, choices: [onyx, nvue, eos, nxos, sonic], description: NOS of the switch (or give I(device_type)).}
+  nos:
+    type: str
+    choices: [onyx, nvue, eos, nxos, sonic, sonic-community]
+    description: NOS of the switch (or give I(device_type)).
   device_type: {type: str, description: netmiko device type instead of I(nos).}
   known_hosts: {type: path, description: known_hosts file holding the switch's host key.}
   host_key_checking: {type: bool, default: true, description: Refuse a switch whose host key is unknown or different.}
@@ -43,7 +50,8 @@ options:
     elements: raw
     default: []
     description:
-      - GPU-facing ports in the NOS's spelling (C(ethernet 1/1), C(swp1), C(Ethernet1), C(Ethernet1/1), C(Eth1/1)),
+      - GPU-facing ports in the NOS's spelling (C(ethernet 1/1), C(swp1), C(Ethernet1), C(Ethernet1/1), C(Eth1/1),
+        C(Ethernet0)),
         or dicts with C(name) and optional C(mtu) and C(pfc).
   config:
     type: dict
@@ -123,7 +131,7 @@ parsed:
 gathered:
   description: Data model read from the switch, with C(oper_pfc) per port and, where the NOS's verification show
     has more, C(status) (NVUE C(nv show qos roce) RoCE mode, trust and ECN; EOS C(Global PFC) and the ports
-    with the pause watchdog).
+    with the pause watchdog; community SONiC the ports with the PFC watchdog).
   type: dict
   returned: state gathered
 drift:
@@ -165,6 +173,7 @@ def plan(driver, state, want, text, scope, ports_given):
         ch["state"] = "deleted"
         return have, raw, target, ch
     ch = M.changes(want, have, state)
+    ch = driver.extra_changes(ch, want, have, raw)
     if state == "overridden":
         others, _ = driver.read(text, dict(scope, ports=None))
         cprio = (want["global"]["cnp"] or {}).get("priority", 6)
@@ -186,7 +195,8 @@ def main():
         argument_spec=dict(
             name=dict(type="str", default="switch"), host=dict(type="str"), port=dict(type="int", default=22),
             username=dict(type="str"), password=dict(type="str", no_log=True),
-            nos=dict(type="str", choices=["onyx", "nvue", "eos", "nxos", "sonic"]), device_type=dict(type="str"),
+            nos=dict(type="str", choices=["onyx", "nvue", "eos", "nxos", "sonic", "sonic-community"]),
+            device_type=dict(type="str"),
             known_hosts=dict(type="path"), host_key_checking=dict(type="bool", default=True),
             timeout=dict(type="int", default=30), ports=dict(type="list", elements="raw", default=[]),
             config=dict(type="dict"), running_config=dict(type="str"), save=dict(type="bool", default=True),
@@ -242,13 +252,14 @@ def main():
                 result["gathered"] = gathered
                 result["before"] = gathered
                 if p["config"] is not None:
-                    result["drift"] = M.drift(want, have) + driver.status_drift(want, status)
+                    result["drift"] = (M.drift(want, have) + driver.config_drift(want, raw)
+                                       + driver.status_drift(want, status))
                 result["show_commands"] = sw.shows
                 module.exit_json(**result)
             have, raw, target, ch = plan(driver, state, want, before_text, scope, bool(p["ports"]))
             result["before"] = _keys_str(have)
             if want is not None and state != "deleted":
-                result["drift"] = M.drift(want, have)
+                result["drift"] = M.drift(want, have) + driver.config_drift(want, raw)
             commands = driver.commands(ch, target, have, raw) if not M.is_empty(ch) else []
             result["commands"] = commands
             if commands:

@@ -26,6 +26,9 @@ class Driver:
     show_running = "show running-config"
     show_verify = ""
     transaction = ""  # session | pending | checkpoint | inverse
+    end_word = "end"  # what leaves configuration mode after a push ("" where the push runs in a shell)
+    sudo = False  # netmiko's config mode is 'sudo -s', which asks for the login password
+    save_command = ""  # the configuration command that saves, where netmiko's save_config does not
     switch = "switch"  # the switch's name in messages (get_driver sets it)
 
     # -- lines a parser must understand ------------------------------------------
@@ -81,6 +84,15 @@ class Driver:
 
     def status_drift(self, want, status):
         """Lines where ``parse_status`` differs from the intent."""
+        return []
+
+    def extra_changes(self, ch, want, have, raw):
+        """Changes of settings the NOS needs for the intent beyond the data model
+        (added to ``ch["ports"]``); ``ch`` itself by default."""
+        return ch
+
+    def config_drift(self, want, raw):
+        """Drift of those settings, read from the running config."""
         return []
 
     # -- writing -----------------------------------------------------------

@@ -13,8 +13,10 @@ from .nvue import NvueDriver
 from .nxos import NxosDriver
 from .onyx import OnyxDriver
 from .sonic import SonicDriver
+from .sonic_community import CommunitySonicDriver
 
-DRIVERS = dict((d.nos, d) for d in (OnyxDriver, NvueDriver, EosDriver, NxosDriver, SonicDriver))
+DRIVERS = dict((d.nos, d) for d in (OnyxDriver, NvueDriver, EosDriver, NxosDriver, SonicDriver,
+                                    CommunitySonicDriver))
 BY_DEVICE_TYPE = dict((d.device_type, d) for d in DRIVERS.values())
 BY_DEVICE_TYPE["mellanox"] = OnyxDriver
 

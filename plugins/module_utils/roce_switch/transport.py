@@ -4,8 +4,8 @@
 """netmiko transport: connect with host key checking, read, push inside the
 NOS's transaction (EOS/NX-OS configuration session, NVUE pending revision) or
 behind a rollback point (Onyx named configuration file, SONiC inverse
-commands), restore the running config on any rejected command or dropped
-connection, and save."""
+commands; community SONiC pushes from a 'sudo -s' root shell), restore the
+running config on any rejected command or dropped connection, and save."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -45,6 +45,8 @@ class Switch:
         else:
             self.params.update(ssh_strict=False, system_host_keys=False)
         self.params.pop("read_timeout_override")
+        if driver.sudo:
+            self.params["secret"] = password
         self.timeout = timeout
         self.conn = None
         self.log = None
@@ -130,7 +132,8 @@ class Switch:
                 return out
             if d.transaction == "checkpoint":
                 return self.config(d.checkpoint_commands(CHECKPOINT) + list(lines))
-            return self.config(list(lines) + ["end"], exit_config_mode=False)
+            tail = [d.end_word] if d.end_word else []
+            return self.config(list(lines) + tail, exit_config_mode=not d.end_word)
         except PushFailed as failure:
             try:
                 self.restore(before_text)
@@ -163,7 +166,8 @@ class Switch:
                 undo = assemble(d.undo_commands(before_text, now), d.exit_word)
                 if not undo:
                     return
-                self.conn.send_config_set(undo + ["end"], exit_config_mode=False, error_pattern=d.error_pattern)
+                tail = [d.end_word] if d.end_word else []
+                self.conn.send_config_set(undo + tail, exit_config_mode=not d.end_word, error_pattern=d.error_pattern)
             except Exception:
                 self.close()
                 if attempt == 9:
@@ -194,6 +198,8 @@ class Switch:
     def save(self):
         if self.driver.nos == "nvue":
             return self.conn.send_command("nv config save", read_timeout=max(self.timeout, 60))
+        if self.driver.save_command:
+            return self.config([self.driver.save_command])
         return self.conn.save_config()
 
 

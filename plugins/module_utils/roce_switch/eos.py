@@ -338,8 +338,8 @@ class EosDriver(Driver):
             out.append(((), "no qos map dscp %d" % d))
         wprio = want["global"]["pfc_priority"]
         hprio = have["global"]["pfc_priority"]
-        if raw.get("pfc_all_off") and wprio is not None and any(d.get("pfc", (False,))[0]
-                                                                 for d in ch["ports"].values()):
+        pfc_on = any(d.get("pfc", (False,))[0] for d in ch["ports"].values())
+        if raw.get("pfc_all_off") and wprio is not None and pfc_on:
             out.append(((), "no priority-flow-control all off"))  # else no port's PFC takes effect
         cprio = (want["global"]["cnp"] or have["global"]["cnp"] or {}).get("priority", 6)
         per_port = {}

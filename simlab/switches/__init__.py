@@ -4,7 +4,7 @@ netmiko drives with the real device types.
 Public interface
 ----------------
 - ``make_model(nos, name, ports)`` -> a model (``onyx``, ``nvue``, ``eos``, ``nxos``,
-  ``sonic``); ``model.handle(line) -> output`` runs a line in its default CLI
+  ``sonic``, ``sonic-community``); ``model.handle(line) -> output`` runs a line in its default CLI
   session, ``model.session()`` opens another one, ``model.port_view(port)`` gives
   the normalised, applied state of a port::
 
@@ -101,12 +101,28 @@ scheduler-policy N`` with ``queue Q`` / ``type strict|dwrr|wrr`` / ``weight W``;
 ``priority-flow-control priority P``, ``priority-flow-control watchdog action|on detect-time|
 restore-time`` (each with ``no``).  Save: ``write memory``.  No transactions.
 
+Community SONiC (``edgecore_sonic``; ``admin@leaf1:~$``, ``sudo -s`` asks the password and
+gives ``root@leaf1:/home/admin#``; ``sudo CMD`` runs one command as root; ``A && B`` runs both):
+the running configuration is CONFIG_DB (``{table: {key: {field: value}}}``, factory: DEVICE_METADATA
+with the dynamic buffer model and PORT with mtu 9100, no QoS tables, as after ``config qos clear``).
+``show runningconfiguration all`` (CONFIG_DB as sorted JSON, then ``bgpraw``), ``show pfc priority
+[PORT]``, ``show pfcwd config [PORTS]`` (tabulate tables as sonic-utilities prints them),
+``show version``; as root ``config interface mtu PORT 68-9216``, ``config interface pfc priority PORT
+0-7 on|off`` (``Cannot find interface PORT`` without a PORT_QOS_MAP entry), ``config ecn -profile NAME
+[-gmin|-gmax|-gdrop|-ymin|-ymax|-ydrop|-rmin|-rmax|-rdrop N]`` (an existing profile only), ``config
+pfcwd start [--action drop|forward|alert] [--restoration-time MS] PORTS|all DETECTION_MS`` (ports
+without pfc_enable are skipped), ``config pfcwd stop [PORTS]``, ``config qos clear``, ``config save -y``;
+``sonic-db-cli CONFIG_DB HSET|HDEL|DEL|HGET|HGETALL 'TABLE|KEY' ...``.  Not root: ``Root privileges are
+required for this operation``.  No transactions.
+
 Error strings: Onyx ``% Unrecognized command found at '^' position.`` under a caret
 line (``% Incomplete command.`` when a command stops short); EOS ``% Invalid input
 (at token N: 'word')``/``% Incomplete command``; NX-OS ``% Invalid command at '^'
 marker.``, ``% Incomplete command at '^' marker.``, ``% Invalid number, range is (lo:hi)
 at '^' marker.``; NVUE ``Error: ...``; SONiC ``% Error: Invalid input detected at "^"
-marker.``.  Limits: MTU max 9214 on EOS and 9216 elsewhere, priorities 0-7, DSCP 0-63.
+marker.``; community SONiC Click's ``Usage: ...``/``Error: ...``, ``Exception caught: ...`` of
+``ecnconfig`` and ``(error) ...`` of ``sonic-db-cli``.  Limits: MTU max 9214 on EOS and 9216 elsewhere,
+priorities 0-7, DSCP 0-63.
 
 Known differences from real devices
 -----------------------------------
@@ -126,6 +142,8 @@ Known differences from real devices
 - netmiko itself waits on timing for some classes: ``mellanox_mlnxos`` session set-up
   reads for 2 s of silence, and ``dell_sonic`` config-mode checks do the same (about
   8 s per ``send_config_set``); that is client behaviour, not server delay.
+- Community SONiC has no daemons behind CONFIG_DB: a field written is a field applied, and
+  ``config qos reload`` (the QoS templates) is not modelled.
 - Counters are zero unless the fabric model writes them into the state's
   ``counters`` (``{port: {"rx_pfc_pause": n, "tx_pfc_pause": n, "ecn_marked": n, ...}}``).
 """

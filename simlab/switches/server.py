@@ -24,8 +24,10 @@ from .models.nvue import NvueModel
 from .models.nxos import NxosModel
 from .models.onyx import OnyxModel
 from .models.sonic import SonicModel
+from .models.sonic_community import CommunitySonicModel
 
-MODELS = {"onyx": OnyxModel, "nvue": NvueModel, "eos": EosModel, "nxos": NxosModel, "sonic": SonicModel}
+MODELS = {"onyx": OnyxModel, "nvue": NvueModel, "eos": EosModel, "nxos": NxosModel, "sonic": SonicModel,
+          "sonic-community": CommunitySonicModel}
 FAULT_KINDS = ("switch-pfc-off", "switch-mtu-low", "switch-rejects-command",
                "switch-ssh-drops-mid-push", "clear")
 

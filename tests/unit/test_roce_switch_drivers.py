@@ -10,11 +10,13 @@ from simlab.switches import make_model
 
 PORTS = {"onyx": ["ethernet 1/1", "ethernet 1/2", "ethernet 1/4"], "nvue": ["swp1", "swp2", "swp4"],
          "eos": ["Ethernet1", "Ethernet2", "Ethernet4"], "nxos": ["Ethernet1/1", "Ethernet1/2", "Ethernet1/4"],
-         "sonic": ["Eth1/1", "Eth1/2", "Eth1/4"]}
+         "sonic": ["Eth1/1", "Eth1/2", "Eth1/4"], "sonic-community": ["Ethernet0", "Ethernet4", "Ethernet12"]}
 ENTER = {"onyx": ["enable", "configure terminal"], "eos": ["enable", "configure terminal"],
-         "nxos": ["configure terminal"], "sonic": ["sonic-cli", "configure terminal"], "nvue": []}
+         "nxos": ["configure terminal"], "sonic": ["sonic-cli", "configure terminal"], "nvue": [],
+         "sonic-community": ["sudo -s", "admin-pw"]}
 SHOW = {"onyx": "show running-config", "eos": "show running-config", "nxos": "show running-config",
-        "sonic": "do show running-configuration", "nvue": "nv config show -o commands"}
+        "sonic": "do show running-configuration", "nvue": "nv config show -o commands",
+        "sonic-community": "show runningconfiguration all"}
 INTENT = {"pfc_priority": 3, "trust": "dscp", "dscp_map": {26: 3, 48: 6},
           "ecn": {"tc": 3, "min_kbytes": 150, "max_kbytes": 1500, "probability": 100},
           "cnp": {"priority": 6, "strict": True}, "mtu": 9216, "mtu_per_nos": {"eos": 9214}}

@@ -1,10 +1,13 @@
 """The NX-OS and Onyx twins' answers compared in shape with the real outputs in
 ../shared/reference/real-outputs/switch_configs, and the Dell SONiC twin's with
-tests/unit/fixtures/switch_real/dell_sonic (EOS and NVUE: see
+tests/unit/fixtures/switch_real/dell_sonic, and the community SONiC twin's with
+tests/unit/fixtures/switch_real/sonic and sonic_community (EOS and NVUE: see
 test_switch_real_eos.py and test_switch_real_nvue.py)."""
 
+import json
 import re
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import model as M
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
 from simlab.switches import make_model
 from switch_real import recorded
@@ -77,3 +80,59 @@ def test_dell_sonic_twin_interface_config_has_the_recorded_shape():
     assert rec["ports"]["Eth1/5"]["pfc"] is True and rec["global"]["pfc_priority"] == 0
     assert d.parse_raw("\n".join(real))["ports"]["Eth1/5"]["pfc"] == [0, 1]
     assert d.parse("\n".join(twin))["ports"]["Eth1/1"]["pfc"] is True
+
+
+def _community(ports):
+    m = make_model("sonic-community", "leaf1", ports)
+    s = m.session()
+    s.handle("sudo -s")
+    s.handle("pw")
+    return m, s
+
+
+def test_community_sonic_twin_pfc_shows_print_the_recorded_text():
+    real = recorded("sonic/show-pfc-priority-doc.txt")
+    ports = ["Ethernet0", "Ethernet2", "Ethernet8", "Ethernet10", "Ethernet16"]
+    m, s = _community(ports)
+    for p in ports:
+        s.handle("sonic-db-cli CONFIG_DB HSET 'PORT_QOS_MAP|%s' pfc_enable 3,4" % p)
+    assert s.handle("show pfc priority").strip("\n") == real.strip("\n")
+    real = recorded("sonic/show-pfcwd-config-test-vector.txt")
+    m, s = _community(["Ethernet0", "Ethernet4", "Ethernet8"])
+    for p in ("Ethernet0", "Ethernet4", "Ethernet8"):
+        s.handle("sonic-db-cli CONFIG_DB HSET 'PORT_QOS_MAP|%s' dscp_to_tc_map AZURE pfc_enable 3" % p)
+    s.handle("config pfcwd start --action drop all 600 --restoration-time 600")
+    s.handle("sonic-db-cli CONFIG_DB HSET 'PFC_WD|GLOBAL' POLL_INTERVAL 600")
+    assert s.handle("show pfcwd config").strip("\n") == real.strip("\n")
+
+
+def test_community_sonic_twin_config_db_uses_the_recorded_tables_and_fields():
+    real = json.loads(recorded("sonic_community/config-qos-reload.json"))
+    for table, rows in json.loads(recorded("sonic_community/update-qos-ethernet0.json")).items():
+        real.setdefault(table, {}).update(rows)
+    for name in ("mock-config-db-pfc-wd.txt", "mock-config-db-port-buffer-pg.txt"):
+        body = json.loads("{" + recorded("sonic_community/" + name).rstrip().rstrip(",") + "}")
+        for key, row in body.items():
+            table, _, k = key.partition("|")
+            real.setdefault(table, {})[k] = row
+    d = get_driver("sonic-community")
+    want = M.normalise_intent({"pfc_priority": 3, "trust": "dscp", "dscp_map": {26: 3},
+                               "ecn": {"tc": 3, "min_kbytes": 150, "max_kbytes": 1500}, "mtu": 9216},
+                              d, ["Ethernet0"], "leaf1")
+    m, s = _community(["Ethernet0", "Ethernet4"])
+    have, raw = d.read(s.handle(d.show_running), M.scope_of(want))
+    ch = d.extra_changes(M.changes(want, have, "merged"), want, have, raw)
+    ch["state"] = "merged"
+    for line in d.commands(ch, want, have, raw):
+        s.handle(line)
+    twin = json.loads(s.handle("show runningconfiguration all"))
+    assert list(twin) == sorted(set(twin) - {"bgpraw"}) + ["bgpraw"]  # sonic-cfggen's sorted tables, then bgpraw
+    for table in ("PORT", "PORT_QOS_MAP", "DSCP_TO_TC_MAP", "WRED_PROFILE", "QUEUE", "BUFFER_PG", "PFC_WD"):
+        fields = set(f for row in twin[table].values() for f in row)
+        real_fields = set(f for row in real[table].values() for f in row)
+        if table == "DSCP_TO_TC_MAP":
+            assert fields <= set(str(i) for i in range(64)), table
+        else:
+            assert fields <= real_fields | {"admin_status"}, (table, fields - real_fields)
+    assert twin["BUFFER_PG"]["Ethernet0|3"] == {"profile": "NULL"}
+    assert twin["PFC_WD"]["Ethernet0"] == {"action": "drop", "detection_time": "200", "restoration_time": "200"}

@@ -263,3 +263,25 @@ def test_lab_kind_and_sonic_port_names():
     assert leaf["nos"] == NOS and leaf["ports"] == ["Ethernet0", "Ethernet4"]
     assert make_model(NOS, leaf["name"], leaf["ports"]).ports == leaf["ports"]
     assert make_model(NOS).ports[-1] == "Ethernet124"
+
+
+def test_module_plan_replaced_and_overridden_on_the_twin():
+    from ansible_collections.gpufabric.stack.plugins.modules.roce_switch import plan as module_plan
+    d, twin = driver(), Twin(("Ethernet0", "Ethernet4", "Ethernet8"))
+    both = M.normalise_intent(INTENT, d, ["Ethernet0", "Ethernet4"], "leaf7")
+    twin.run(plan(d, twin, both))
+    twin.run(["sonic-db-cli CONFIG_DB HSET 'DSCP_TO_TC_MAP|AZURE' 46 5"])
+    # replaced: the DSCP entry the intent does not name goes
+    want = M.normalise_intent(INTENT, d, ["Ethernet0", "Ethernet4"], "leaf7")
+    have, raw, target, ch = module_plan(d, "replaced", want, twin.text(), M.scope_of(want), True)
+    assert d.commands(ch, target, have, raw) == ["sonic-db-cli CONFIG_DB HDEL 'DSCP_TO_TC_MAP|AZURE' 46"]
+    # overridden with Ethernet0 only: Ethernet4 loses PFC, watchdog, trust, ECN and CNP, keeps its MTU
+    one = M.normalise_intent(INTENT, d, ["Ethernet0"], "leaf7")
+    have, raw, target, ch = module_plan(d, "overridden", one, twin.text(), M.scope_of(one), True)
+    cmds = d.commands(ch, target, have, raw)
+    assert "config interface pfc priority Ethernet4 3 off" in cmds and "config pfcwd stop Ethernet4" in cmds
+    assert not any("mtu" in c for c in cmds) and not any("Ethernet0" in c for c in cmds if "DSCP" not in c)
+    assert twin.run(cmds) == []
+    v = twin.sw.port_view("Ethernet4")
+    assert v["pfc_priorities"] == [] and v["trust"] == "none" and v["ecn"] is None and v["mtu"] == 9216
+    assert twin.sw.port_view("Ethernet0")["pfc_priorities"] == [3]

@@ -78,10 +78,11 @@ def _share(share):
     return rdma_pairs.DEFAULT_SHARE if share is None else share
 
 
-def rdma_check_links(pfs, node, nics, cabling, rdma_link=None, gid_index=None, addresses=None):
+def rdma_check_links(pfs, node, nics, cabling, rdma_link=None, gid_index=None, addresses=None, line_rate_mbps=None):
     if gid_index in ("", None):
         gid_index = None
-    return _wrap(rdma_pairs.link_check, node, pfs or [], nics or [], cabling or [], rdma_link, gid_index, addresses)
+    return _wrap(rdma_pairs.link_check, node, pfs or [], nics or [], cabling or [], rdma_link, gid_index, addresses,
+                 line_rate_mbps)
 
 
 def rdma_check_plan(nodes_links, mode="ring", port_base=18515):

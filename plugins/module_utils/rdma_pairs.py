@@ -137,7 +137,8 @@ def _where(p):
     return "no cabling entry"
 
 
-def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, addresses=None):
+def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, addresses=None,
+               line_rate_mbps=None):
     """Layer 9 link and GID verdict of one node.
 
     ``pfs`` is the nic_facts ``nics`` list, ``nics`` the node's
@@ -145,7 +146,9 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
     output of ``rdma link show`` (optional: its port state is preferred to
     sysfs when present), ``gid_index`` forces a GID index, ``addresses``
     maps a PF netdev (or PCI address) to the IPv4 address peers connect to
-    (default: the IPv4 of the PF's RoCE v2 GID).
+    (default: the IPv4 of the PF's RoCE v2 GID), ``line_rate_mbps`` the rate
+    the bandwidth gate takes as the line rate instead of the PF's link speed
+    (a link whose speed is not what it carries: an emulated or a shaped one).
 
     Returns ``{node, errors, pfs}``: ``errors`` are inventory problems
     (nothing selected, a PF without a cabling entry); each PF entry is
@@ -154,6 +157,16 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
     ``kind`` is ``link``, ``gid`` or ``None``.
     """
     addresses = addresses or {}
+    if line_rate_mbps not in (None, ""):
+        try:
+            line_rate_mbps = int(line_rate_mbps)
+        except (TypeError, ValueError):
+            line_rate_mbps = 0
+        if line_rate_mbps <= 0:
+            raise PlanError("%s: rdma_check_line_rate_mbps is %r; it must be a positive number of Mb/s or null"
+                            % (node, line_rate_mbps))
+    else:
+        line_rate_mbps = None
     selected, unmatched = select_pfs(pfs, nics)
     errors = []
     for m in unmatched:
@@ -183,6 +196,10 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
         ev.append("%s %s (%s, %s, cabled to %s): operstate %s, speed %s, RDMA port %s/%s" % (
             node, name, pf["pci_address"], dev or "no RDMA device", _where(entry), pf.get("operstate"),
             "%d Mb/s" % pf["speed_mbps"] if pf.get("speed_mbps") else "unknown", port_state, phys))
+        if line_rate_mbps and cause_is_link_up(pf):
+            ev.append("%s %s: gated against rdma_check_line_rate_mbps %d Mb/s, not the link speed" % (
+                node, name, line_rate_mbps))
+            entry["speed_mbps"] = line_rate_mbps
         if link:
             ev.append("rdma link: link %s/1 state %s physical_state %s netdev %s" % (
                 dev, link.get("state"), link.get("physical_state"), link.get("netdev")))
@@ -198,7 +215,7 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
         elif pf.get("operstate") != "up" or str(port_state or "").upper() != "ACTIVE":
             cause = "link down (netdev operstate %s, RDMA port %s, physical state %s)" % (
                 pf.get("operstate"), port_state, phys)
-        elif not pf.get("speed_mbps"):
+        elif not entry["speed_mbps"]:
             cause = "link up but its speed is unknown (speed reads %s)" % pf.get("speed_mbps")
         if cause:
             entry.update(cause=cause, kind="link")
@@ -222,6 +239,11 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
         entry["ok"] = entry["link_ok"] and entry["gid_ok"] and cable is not None
         out.append(entry)
     return {"node": node, "errors": errors, "pfs": out}
+
+
+def cause_is_link_up(pf):
+    """The PF's netdev is up (so a line rate applies to it)."""
+    return pf.get("operstate") == "up"
 
 
 # --------------------------------------------------------------------------
@@ -370,8 +392,14 @@ def gate(bw_gbps, client_speed_mbps, server_speed_mbps, share=DEFAULT_SHARE):
     if not speeds:
         raise PlanError("no link speed known for either end")
     line = min(speeds) / 1000.0
-    threshold = round(line * s, 2)
+    # kept to 0.1 Mb/s: links of a few tens of Mb/s (emulated ones) are gated too
+    threshold = round(line * s, 4)
     return {"line_gbps": line, "threshold_gbps": threshold, "passed": float(bw_gbps) >= threshold}
+
+
+def rate_text(gbps):
+    """A rate as people read it: Gb/s with two decimals, or Mb/s below 1 Gb/s."""
+    return "%.2f Gb/s" % gbps if gbps >= 1 else "%.1f Mb/s" % (gbps * 1000)
 
 
 def pair_label(pair):
@@ -445,8 +473,9 @@ def pair_result(pair, client_job, server_job=None, share=DEFAULT_SHARE, listenin
     g = gate(bw, pair["client"].get("speed_mbps"), pair["server"].get("speed_mbps"), s)
     res.update(bw_gbps=bw, line_gbps=g["line_gbps"], threshold_gbps=g["threshold_gbps"],
                mtu=parsed.get("mtu"), status="pass" if g["passed"] else "fail")
-    res["message"] = "%s: %.2f Gb/s %s the gate of %.2f Gb/s (%g%% of %g Gb/s line rate)" % (
-        label, bw, "meets" if g["passed"] else "is under", g["threshold_gbps"], round(s * 100, 2), g["line_gbps"])
+    res["message"] = "%s: %s %s the gate of %s (%g%% of %s line rate)" % (
+        label, rate_text(bw), "meets" if g["passed"] else "is under", rate_text(g["threshold_gbps"]),
+        round(s * 100, 2), rate_text(g["line_gbps"]).replace(".00 Gb/s", " Gb/s"))
     return res
 
 

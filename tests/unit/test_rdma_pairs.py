@@ -344,3 +344,26 @@ def test_summary_and_doctor_for_the_three_outcomes():
     off = RP.doctor_result(RP.summary(healthy[0], [], [], bandwidth=False))
     assert off["status"] == "pass" and off["reason"].endswith("pairwise bandwidth not tested (turned off)")
     json.dumps(d)
+
+
+# --------------------------------------------------------------------------- an inventory's line rate
+
+def test_a_line_rate_from_the_inventory_replaces_the_link_speed_in_the_gate():
+    """An emulated link (the VM nodes' igb with Soft-RoCE) reports 1000 Mb/s and
+    carries tens: the inventory's rdma_check_line_rate_mbps is what pairs are
+    gated against, and the evidence says so."""
+    res = RP.link_check("node01", [pf(0, 1, speed=1000)], NICS, cabling(["node01"], rails=1), line_rate_mbps=20)
+    entry = res["pfs"][0]
+    assert entry["ok"] and entry["speed_mbps"] == 20
+    assert "node01 enp59s0f0np0: gated against rdma_check_line_rate_mbps 20 Mb/s, not the link speed" in entry["evidence"]
+    g = RP.gate(0.019, entry["speed_mbps"], 20)
+    assert g["passed"] and g["line_gbps"] == 0.02
+    assert not RP.gate(0.017, entry["speed_mbps"], 20)["passed"]
+    # without it, the link speed stands
+    assert RP.link_check("node01", [pf(0, 1, speed=1000)], NICS, cabling(["node01"], rails=1))["pfs"][0]["speed_mbps"] == 1000
+
+
+@pytest.mark.parametrize("bad", [0, -5, "fast"])
+def test_a_line_rate_that_is_no_positive_number_is_an_error_naming_the_node_and_variable(bad):
+    with pytest.raises(RP.PlanError, match="node01: rdma_check_line_rate_mbps is"):
+        RP.link_check("node01", [pf(0, 1)], NICS, cabling(["node01"], rails=1), line_rate_mbps=bad)

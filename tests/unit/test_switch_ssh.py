@@ -207,3 +207,30 @@ def test_serve_entry_point(tmp_path):
     finally:
         p.terminate()
         p.wait(5)
+
+
+def test_sonic_community_sudo_push_and_config_save(tmp_path):
+    spec = [{"name": "sc1", "nos": "sonic-community", "ports": ["Ethernet0", "Ethernet4"], "password": "sc-pw"}]
+    with SwitchFleet(tmp_path, spec) as f:
+        f.write_known_hosts(tmp_path / "known_hosts")
+        c = connect(f, "sc1", secret="sc-pw")
+        try:
+            assert c.find_prompt() == "admin@sc1:~$"
+            err = r"^(?:Error:|Usage:|Cannot find interface|Exception caught:|\(error\)).*$"
+            # netmiko's config mode on edgecore_sonic is 'sudo -s' with the secret
+            c.send_config_set(["config interface mtu Ethernet0 9216",
+                               "sonic-db-cli CONFIG_DB HSET 'PORT_QOS_MAP|Ethernet0' dscp_to_tc_map AZURE",
+                               "config interface pfc priority Ethernet0 3 on"], error_pattern=err)
+            with pytest.raises(ConfigInvalidException):
+                c.send_config_set(["config interface pfc priority Ethernet4 3 on"], error_pattern=err)
+            assert c.find_prompt() == "root@sc1:/home/admin#"  # netmiko stays in config mode on an error
+            c.exit_config_mode()
+            assert c.find_prompt() == "admin@sc1:~$"
+            assert "Root privileges are required" in c.send_command("config save -y")
+            c.send_config_set(["config save -y"], error_pattern=err)
+            out = c.send_command("show pfc priority && show pfcwd config")
+            assert "Ethernet0                        3" in out.splitlines()
+        finally:
+            c.disconnect()
+        m = load_switch(tmp_path, "sc1")
+        assert m.startup == m.running and m.port_view("Ethernet0")["mtu"] == 9216

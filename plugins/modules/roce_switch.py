@@ -225,7 +225,7 @@ def main():
             module.exit_json(**result)
         if state == "rendered":
             have, raw = driver.read("", scope)
-            ch = M.changes(want, have, "merged")
+            ch = driver.extra_changes(M.changes(want, have, "merged"), want, have, raw)
             ch["state"] = "merged"
             result["rendered"] = driver.commands(ch, want, have, raw)
             module.exit_json(**result)

@@ -285,3 +285,30 @@ def test_module_plan_replaced_and_overridden_on_the_twin():
     v = twin.sw.port_view("Ethernet4")
     assert v["pfc_priorities"] == [] and v["trust"] == "none" and v["ecn"] is None and v["mtu"] == 9216
     assert twin.sw.port_view("Ethernet0")["pfc_priorities"] == [3]
+
+
+def _module(tmp_path, **args):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    f = tmp_path / "args.json"
+    f.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": dict(name="leaf7", nos=NOS, **args)}))
+    p = subprocess.run([sys.executable, "-m", "ansible_collections.gpufabric.stack.plugins.modules.roce_switch",
+                        str(f)], capture_output=True, text=True, cwd=repo,
+                       env=dict(os.environ, PYTHONPATH=str(repo / ".build")))
+    return json.loads(p.stdout)
+
+
+def test_module_rendered_includes_watchdog_and_lossless_pg_and_parsed_reads_config_db(tmp_path):
+    out = _module(tmp_path, state="rendered", ports=["Ethernet0"],
+                  config={"pfc_priority": 3, "trust": "dscp", "dscp_map": {"26": 3}, "mtu": 9216})
+    assert out["rendered"][-2:] == ["sonic-db-cli CONFIG_DB HSET 'BUFFER_PG|Ethernet0|3' profile NULL",
+                                    "config pfcwd start --action drop Ethernet0 200 --restoration-time 200"]
+    out = _module(tmp_path, state="parsed", ports=["Ethernet0"], running_config=show_all(real_db()))
+    assert out["parsed"]["ports"]["Ethernet0"]["pfc"] is True and out["parsed"]["global"]["dscp_map"]["48"] == 6
+    db = real_db()
+    db["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] = "3,9"
+    out = _module(tmp_path, state="parsed", running_config=show_all(db))
+    assert out["failed"] and out["msg"].startswith("leaf7: CONFIG_DB line not understood") and "3,9" in out["msg"]

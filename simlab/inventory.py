@@ -132,7 +132,6 @@ def _write_vm_vars(doc: dict, lab, out: Path) -> None:
         "rdma_drivers_modules": [IGB["driver"], IGB["vf_driver"], "rdma_rxe", "ib_uverbs", "rdma_ucm"],
         "rdma_drivers_soft_roce": True,
         "kernel_nic_vendor": vendor,
-        "nic_firmware_vendor": vendor,
         # Layer 9: the rate a pair is gated against is what this emulated link carries.
         "rdma_check_vendor": vendor,
         "rdma_check_line_rate_mbps": doc.get("link_rate_mbps", 40),

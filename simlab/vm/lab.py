@@ -27,13 +27,13 @@ IGB = {"vendor": "8086", "device": "10c9", "vf_device": "10ca", "driver": "igb",
 # What a link through the lab's rail switch carries between two TCG guests with
 # Soft-RoCE: the rate layer 9 gates ib_write_bw against (Mb/s).  The igb PF
 # reports 1000 Mb/s; emulation in software moves far less.
-LINK_RATE_MBPS = 40
+LINK_RATE_MBPS = 20
 DEFAULT_MEMORY_MB = 1536
 BOOT_TIMEOUT = 420
 
 
 def plan(name: str, nodes: int, nics: int = 1, switches: int = 0, preset: str = "factory",
-         nos: list[str] | None = None, memory_mb: int = DEFAULT_MEMORY_MB, smp: int = 2) -> dict:
+         nos: list[str] | None = None, memory_mb: int = DEFAULT_MEMORY_MB, smp: int = 1) -> dict:
     from simlab.lab import NOS_KINDS, node_names, switch_port_name
     if nodes < 1:
         raise ValueError("a VM lab needs at least one node")

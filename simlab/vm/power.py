@@ -33,12 +33,14 @@ class QemuPowerDriver:
         self.lab_dir = Path(lab_dir)
         self.graceful_timeout = graceful_timeout
 
-    def _hw(self, node: str) -> dict:
+    def _hw(self, target: str) -> dict:
+        """The node a BMC drives, by its name or its lab-wide name
+        (``simlab-<lab>-<node>``, what the BMC spec calls the container)."""
         doc = json.loads((self.lab_dir / "lab.json").read_text())
         for hw in doc["nodes"]:
-            if hw["name"] == node:
+            if target in (hw["name"], f"simlab-{doc['name']}-{hw['name']}"):
                 return hw
-        raise PowerError(f"no VM node {node!r} in {self.lab_dir / 'lab.json'}")
+        raise PowerError(f"no VM node {target!r} in {self.lab_dir / 'lab.json'}")
 
     def iommu_enabled(self, node: str) -> bool:
         """VT-d as the BIOS has it now (current attributes, after POST)."""
@@ -46,19 +48,20 @@ class QemuPowerDriver:
         bios = state.load_bios(state.bios_path(self.lab_dir, node))
         return bool(vendors.effective(bios["vendor"], bios.get("current", {})).get("iommu"))
 
-    def state(self, node: str) -> str:
-        return machine.state(self.lab_dir, node)
+    def state(self, target: str) -> str:
+        return machine.state(self.lab_dir, self._hw(target)["name"])
 
-    def on(self, node: str) -> None:
+    def on(self, target: str) -> None:
         lab_name = json.loads((self.lab_dir / "lab.json").read_text())["name"]
+        hw = self._hw(target)
         try:
-            machine.start(lab_name, self.lab_dir, self._hw(node), iommu=self.iommu_enabled(node))
+            machine.start(lab_name, self.lab_dir, hw, iommu=self.iommu_enabled(hw["name"]))
         except (RuntimeError, OSError) as e:
             raise PowerError(str(e)) from e
 
-    def off(self, node: str, force: bool) -> None:
+    def off(self, target: str, force: bool) -> None:
         try:
-            machine.stop(self.lab_dir, node, force=force, timeout=self.graceful_timeout)
+            machine.stop(self.lab_dir, self._hw(target)["name"], force=force, timeout=self.graceful_timeout)
         except QmpError as e:
             raise PowerError(str(e)) from e
 

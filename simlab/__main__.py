@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
 
     f = sub.add_parser("fault", help="inject a fault (or 'clear') on a node, switch or BMC")
     f.add_argument("target", help="inventory host name: nodeNN, leafN or nodeNN-bmc")
-    f.add_argument("kind", help=f"one of: {', '.join(faults.ALL)}, clear")
+    f.add_argument("kind", help=f"one of: {', '.join(faults.ALL)}, clear; on VM nodes: "
+                                f"{', '.join(sorted(__import__('simlab.vm.faults').vm.faults.NODE_FAULTS))}, bios-vtd-off")
     f.add_argument("--name", default="lab")
 
     b = sub.add_parser("image", help="build the node images: twin (debootstrap + podman import), "

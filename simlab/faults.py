@@ -90,6 +90,12 @@ def resolve(lab: Lab, target: str) -> tuple[str, str]:
 
 
 def inject(lab: Lab, target: str, kind: str) -> str:
+    if lab.kind == "vm":
+        from .vm import faults as vm_faults
+        try:
+            return vm_faults.inject(lab, target, kind)
+        except vm_faults.FaultError as exc:
+            raise FaultError(str(exc)) from None
     what, name = resolve(lab, target)
     if kind == "clear":
         return clear(lab, what, name)

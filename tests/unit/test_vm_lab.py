@@ -140,3 +140,21 @@ def test_the_vm_inventory_reaches_nodes_over_ssh_with_the_real_sysfs(tmp_path):
     assert "gpufabric_sysfs_root" not in allvars and "gpufabric_boot_time_command" not in allvars
     fabric = yaml.safe_load((out / "group_vars/all/fabric.yml").read_text())
     assert len(fabric["gpufabric_cabling"]) == 2
+
+
+class _Lab:
+    name = "t"
+
+    def __init__(self, tmp_path):
+        self.dir = tmp_path
+        self.doc = vm_lab.plan("t", 2)
+
+
+def test_a_vm_fault_on_an_unknown_node_or_of_the_twin_only_is_refused_before_anything_changes(tmp_path):
+    from simlab.vm import faults
+    lab = _Lab(tmp_path)
+    with pytest.raises(faults.FaultError, match=r"unknown target 'node09'.*node01, node02"):
+        faults.inject(lab, "node09", "link-down")
+    with pytest.raises(faults.FaultError, match=r"'fw-sriov-off' is not a fault of VM nodes.*ConnectX only"):
+        faults.inject(lab, "node01", "fw-sriov-off")
+    assert list(tmp_path.iterdir()) == []       # no fault recorded, nothing touched

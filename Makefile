@@ -15,13 +15,14 @@ export ANSIBLE_CONFIG  := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup image demo demo-down render bench test unit twin-test molecule lint sanity build clean
+.PHONY: help setup image demo demo-vm demo-down render bench test unit twin-test vm-test molecule lint sanity build clean
 
 help:
 	@echo "make demo   - set up, bring up a 4-node 2-switch twin rack, run site.yml and validate.yml"
+	@echo "make demo-vm - the same on 2 VM nodes with a real kernel and igb SR-IOV NICs (layers 1-6, 9, 10)"
 	@echo "make test   - set up, then every test: unit, twin, molecule, ansible-lint, ansible-test sanity"
 	@echo "make setup  - host packages (podman, runc, fuse3, debootstrap) and the Python venv"
-	@echo "make image  - build the twin node image"
+	@echo "make image  - build the node images: the twin's (podman) and the VM nodes' (QEMU tree, guest disk)"
 	@echo "make demo-down - remove the demo twin rack"
 	@echo "make bench  - time ping, converge, no-change re-run, validate and roce_switch on twin racks (SIZES=\"8 32 64\" RUNS=3 MITOGEN=1);"
 	@echo "              writes bench/results/<date>.json and docs/performance.md (not part of make test)"
@@ -41,7 +42,7 @@ $(VENV)/.installed: requirements.txt scripts/setup-host.sh
 	ln -sfn ../../.. $@
 
 image: setup
-	$(PY) -m simlab image
+	$(PY) -m simlab image --kind all
 
 # --- demo ----------------------------------------------------------------------
 demo: image
@@ -51,6 +52,21 @@ demo: image
 
 demo-down: setup
 	$(PY) -m simlab down --name $(LAB)
+	$(PY) -m simlab down --name $(VMLAB)
+
+# --- demo on VM nodes (real kernel) -----------------------------------------------
+# Two Debian 12 VMs from the factory image: site.yml takes them through BIOS
+# VT-d (a Redfish reset that restarts QEMU with the IOMMU), the kernel command
+# line (a real GRUB reboot), igb SR-IOV VFs, Soft-RoCE, the ib_write_bw check
+# and containerd; then the doctor.
+VMLAB    ?= vmdemo
+VM_INV   := out/inventories/$(VMLAB)
+VM_LAYERS := layer01,layer02,layer03,layer04,layer05,layer06,layer08,layer09,layer10
+
+demo-vm: image
+	$(PY) -m simlab up --kind vm --name $(VMLAB) --nodes 2 --inventory $(VM_INV)
+	$(BIN)/ansible-playbook -i $(VM_INV)/hosts.yml playbooks/site.yml --tags $(VM_LAYERS)
+	$(BIN)/ansible-playbook -i $(VM_INV)/hosts.yml playbooks/validate.yml
 
 # --- render mode ---------------------------------------------------------------
 # Every config and object the Kubernetes layers would install or apply, one
@@ -78,7 +94,7 @@ bench: image
 
 # --- tests ---------------------------------------------------------------------
 # The quick checks first, so a lint or sanity error shows in minutes.
-test: image unit lint sanity twin-test molecule
+test: image unit lint sanity twin-test vm-test molecule
 
 unit: setup
 	$(BIN)/pytest -q tests/unit
@@ -88,6 +104,11 @@ unit: setup
 # here (SIMLAB_REQUIRED=1) instead of being skipped.
 twin-test: image
 	SIMLAB_REQUIRED=1 $(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/integration
+
+# The VM nodes: one lab per test module, tests in order (converge, re-run,
+# doctor, faults); CPU-bound emulation, so no parallel workers.
+vm-test: image
+	SIMLAB_REQUIRED=1 $(BIN)/pytest -q --durations 15 tests/vm
 
 molecule: image
 	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default -s host_bringup

@@ -1,0 +1,171 @@
+"""The host layers on real kernels: two Debian 12 VMs from the factory image
+(no VT-d, no IOMMU flag, no VFs, no RDMA) converge through layers 1-6, 9 and
+10 with site.yml, a re-run changes nothing, the doctor passes them and says
+layers 4 and 8 do not apply to an igb (8086:10c9), and faults made the real
+way are named at their layer on that node only.
+
+The tests of this module run in order on one lab and build on each other.
+Nothing here is simulated but the hardware QEMU emulates: sysfs, netlink,
+udev, systemd, NetworkManager, GRUB, rdma_rxe and ib_write_bw are the real
+ones of the guest."""
+
+import json
+import re
+
+import pytest
+
+from tests.integration.conftest import recap
+
+
+LAYERS = "layer01,layer02,layer03,layer04,layer05,layer06,layer08,layer09,layer10"
+NODES = ("node01", "node02")
+PF = "/sys/bus/pci/devices/0000:01:00.0"
+
+
+def site(lab, *args):
+    proc = lab.playbook("playbooks/site.yml", "--tags", LAYERS, *args)
+    return proc, recap(proc.stdout)
+
+
+def validate(lab):
+    """validate.yml -> report.json (removed first, so a run that writes none fails)."""
+    (lab.reports / "report.json").unlink(missing_ok=True)
+    proc = lab.playbook("playbooks/validate.yml")
+    path = lab.reports / "report.json"
+    assert path.exists(), f"validate.yml wrote no report (rc {proc.returncode}):\n{proc.stdout[-4000:]}"
+    return proc, json.loads(path.read_text())
+
+
+def rows(report, host):
+    return {row["layer"]: row for row in report[host]["layers"]}
+
+
+def green(report, host):
+    """A host every applicable layer of which passes: the layers with no
+    cluster here (11-14, and 15 without GPUs) and 7 (no switch) skip."""
+    bad = {n: (r["status"], r["reason"]) for n, r in rows(report, host).items()
+           if r["status"] not in ("pass", "skipped")
+           # a pair whose other end is broken is not tested: not this node's fault
+           and not (n == 9 and r["status"] == "warn" and "not tested" in r["reason"])}
+    return bad == {} and report[host]["verdict"]["status"] != "fail", bad
+
+
+def named(report, host, layer, pattern):
+    """`host`'s first broken layer is `layer`, its reason matches `pattern`,
+    and every other node is green."""
+    verdict = report[host]["verdict"]
+    assert (verdict["status"], verdict["layer"]) == ("fail", layer), verdict
+    assert re.search(pattern, verdict["reason"]), verdict["reason"]
+    for other in NODES:
+        if other != host:
+            assert green(report, other)[0], (other, green(report, other)[1])
+
+
+def tail(proc):
+    return f"{proc.stdout[-6000:]}\n{proc.stderr[-2000:]}"
+
+
+def test_a_factory_node_is_a_real_kernel_without_iommu_or_vfs(vmlab):
+    from simlab.vm import image
+    out = vmlab.sh("node01", f"uname -r; cat /proc/cmdline; ls /sys/class/iommu | wc -l; "
+                             f"cat {PF}/vendor {PF}/device {PF}/sriov_totalvfs {PF}/sriov_numvfs; hostname").stdout.split("\n")
+    kernel = json.loads((image.guest_dir() / "manifest.json").read_text())["kernel"]
+    assert out[0] in kernel
+    assert "intel_iommu" not in out[1]
+    assert out[2:8] == ["0", "0x8086", "0x10c9", "7", "0", "node01"]
+
+
+def test_site_converges_layers_1_to_6_9_and_10_from_the_factory_image(vmlab):
+    proc, rc = site(vmlab)
+    assert proc.returncode == 0, tail(proc)
+    assert set(rc) >= set(NODES) and all(rc[n]["failed"] == 0 for n in NODES), rc
+    for node in NODES:
+        facts = vmlab.sh(node, "cat /proc/cmdline; ls /sys/class/iommu; "
+                               f"cat {PF}/sriov_numvfs; "
+                               f"for v in {PF}/virtfn*; do basename $(readlink -f $v/driver); "
+                               "basename $(readlink $v/iommu_group); done; "
+                               "rdma link show; systemctl is-active containerd; "
+                               "nmcli -t -f DEVICE,STATE device | grep v0: || true").stdout
+        lines = facts.splitlines()
+        assert "intel_iommu=on" in lines[0], (node, lines[0])      # layer 3: GRUB and a real reboot
+        assert lines[1] == "dmar0", (node, lines)                    # layer 2: VT-d on, so QEMU has the IOMMU
+        assert lines[2] == "4", (node, lines)                        # layer 6: 4 VFs
+        drivers, groups = lines[3:11:2], lines[4:12:2]
+        assert drivers == ["igbvf"] * 4, (node, drivers)
+        assert len(set(groups)) == 4, (node, groups)               # each VF in an IOMMU group of its own
+        assert "rxe_enp1s0/1 state ACTIVE" in facts                  # layer 5: Soft-RoCE over the PF
+        assert "\nactive\n" in facts                                 # layer 10: containerd
+        assert "enp1s0v0:unmanaged" in facts                         # layer 6: NM leaves the VFs alone
+
+
+def test_a_rerun_changes_nothing(vmlab):
+    proc, rc = site(vmlab)
+    assert proc.returncode == 0, tail(proc)
+    assert {n: rc[n]["changed"] for n in NODES} == {n: 0 for n in NODES}, tail(proc)
+
+
+def test_the_doctor_passes_the_layers_and_says_4_and_8_do_not_apply_to_igb(vmlab):
+    proc, report = validate(vmlab)
+    for node in NODES:
+        ok, bad = green(report, node)
+        assert ok, (node, bad)
+        r = rows(report, node)
+        assert {n: r[n]["status"] for n in (1, 2, 3, 5, 6, 9, 10)} == dict.fromkeys((1, 2, 3, 5, 6, 9, 10), "pass")
+        for layer in (4, 8):
+            assert r[layer]["status"] == "skipped", r[layer]
+            assert "not applicable" in r[layer]["reason"] and "8086:10c9" in r[layer]["reason"], r[layer]
+
+
+def test_vfs_and_soft_roce_come_back_after_a_real_reboot_with_networkmanager_running(vmlab):
+    before = vmlab.sh("node02", "cat /proc/sys/kernel/random/boot_id").stdout
+    vmlab.lab.reboot("node02")
+    out = vmlab.sh("node02", f"cat /proc/sys/kernel/random/boot_id; cat {PF}/sriov_numvfs; "
+                             "systemctl is-active NetworkManager; rdma link show; "
+                             "nmcli -t -f DEVICE,STATE device").stdout
+    assert out.split()[0] != before.strip()
+    assert out.split()[1:3] == ["4", "active"]
+    assert "rxe_enp1s0/1 state ACTIVE" in out
+    assert {f"enp1s0v{i}:unmanaged" for i in range(4)} <= set(out.split())
+
+
+# The faults go through `python -m simlab fault`, which makes them the real
+# way (sysfs, udev and GRUB files over SSH; a cable pulled over QMP). Two
+# nodes, two faults at a time: each node's verdict names its own, so neither
+# fault bleeds into the other node.
+
+def test_vfs_removed_and_a_fabric_link_down_are_named_at_layers_6_and_9(vmlab):
+    vmlab.fault("node01", "vfs-removed")
+    vmlab.fault("node02", "link-down")
+    try:
+        _, report = validate(vmlab)
+        v1, v2 = report["node01"]["verdict"], report["node02"]["verdict"]
+        assert (v1["status"], v1["layer"]) == ("fail", 6), v1
+        assert re.search(r"enp1s0|0000:01:00\.0", v1["reason"]), v1["reason"]
+        assert (v2["status"], v2["layer"]) == ("fail", 9), v2
+        assert "link down" in v2["reason"], v2["reason"]
+        assert {n: r["status"] for n, r in rows(report, "node02").items() if n < 9 and r["status"] != "skipped"} == \
+            dict.fromkeys((1, 2, 3, 5, 6), "pass")
+    finally:
+        vmlab.fault("node02", "clear")
+    proc, _ = site(vmlab, "--limit", "node01")
+    assert proc.returncode == 0, tail(proc)
+
+
+def test_the_rdma_module_unloaded_and_networkmanager_on_the_vfs_are_named_at_layers_5_and_6(vmlab):
+    vmlab.fault("node02", "module-unloaded")
+    vmlab.fault("node01", "networkmanager-grabs-vfs")
+    _, report = validate(vmlab)
+    v1, v2 = report["node01"]["verdict"], report["node02"]["verdict"]
+    assert (v1["status"], v1["layer"]) == ("fail", 6), v1
+    assert "NM_UNMANAGED" in v1["reason"], v1["reason"]
+    assert (v2["status"], v2["layer"]) == ("fail", 5), v2
+    assert "rdma_rxe" in json.dumps(rows(report, "node02")[5]), rows(report, "node02")[5]
+    proc, rc = site(vmlab)
+    assert proc.returncode == 0, tail(proc)
+
+
+def test_the_iommu_flag_dropped_from_grub_is_named_at_layer_3_after_a_real_reboot(vmlab):
+    vmlab.fault("node01", "iommu-off")
+    assert "intel_iommu=on" not in vmlab.sh("node01", "cat /proc/cmdline").stdout
+    _, report = validate(vmlab)
+    named(report, "node01", 3, r"intel_iommu")

@@ -109,6 +109,8 @@ class VF:
     min_tx_rate: int = 0
     mtu: int = 1500
     admin_up: bool = False
+    # driver_override (drivers/pci/pci-sysfs.c): the one driver that may bind it
+    driver_override: str | None = None
     probed_at: float = 0.0
     bound: bool = True
     rdma_index: int = 0
@@ -365,21 +367,38 @@ class Kernel:
             pf.autoprobe = truth[text]
             self.generation += 1
 
-    def bind(self, bdf: str) -> None:
+    def bind(self, bdf: str, driver: str | None = None) -> None:
+        """``drivers/<driver>/bind`` (``driver`` None: ``drivers_probe``).
+        A VF binds only where it may probe (pci_device_can_probe() in
+        drivers/pci/pci-driver.c): its PF's sriov_drivers_autoprobe is on, or
+        the VF has a driver_override, which must then name this driver
+        (driver_match_device()); otherwise the write fails ENODEV."""
         with self.lock:
             pf = self.pf_by_bdf(bdf.strip())
             if pf is None:
-                vf = self._vf_by_bdf(bdf.strip())
-                if vf is None:
+                found = self._vf_by_bdf(bdf.strip())
+                if found is None:
                     raise KernelError(errno.ENODEV)
-                if vf[1].bound:
+                owner, vf = found
+                if vf.bound:
                     raise KernelError(errno.EBUSY)
-                vf[1].bound = True
-                vf[1].probed_at = self.clock() + VF_PROBE_DELAY
+                if vf.driver_override is not None and driver is not None and vf.driver_override != driver:
+                    raise KernelError(errno.ENODEV)
+                if not owner.autoprobe and vf.driver_override is None:
+                    raise KernelError(errno.ENODEV)
+                vf.bound = True
+                vf.probed_at = self.clock() + VF_PROBE_DELAY
             else:
                 if pf.bound:
                     raise KernelError(errno.EBUSY)
                 pf.bound = True
+            self.generation += 1
+
+    def set_driver_override(self, vf: VF, data: bytes) -> None:
+        """driver_override_store(): a name, or an empty line to clear it."""
+        text = data.decode().strip()
+        with self.lock:
+            vf.driver_override = text or None
             self.generation += 1
 
     def unbind(self, bdf: str) -> None:

@@ -195,7 +195,7 @@ class Tree:
                   "/class/iommu", "/kernel/iommu_groups", "/module", "/devices/virtual/net/lo"):
             self._dir(d)
         drv = "/bus/pci/drivers/mlx5_core"
-        self._file(f"{drv}/bind", None, write=lambda d: k.bind(d.decode()), mode=0o200)
+        self._file(f"{drv}/bind", None, write=lambda d: k.bind(d.decode(), driver="mlx5_core"), mode=0o200)
         self._file(f"{drv}/unbind", None, write=lambda d: k.unbind(d.decode()), mode=0o200)
         self._file("/bus/pci/drivers_probe", None, write=lambda d: k.bind(d.decode()), mode=0o200)
         for mod in sorted(k.modules):
@@ -231,7 +231,11 @@ class Tree:
         self._file(f"{d}/current_link_speed", "32.0 GT/s PCIe" if pf.spec.model in ("cx7", "cx8") else "16.0 GT/s PCIe")
         self._file(f"{d}/current_link_width", "16")
         self._file(f"{d}/modalias", f"pci:v0000{VENDOR:04X}d0000{dev_id:04X}sv0000{VENDOR:04X}sd00000023bc02sc00i00")
-        self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
+        if vf is not None:
+            self._file(f"{d}/driver_override", lambda: f"{vf.driver_override or '(null)'}\n".encode(),
+                       write=lambda data: k.set_driver_override(vf, data), mode=0o644)
+        else:
+            self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
         self._file(f"{d}/enable", "1")
         self._file(f"{d}/resource", self._resource(pf, vf))
         self._link(f"{d}/subsystem", "../../../../bus/pci")

@@ -236,3 +236,31 @@ def test_ofed_ecn_starts_from_the_firmware_congestion_settings():
     assert err.value.errno == errno.EINVAL
     t.write(f"{base}/roce_np/cnp_802p_prio", b"5\n")
     assert t.read(f"{base}/roce_np/cnp_802p_prio") == b"5\n"
+
+
+def test_a_vf_binds_with_autoprobe_off_only_through_its_driver_override():
+    """pci_device_can_probe() (drivers/pci/pci-driver.c): a VF whose PF has
+    sriov_drivers_autoprobe off probes only with a driver_override, and
+    driver_match_device() then takes that driver alone. Seen on a real kernel
+    (the VM nodes' igbvf): the bind without an override fails ENODEV."""
+    k, tree, clock = make()
+    tree.write(f"{PF0}/sriov_drivers_autoprobe", b"0\n")
+    numvfs(tree, 2)
+    vf0 = os.path.basename(tree.lookup(f"{PF0}/virtfn0").target)
+    bind = "/bus/pci/drivers/mlx5_core/bind"
+    with pytest.raises(KernelError) as e:
+        tree.write(bind, vf0.encode())
+    assert e.value.errno == errno.ENODEV
+    override = f"/bus/pci/devices/{vf0}/driver_override"
+    assert tree.read(override) == b"(null)\n"
+    tree.write(override, b"vfio-pci\n")
+    with pytest.raises(KernelError) as e:         # the override names another driver
+        tree.write(bind, vf0.encode())
+    assert e.value.errno == errno.ENODEV
+    tree.write(override, b"mlx5_core\n")
+    tree.write(bind, vf0.encode())
+    with pytest.raises(KernelError) as e:
+        tree.write(bind, vf0.encode())
+    assert e.value.errno == errno.EBUSY
+    tree.write(override, b"\n")
+    assert tree.read(override) == b"(null)\n"

@@ -356,6 +356,38 @@ class SwitchModel:
             self._default_session = self.session()
         return self._default_session
 
+    # Linux-based NOSes (Cumulus NVUE, community SONiC): what their bash
+    # answers besides the NOS's own commands.
+    uname = "Linux"
+
+    def linux_shell(self, s, w):
+        """``exit`` (leaves the root shell, or the session), ``sudo -s``/``-i``
+        (asks the login password, then a root shell), ``uname -a``,
+        ``hostname``; None for any other command."""
+        if w[0] == "exit":
+            if s.mode == "root":
+                s.stack.pop()
+            else:
+                s.closed = True
+            return ""
+        if w[:2] in (["sudo", "-s"], ["sudo", "-i"]):
+            if s.mode == "root":
+                return ""
+
+            def answer(pw):
+                if s.flags.get("password") not in (None, pw):
+                    return "Sorry, try again."
+                s.push("root")
+                return ""
+            s.pending_prompt = answer
+            s.flags["no_newline_prompt"] = True
+            return f"[sudo] password for {self.user}: "
+        if w[0] == "uname":
+            return self.uname.format(name=self.name)
+        if w[0] == "hostname":
+            return self.name
+        return None
+
     def split_pipe(self, line: str) -> tuple[str, list[str]]:
         parts = [p.strip() for p in line.split(" | ")]
         return parts[0], parts[1:]

@@ -42,6 +42,7 @@ TRUST_VIEW = {"l2": "pcp", "l3": "dscp", "both": "both", "port": "port"}
 
 
 class NvueModel(SwitchModel):
+    uname = "Linux {name} 6.1.0-cl-1-amd64 #1 SMP Debian 6.1.38-4+cl5.9.0u8 x86_64 GNU/Linux"
     nos = "nvue"
     device_type = "cumulus_linux"
     initial_mode = "shell"
@@ -108,28 +109,9 @@ class NvueModel(SwitchModel):
         return out or ""
 
     def dispatch(self, s, w):
-        if w[0] == "exit":
-            if s.mode == "root":
-                s.stack.pop()
-            else:
-                s.closed = True
-            return ""
-        if w == ["sudo", "-s"] or w == ["sudo", "-i"]:
-            if s.mode == "root":
-                return ""
-
-            def answer(pw):
-                if s.flags.get("password") not in (None, pw):
-                    return "Sorry, try again."
-                s.push("root")
-                return ""
-            s.pending_prompt = answer
-            s.flags["no_newline_prompt"] = True
-            return f"[sudo] password for {self.user}: "
-        if w[0] == "uname":
-            return f"Linux {self.name} 6.1.0-cl-1-amd64 #1 SMP Debian 6.1.38-4+cl5.9.0u8 x86_64 GNU/Linux"
-        if w[0] == "hostname":
-            return self.name
+        out = self.linux_shell(s, w)
+        if out is not None:
+            return out
         if w[0] != "nv":
             return f"-bash: {w[0]}: command not found"
         if len(w) == 1:

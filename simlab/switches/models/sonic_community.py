@@ -41,6 +41,7 @@ def tabulate_simple(headers, rows, align=None):
 
 
 class CommunitySonicModel(SwitchModel):
+    uname = "Linux {name} 5.10.0-23-2-amd64 #1 SMP Debian 5.10.179-3 (2023-07-27) x86_64 GNU/Linux"
     nos = "sonic-community"
     device_type = "edgecore_sonic"
     initial_mode = "shell"
@@ -119,28 +120,9 @@ class CommunitySonicModel(SwitchModel):
         return "\n".join(o for o in outs if o)
 
     def dispatch(self, s, w, root):
-        if w[0] == "exit":
-            if s.mode == "root":
-                s.stack.pop()
-            else:
-                s.closed = True
-            return ""
-        if w[:2] in (["sudo", "-s"], ["sudo", "-i"]):
-            if s.mode == "root":
-                return ""
-
-            def answer(pw):
-                if s.flags.get("password") not in (None, pw):
-                    return "Sorry, try again."
-                s.push("root")
-                return ""
-            s.pending_prompt = answer
-            s.flags["no_newline_prompt"] = True
-            return f"[sudo] password for {self.user}: "
-        if w[0] == "uname":
-            return f"Linux {self.name} 5.10.0-23-2-amd64 #1 SMP Debian 5.10.179-3 (2023-07-27) x86_64 GNU/Linux"
-        if w[0] == "hostname":
-            return self.name
+        out = self.linux_shell(s, w)
+        if out is not None:
+            return out
         if w[0] == "show":
             return self.show(w[1:])
         if w[0] == "config":

@@ -383,3 +383,63 @@ def wait_vfs(fs, pf, num, timeout, autoprobe=True, clock=time.monotonic, sleep=t
             raise SriovError("%s: %d of %d VFs not ready after %ss (VF %s without physfn or netdev)"
                              % (pf_label(pf), len(missing), num, timeout, ", ".join(map(str, missing[:8]))))
         sleep(0.1)
+
+
+def vf_addresses(pf, num):
+    """The PCI addresses VFs 0..num-1 of a PF get, before they exist: the PF's
+    routing ID plus First VF Offset plus index times VF Stride, carried into
+    the bus number, as pci_iov_virtfn_bus() and pci_iov_virtfn_devfn() in
+    drivers/pci/iov.c compute them. None when sysfs gives no offset or stride."""
+    info = pf.get("sriov") or {}
+    offset, stride = info.get("offset"), info.get("stride")
+    if offset is None or stride is None or not PCI_RE.match(pf.get("pci_address") or ""):
+        return None
+    domain, bus, devfn = pf["pci_address"].split(":")
+    dev, fn = devfn.split(".")
+    bus, devfn = int(bus, 16), (int(dev, 16) << 3) | int(fn)
+    out = []
+    for index in range(num):
+        rid = devfn + offset + stride * index
+        out.append("%s:%02x:%02x.%d" % (domain, bus + (rid >> 8), (rid & 0xff) >> 3, rid & 7))
+    return out
+
+
+NM_RULE_HEADER = (
+    "# Written by gpufabric.stack.sriov_vf (layer 6) before it creates the VFs.\n"
+    "# The VFs of these PFs belong to pods: NetworkManager must not manage them.\n"
+)
+
+
+def nm_unmanaged_rule(vfs_by_pf):
+    """The udev rule that marks the VFs NM_UNMANAGED: ``vfs_by_pf`` is a list
+    of (PF label, [VF PCI address, ...]). One line per VF, matched on the VF's
+    PCI device (KERNELS), so it can be in place before the VF appears."""
+    lines = [NM_RULE_HEADER]
+    for label, addresses in vfs_by_pf:
+        if not addresses:
+            continue
+        lines.append("# %s: %d VF(s)\n" % (label, len(addresses)))
+        for address in addresses:
+            lines.append('SUBSYSTEM=="net", ACTION=="add|change|move", KERNELS=="%s", ENV{NM_UNMANAGED}="1"\n'
+                         % address)
+    return "".join(lines)
+
+
+def write_file(path, text, mode=0o644):
+    """Replace a file atomically (a temporary file beside it, then rename),
+    creating its directory; True when the content changed."""
+    try:
+        with open(path) as f:
+            if f.read() == text:
+                return False
+    except (IOError, OSError):
+        pass
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    tmp = "%s.gpufabric-tmp" % path
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.chmod(tmp, mode)
+    os.rename(tmp, path)
+    return True

@@ -83,6 +83,14 @@ options:
     description: The iproute2 C(ip) binary used to set per-VF settings through the PF.
     type: str
     default: ip
+  nm_unmanaged_rule:
+    description:
+      - Path of a udev rule that marks every VF of the selected PFs C(NM_UNMANAGED), one line per VF matched on its
+        PCI address (C(KERNELS)). It is written before the VFs are created, for the addresses the kernel will give
+        them (the PF's C(sriov_offset) and C(sriov_stride)), and a running udevd reloads it, so NetworkManager never
+        sees a VF without it. Written again, with the VFs announced again, if the VFs came up elsewhere.
+      - Left alone when not set.
+    type: path
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpufabric.stack.boot_files
@@ -135,6 +143,7 @@ inspected:
 """
 
 import json
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.stack.plugins.module_utils import host_files, sriov, sysfs_nic
@@ -199,6 +208,12 @@ def run(module, backend):
     plan = sriov.build_plan(pfs, p["pfs"])
     commands, results, before, after = [], [], {}, {}
     changed = False
+    rule = UdevRule(module, p["nm_unmanaged_rule"]) if p["nm_unmanaged_rule"] else None
+    # 0. The NM_UNMANAGED rule first, for the addresses the VFs will get, so
+    # that NetworkManager never sees a VF without it (written again below if
+    # the kernel placed them elsewhere).
+    if rule:
+        changed |= rule.ensure([(pf, want["num_vfs"]) for pf, want in plan], commands, before, after)
     # 1. VF counts on every PF (the kernel's 0-then-N), then wait for the VFs.
     for pf, want in plan:
         label = pf["name"] or pf["pci_address"]
@@ -260,7 +275,68 @@ def run(module, backend):
         after[label]["vfs"] = vf_after
         results.append(dict(name=pf["name"], pci_address=pf["pci_address"], vendor_device=pf["vendor_device"],
                             num_vfs_before=pf["sriov"]["numvfs"] or 0, num_vfs=num, vfs=vf_results))
+    if rule and not module.check_mode:
+        changed |= rule.ensure([(pf, want["num_vfs"]) for pf, want in plan], commands, before, after,
+                               created=dict((r["pci_address"], r["vfs"]) for r in results))
     return changed, results, commands, before, after
+
+
+class UdevRule(object):
+    """The udev rule that keeps NetworkManager off the VFs, written by this
+    module before it creates them (as the SR-IOV Network Operator does)."""
+
+    def __init__(self, module, path):
+        self.module = module
+        self.path = path
+
+    def ensure(self, plan, commands, before, after, created=None):
+        """Write the rule for ``plan`` ([(pf, num_vfs)]): the addresses of VFs
+        that exist (``created``, or sysfs when the count stays), else those the
+        kernel will give them. True when the file changed."""
+        entries, existing = [], []
+        for pf, num in plan:
+            if created is not None:
+                vfs = created.get(pf["pci_address"], [])
+            elif (pf["sriov"]["numvfs"] or 0) == num and num:
+                vfs = sysfs_nic.vf_list(sysfs_nic.Sysfs(self.module.params["sysfs_root"]), pf["pci_address"])
+            else:
+                entries.append((sriov.pf_label(pf), sriov.vf_addresses(pf, num) or []))
+                continue
+            entries.append((sriov.pf_label(pf), [v["pci_address"] for v in vfs if v["pci_address"]]))
+            existing += [v["netdev"] for v in vfs if v.get("netdev")]
+        text = sriov.nm_unmanaged_rule(entries)
+        try:
+            with open(self.path) as f:
+                old = f.read()
+        except (IOError, OSError):
+            old = None
+        before.setdefault("udev_rule", (old or "").splitlines())
+        after["udev_rule"] = text.splitlines()
+        if old == text:
+            return False
+        commands.append("write %s (%d VF line(s))" % (self.path, sum(len(a) for _l, a in entries)))
+        if self.module.check_mode:
+            return True
+        try:
+            sriov.write_file(self.path, text)
+        except (IOError, OSError) as exc:
+            raise sriov.SriovError("%s: writing the NM_UNMANAGED udev rule failed: %s" % (self.path, exc))
+        self.reload(existing)
+        return True
+
+    def reload(self, netdevs):
+        """Have a running udevd read the rule, and announce the VF netdevs that
+        exist already again (a change event), so that it applies to them."""
+        if not os.path.exists("/run/udev/control"):
+            return
+        udevadm = self.module.get_bin_path("udevadm")
+        if not udevadm:
+            return
+        self.module.run_command([udevadm, "control", "--reload"], check_rc=True)
+        if netdevs:
+            self.module.run_command([udevadm, "trigger", "--action=change"]
+                                    + ["/sys/class/net/%s" % n for n in netdevs], check_rc=True)
+            self.module.run_command([udevadm, "settle", "--timeout=30"])
 
 
 def main():
@@ -270,6 +346,7 @@ def main():
             sysfs_root=dict(type="path", default="/sys"),
             wait_timeout=dict(type="int", default=120),
             ip_command=dict(type="str", default="ip"),
+            nm_unmanaged_rule=dict(type="path"),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,

@@ -111,7 +111,7 @@ vm-test: image
 	SIMLAB_REQUIRED=1 $(BIN)/pytest -q --durations 15 tests/vm
 
 molecule: image
-	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default -s host_bringup
+	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default -s host_bringup -s vm_nodes
 
 lint: setup
 	$(BIN)/ansible-lint --profile production playbooks roles

@@ -134,17 +134,14 @@ def wait_ssh(lab, nodes: list[str], timeout: float = BOOT_TIMEOUT) -> None:
             time.sleep(2)
 
 
-# NetworkManager is told to leave igbvf devices alone.  With NM managing a VF
-# of the emulated igb (as it does with the VFs layer 6 creates before its
-# NM_UNMANAGED rule is in place), QEMU's igb stops handing frames to the PF's
-# queue: RoCE between the nodes drops to nothing until the VFs are made anew.
-NM_VFS = "[keyfile]\nunmanaged-devices=driver:igbvf\n"
-
-
 def provision(lab, hw: dict) -> None:
-    """The fabric addresses, and NetworkManager kept off the VFs' driver, as
-    the rack's provisioning would leave them."""
-    script = [f"printf '{NM_VFS}' > /etc/NetworkManager/conf.d/20-simlab-vfs.conf", "nmcli general reload"]
+    """The fabric addresses, as the rack's provisioning would leave them.
+    NetworkManager runs with Debian's configuration: keeping it off the VFs
+    is layer 6's NM_UNMANAGED udev rule, written before the VFs exist. (With
+    NetworkManager on a VF, QEMU's igb stops handing frames to the PF's
+    queue, so a rule that comes late shows as RoCE between the nodes dropping
+    to nothing.)"""
+    script = []
     for nic in hw["nics"]:
         con = f"fabric{nic['index']}"
         script.append(f"nmcli -t -f NAME connection show | grep -qx {con} || "

@@ -96,6 +96,12 @@ def test_site_converges_layers_1_to_6_9_and_10_from_the_factory_image(vmlab):
         assert "rxe_enp1s0/1 state ACTIVE" in facts                  # layer 5: Soft-RoCE over the PF
         assert "\nactive\n" in facts                                 # layer 10: containerd
         assert "enp1s0v0:unmanaged" in facts                         # layer 6: NM leaves the VFs alone
+        # the rule was written before the VFs, for the addresses the kernel then gave them
+        rule = vmlab.sh(node, "sed -n 's/.*KERNELS==\"\\([^\"]*\\)\".*/\\1/p' "
+                              "/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules; echo --; "
+                              f"for v in {PF}/virtfn*; do basename $(readlink $v); done").stdout
+        written, virtfn = rule.split("--\n")
+        assert written.split() == virtfn.split() and len(virtfn.split()) == 4, (node, rule)
 
 
 def test_a_rerun_changes_nothing(vmlab):

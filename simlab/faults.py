@@ -9,7 +9,8 @@ Two kinds behave differently under ``clear``:
 * *Misconfigurations* (SR-IOV or VT-d switched off in BIOS or firmware, a
   pending firmware change, the IOMMU flag gone from GRUB, the VF persistence
   unit disabled, NetworkManager let onto the VFs, PFC changed on a host or a
-  switch, switch MTU lowered, a PF unbound from its driver): the injection
+  switch, a switch's PFC watchdog or global PFC switched off, switch MTU
+  lowered, a PF unbound from its driver): the injection
   changes configuration the way an operator would have; ``clear`` forgets the
   fault record but does not undo the change.  Converging with site.yml repairs
   it, which is the point.
@@ -42,7 +43,7 @@ NODE_FAULTS = {
 }
 BMC_FAULTS = {"bmc-unreachable": 1, "bios-sriov-off": 2, "bios-vtd-off": 2}
 SWITCH_FAULTS = {"switch-pfc-off": 7, "switch-mtu-low": 7, "switch-rejects-command": 7,
-                 "switch-ssh-drops-mid-push": 7}
+                 "switch-ssh-drops-mid-push": 7, "switch-watchdog-off": 7, "switch-global-pfc-off": 7}
 ALL = sorted([*NODE_FAULTS, *BMC_FAULTS, *SWITCH_FAULTS])
 PERSISTENCE_UNIT = "gpufabric-sriov.service"
 
@@ -110,7 +111,10 @@ def inject(lab: Lab, target: str, kind: str) -> str:
         if what != "switch":
             raise FaultError(f"{kind} is a switch fault; {target} is a {what}")
         from .switches.server import inject_fault
-        inject_fault(lab.dir / "switches", name, kind)
+        try:
+            inject_fault(lab.dir / "switches", name, kind)
+        except ValueError as exc:
+            raise FaultError(f"{target}: {exc}") from None
         return f"{target}: {kind} (layer 7)"
     if kind not in NODE_FAULTS:
         raise FaultError(f"unknown fault {kind!r}; known: {', '.join(ALL)}, clear")

@@ -31,7 +31,7 @@ from .node import hardware
 
 REPO = Path(__file__).resolve().parents[1]
 HOME = Path(os.environ.get("SIMLAB_HOME", Path.home() / ".local/share/simlab"))
-NOS_KINDS = ["onyx", "nvue", "eos", "nxos", "sonic", "sonic-community"]
+NOS_KINDS = ["onyx", "nvue", "eos", "nxos", "sonic-dell", "sonic-community"]
 SWITCH_PORTS = 32
 
 
@@ -62,7 +62,7 @@ def free_ports(count: int) -> list[int]:
 
 def switch_port_name(nos: str, i: int) -> str:
     return {"onyx": f"ethernet 1/{i}", "nvue": f"swp{i}", "eos": f"Ethernet{i}",
-            "nxos": f"Ethernet1/{i}", "sonic": f"Eth1/{i}", "sonic-community": f"Ethernet{4 * (i - 1)}"}[nos]
+            "nxos": f"Ethernet1/{i}", "sonic-dell": f"Eth1/{i}", "sonic-community": f"Ethernet{4 * (i - 1)}"}[nos]
 
 
 def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7", driver: str = "inbox",

@@ -116,7 +116,8 @@ def _mtu_efficiency(mtu: int) -> float:
 # --------------------------------------------------------------------------
 
 _MODEL_CLASSES = {"onyx": ("onyx", "OnyxModel"), "nvue": ("nvue", "NvueModel"), "eos": ("eos", "EosModel"),
-                  "nxos": ("nxos", "NxosModel"), "sonic": ("sonic", "SonicModel")}
+                  "nxos": ("nxos", "NxosModel"), "sonic-dell": ("dell_sonic", "DellSonicModel"),
+                  "sonic-community": ("sonic_community", "CommunitySonicModel")}
 _PKG = "_simlab_fabric_switch_models"
 
 

@@ -4,7 +4,7 @@ netmiko drives with the real device types.
 Public interface
 ----------------
 - ``make_model(nos, name, ports)`` -> a model (``onyx``, ``nvue``, ``eos``, ``nxos``,
-  ``sonic``, ``sonic-community``); ``model.handle(line) -> output`` runs a line in its default CLI
+  ``sonic-dell`` (Dell Enterprise SONiC), ``sonic-community``); ``model.handle(line) -> output`` runs a line in its default CLI
   session, ``model.session()`` opens another one, ``model.port_view(port)`` gives
   the normalised, applied state of a port::
 
@@ -21,7 +21,8 @@ Public interface
   ``<state_dir>/<name>.json``: running, startup, pending, sessions, counters).
 - ``inject_fault(state_dir, name, kind, ports=None, **params)`` with kind
   ``switch-pfc-off``, ``switch-mtu-low``, ``switch-rejects-command``,
-  ``switch-ssh-drops-mid-push`` or ``clear`` (see ``server.inject_fault``).
+  ``switch-ssh-drops-mid-push``, ``switch-watchdog-off``, ``switch-global-pfc-off``
+  or ``clear`` (see ``server.inject_fault``).
 - ``python -m simlab.switches serve --state-dir DIR --spec SPEC.json`` and
   ``python -m simlab.switches fault --state-dir DIR NAME KIND``.
 
@@ -91,7 +92,7 @@ Transactions: ``configure session NAME`` ... ``verify``/``commit``/``abort``;
 Shows: ``running-config [ipqos|interface X]``, ``startup-config``,
 ``interface priority-flow-control``, ``queuing interface X``, ``checkpoint summary``.
 
-Dell SONiC (``dell_sonic``; ``admin@leaf1:~$``, ``sonic-cli`` -> ``leaf1#`` ``(config)#``
+Dell SONiC (NOS ``sonic-dell``, ``dell_sonic``; ``admin@leaf1:~$``, ``sonic-cli`` -> ``leaf1#`` ``(config)#``
 ``(conf-if-Eth1/1)#``): ``[no] roce enable [pfc-priority 3,4]``; ``qos map dscp-tc N`` with
 ``dscp D-RANGES traffic-class T``/``no dscp D``; ``qos wred-policy N`` with ``green
 minimum-threshold KB maximum-threshold KB drop-probability P``, ``ecn green``; ``qos
@@ -101,7 +102,7 @@ scheduler-policy N`` with ``queue Q`` / ``type strict|dwrr|wrr`` / ``weight W``;
 ``priority-flow-control priority P``, ``priority-flow-control watchdog action|on detect-time|
 restore-time`` (each with ``no``).  Save: ``write memory``.  No transactions.
 
-Community SONiC (``edgecore_sonic``; ``admin@leaf1:~$``, ``sudo -s`` asks the password and
+Community SONiC (NOS ``sonic-community``, ``edgecore_sonic``; ``admin@leaf1:~$``, ``sudo -s`` asks the password and
 gives ``root@leaf1:/home/admin#``; ``sudo CMD`` runs one command as root; ``A && B`` runs both):
 the running configuration is CONFIG_DB (``{table: {key: {field: value}}}``, factory: DEVICE_METADATA
 with the dynamic buffer model and PORT with mtu 9100, no QoS tables, as after ``config qos clear``).

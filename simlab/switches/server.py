@@ -23,13 +23,13 @@ from .models.eos import EosModel
 from .models.nvue import NvueModel
 from .models.nxos import NxosModel
 from .models.onyx import OnyxModel
-from .models.sonic import SonicModel
+from .models.dell_sonic import DellSonicModel
 from .models.sonic_community import CommunitySonicModel
 
-MODELS = {"onyx": OnyxModel, "nvue": NvueModel, "eos": EosModel, "nxos": NxosModel, "sonic": SonicModel,
+MODELS = {"onyx": OnyxModel, "nvue": NvueModel, "eos": EosModel, "nxos": NxosModel, "sonic-dell": DellSonicModel,
           "sonic-community": CommunitySonicModel}
 FAULT_KINDS = ("switch-pfc-off", "switch-mtu-low", "switch-rejects-command",
-               "switch-ssh-drops-mid-push", "clear")
+               "switch-ssh-drops-mid-push", "switch-watchdog-off", "switch-global-pfc-off", "clear")
 
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
 
@@ -98,6 +98,11 @@ def inject_fault(state_dir, name, kind, ports=None, **params) -> dict:
       lines matching ``pattern`` (default: any ECN line) fail with the NOS's error.
     - ``switch-ssh-drops-mid-push``: every SSH session is cut, without applying
       the line, when it sends configuration line number ``after`` + 1 (default 3).
+    - ``switch-watchdog-off``: the PFC watchdog configuration of ``ports``
+      (default: every port) is removed from the running configuration.
+    - ``switch-global-pfc-off``: PFC is switched off switch-wide (Onyx without
+      ``dcb priority-flow-control enable``, EOS ``priority-flow-control all
+      off``); the ports' PFC lines stay.  Other NOSes have no such state: ValueError.
     - ``clear``: removes the faults; configuration changes already made stay.
     """
     if kind not in FAULT_KINDS:
@@ -106,12 +111,18 @@ def inject_fault(state_dir, name, kind, ports=None, **params) -> dict:
         write_faults(state_dir, name, {})
         return {}
     faults = read_faults(state_dir, name)
-    if kind in ("switch-pfc-off", "switch-mtu-low"):
+    if kind in ("switch-pfc-off", "switch-mtu-low", "switch-watchdog-off", "switch-global-pfc-off"):
         m = load_switch(state_dir, name)
         sel = [m.canon_port(p) for p in ports] if ports else list(m.ports)
         if kind == "switch-pfc-off":
             m.fault_pfc_off(sel)
             faults[kind] = {"ports": sel}
+        elif kind == "switch-watchdog-off":
+            m.fault_watchdog_off(sel)
+            faults[kind] = {"ports": sel}
+        elif kind == "switch-global-pfc-off":
+            m.fault_global_pfc_off()
+            faults[kind] = {}
         else:
             mtu = int(params.get("mtu", 1500))
             m.fault_mtu_low(sel, mtu)

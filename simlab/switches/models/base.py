@@ -213,6 +213,14 @@ class SwitchModel:
     def fault_mtu_low(self, ports: list[str], mtu: int):
         raise NotImplementedError
 
+    def fault_watchdog_off(self, ports: list[str]):
+        """The PFC watchdog off on ``ports`` (its configuration removed)."""
+        raise ValueError(f"the {self.nos} twin keeps no PFC watchdog")
+
+    def fault_global_pfc_off(self):
+        """PFC off switch-wide, the ports' own PFC settings kept."""
+        raise ValueError(f"{self.nos} has no switch-wide PFC state apart from the ports'")
+
     # -- grammar -----------------------------------------------------------
     def rule(self, modes, *patterns):
         """Decorator-free registration: ``self.rule(('config',), 'a b', ...)(fn)``."""
@@ -443,13 +451,24 @@ class SwitchModel:
                 break
             idx -= 1
 
+    # A line starting with this is a comment the CLI ignores ('#' in the shell
+    # of the Linux-based NOSes).
+    comment = "!"
+
     def execute(self, s: Session, line: str) -> str:
+        """Run one line: the answer to a pending question (a password, [y/N]),
+        nothing for a blank line or a comment, else ``run_line``."""
         if s.pending_prompt is not None:
             fn, s.pending_prompt = s.pending_prompt, None
             return fn(line.strip()) or ""
         raw = line.strip()
-        if not raw or raw.startswith("!") and self.nos != "nvue":
+        if not raw or raw.startswith(self.comment):
             return ""
+        return self.run_line(s, raw)
+
+    def run_line(self, s: Session, raw: str) -> str:
+        """A non-blank line through the grammar of the session's mode (and of
+        the modes enclosing it)."""
         cmd, filters = self.split_pipe(raw)
         words = cmd.split()
         best = None

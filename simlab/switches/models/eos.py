@@ -489,6 +489,14 @@ class EosModel(SwitchModel):
             pc.pop("pfc_nodrop", None)
         self.prune(self.running)
 
+    def fault_watchdog_off(self, ports):
+        for p in ports:
+            self.port_cfg(self.running, p).pop("pfc_wd", None)
+        self.prune(self.running)
+
+    def fault_global_pfc_off(self):
+        self.running["pfc_all_off"] = True
+
     def fault_mtu_low(self, ports, mtu):
         for p in ports:
             pc = self.port_cfg(self.running, p)

@@ -89,13 +89,9 @@ class NvueModel(SwitchModel):
         return f"Error: Invalid config [rev_id: {self.pending_rev()}]\n  {line.strip()}: rejected by the platform"
 
     # -- shell ---------------------------------------------------------------
-    def execute(self, s: Session, line: str) -> str:
-        if s.pending_prompt is not None:
-            fn, s.pending_prompt = s.pending_prompt, None
-            return fn(line.strip()) or ""
-        raw = line.strip()
-        if not raw or raw.startswith("#"):
-            return ""
+    comment = "#"
+
+    def run_line(self, s: Session, raw: str) -> str:
         cmd, filters = self.split_pipe(raw)
         words = cmd.split()
         if words[0] == "sudo" and len(words) > 1 and words[1] != "-s":
@@ -541,6 +537,11 @@ class NvueModel(SwitchModel):
             del cfg[k]
         if cfg.get("qos roce enable") == "on" or "qos roce mode" in cfg:
             cfg["qos roce mode"] = "lossy"
+
+    def fault_watchdog_off(self, ports):
+        for p in ports:
+            for k in (f"interface {p} qos pfc-watchdog", f"interface {p} qos pfc-watchdog state"):
+                self.running.pop(k, None)
 
     def fault_mtu_low(self, ports, mtu):
         for p in ports:

@@ -531,6 +531,11 @@ class NxosModel(SwitchModel):
             self.port_cfg(self.running, p).pop("pfc_mode", None)
         self.prune(self.running)
 
+    def fault_watchdog_off(self, ports):
+        for p in ports:
+            self.port_cfg(self.running, p).pop("pfc_wd", None)
+        self.prune(self.running)
+
     def fault_mtu_low(self, ports, mtu):
         for p in ports:
             pc = self.port_cfg(self.running, p)

@@ -490,6 +490,15 @@ class OnyxModel(SwitchModel):
             self.port_cfg(cfg, p).pop("pfc", None)
         self.prune(cfg)
 
+    def fault_watchdog_off(self, ports):
+        for p in ports:
+            self.port_cfg(self.running, p).pop("pfc_wd", None)
+        self.prune(self.running)
+
+    def fault_global_pfc_off(self):
+        self.fault_pfc_off([])  # a 'roce' macro becomes its explicit lines first
+        self.running["pfc_enable"] = False
+
     def fault_mtu_low(self, ports, mtu):
         for p in ports:
             if mtu == self.default_mtu:

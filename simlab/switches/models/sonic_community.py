@@ -8,7 +8,7 @@ all`` prints it as JSON and ``config save -y`` copies it to the startup store
 (``/etc/sonic/config_db.json``).  The factory CONFIG_DB has DEVICE_METADATA
 (dynamic buffer model) and PORT (mtu 9100) and no QoS tables, as after
 ``config qos clear``.  The show tables are tabulate's ``simple`` layout as
-sonic-utilities prints them (tests/unit/fixtures/switch_real/sonic)."""
+sonic-utilities prints them (tests/unit/fixtures/switch_real/sonic_community)."""
 
 from __future__ import annotations
 
@@ -92,13 +92,9 @@ class CommunitySonicModel(SwitchModel):
         return f"Error: {line.strip()}: rejected by the platform"
 
     # -- shell ---------------------------------------------------------------------------
-    def execute(self, s: Session, line: str) -> str:
-        if s.pending_prompt is not None:
-            fn, s.pending_prompt = s.pending_prompt, None
-            return fn(line.strip()) or ""
-        raw = line.strip()
-        if not raw or raw.startswith("#"):
-            return ""
+    comment = "#"
+
+    def run_line(self, s: Session, raw: str) -> str:
         outs = []
         for part in raw.split(" && "):
             cmd, filters = self.split_pipe(part)
@@ -375,6 +371,11 @@ class CommunitySonicModel(SwitchModel):
     def fault_pfc_off(self, ports):
         for p in ports:
             self.running.get("PORT_QOS_MAP", {}).get(p, {}).pop("pfc_enable", None)
+        self.prune()
+
+    def fault_watchdog_off(self, ports):
+        for p in ports:
+            self.running.get("PFC_WD", {}).pop(p, None)
         self.prune()
 
     def fault_mtu_low(self, ports, mtu):

@@ -9,8 +9,8 @@ import re
 from .base import CliError, Failure, Session, SwitchModel, compress_ints, default_dscp_map
 
 
-class SonicModel(SwitchModel):
-    nos = "sonic"
+class DellSonicModel(SwitchModel):
+    nos = "sonic-dell"
     device_type = "dell_sonic"
     initial_mode = "shell"
     config_modes = frozenset({"config", "if", "dscpmap", "wred", "sched", "schedq"})
@@ -394,6 +394,11 @@ class SonicModel(SwitchModel):
             self.port_cfg(self.running, p).pop("pfc", None)
         if self.running.get("roce") and set(ports) >= set(self.ports):
             self.running["roce"] = None
+        self.prune(self.running)
+
+    def fault_watchdog_off(self, ports):
+        for p in ports:
+            self.port_cfg(self.running, p).pop("pfc_wd", None)
         self.prune(self.running)
 
     def fault_mtu_low(self, ports, mtu):

@@ -14,10 +14,14 @@ short_description: Lossless RoCE (PFC, DSCP trust and map, ECN, CNP, MTU) on a l
 description:
   - Runs on the controller and drives the switch with netmiko and the NOS's real device type
     (C(mellanox_mlnxos), C(cumulus_linux), C(arista_eos), C(cisco_nxos), C(dell_sonic), C(edgecore_sonic)).
-  - NOS C(sonic) is Dell Enterprise SONiC (Klish CLI); C(sonic-community) is community SONiC (Click CLI in bash),
+  - NOS C(sonic-dell) is Dell Enterprise SONiC (Klish CLI); C(sonic-community) is community SONiC (Click CLI in bash),
     read from CONFIG_DB (C(show runningconfiguration all)) and set with C(config) and C(sonic-db-cli) from a
-    C(sudo -s) root shell; there the PFC watchdog and a lossless buffer priority group follow the ports with PFC,
-    and C(config save -y) saves.
+    C(sudo -s) root shell; there the PFC watchdog (unless C(pfc_watchdog) is false) and a lossless buffer priority
+    group follow the ports with PFC, and C(config save -y) saves.
+  - Where the intent has PFC, global PFC switched off (EOS C(priority-flow-control all off) or C(Global PFC) Disabled,
+    Onyx without C(dcb priority-flow-control enable)) and, where the intent asks for it, the PFC watchdog off on a
+    PFC port (EOS, NVUE, NX-OS, Dell and community SONiC; Onyx's is not managed) are drift lines that name the NOS
+    and the command that fixes them, and the converge sends that command.
   - Reads the running config once, compares it with the intent in a platform-neutral data model,
     and sends only the commands that differ. A converged switch gets no configuration command and
     two show commands at most.
@@ -39,8 +43,10 @@ options:
   password: {type: str, description: SSH password.}
   nos:
     type: str
-    choices: [onyx, nvue, eos, nxos, sonic, sonic-community]
-    description: NOS of the switch (or give I(device_type)).
+    description:
+      - NOS of the switch (or give I(device_type)), one of C(onyx), C(nvue), C(eos), C(nxos), C(sonic-dell)
+        (Dell Enterprise SONiC) and C(sonic-community) (community SONiC).
+      - C(sonic) is accepted for C(sonic-dell) and deprecated. Another value fails naming the switch and the value.
   device_type: {type: str, description: netmiko device type instead of I(nos).}
   known_hosts: {type: path, description: known_hosts file holding the switch's host key.}
   host_key_checking: {type: bool, default: true, description: Refuse a switch whose host key is unknown or different.}
@@ -58,7 +64,8 @@ options:
     description:
       - "The intent. C(pfc_priority) (0-7), C(trust) (dscp, pcp, both), C(dscp_map) (a mapping of DSCP to priority),
         C(ecn) (tc, min_kbytes or min_bytes, max_kbytes or max_bytes, probability), C(cnp) (priority, strict),
-        C(mtu) and C(mtu_per_nos) (a mapping of NOS to the MTU it gets instead of C(mtu); EOS takes at most 9214)."
+        C(mtu) and C(mtu_per_nos) (a mapping of NOS to the MTU it gets instead of C(mtu); EOS takes at most 9214),
+        C(pfc_watchdog) (the PFC watchdog on every port with PFC; absent, only community SONiC turns it on)."
   state:
     type: str
     default: merged
@@ -132,6 +139,7 @@ gathered:
   description: Data model read from the switch, with C(oper_pfc) per port and, where the NOS's verification show
     has more, C(status) (NVUE C(nv show qos roce) RoCE mode, trust and ECN; EOS C(Global PFC) and the ports
     with the pause watchdog; community SONiC the ports with the PFC watchdog).
+    The drift lists global PFC first, then the data model's differences, then the PFC watchdog per port.
   type: dict
   returned: state gathered
 drift:
@@ -149,7 +157,7 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import model as M
-from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import ALIASES, get_driver
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import transport as T
 
 
@@ -195,7 +203,7 @@ def main():
         argument_spec=dict(
             name=dict(type="str", default="switch"), host=dict(type="str"), port=dict(type="int", default=22),
             username=dict(type="str"), password=dict(type="str", no_log=True),
-            nos=dict(type="str", choices=["onyx", "nvue", "eos", "nxos", "sonic", "sonic-community"]),
+            nos=dict(type="str"),
             device_type=dict(type="str"),
             known_hosts=dict(type="path"), host_key_checking=dict(type="bool", default=True),
             timeout=dict(type="int", default=30), ports=dict(type="list", elements="raw", default=[]),
@@ -212,6 +220,9 @@ def main():
     try:
         driver = get_driver(p["nos"], p["device_type"], name)
         result["nos"] = driver.nos
+        if p["nos"] in ALIASES:
+            module.deprecate("%s: nos %s is Dell Enterprise SONiC; call it %s" % (name, p["nos"], ALIASES[p["nos"]]),
+                             version="2.0.0", collection_name="gpufabric.stack")
         want = None
         if p["config"] is not None or state in ("merged", "replaced", "overridden"):
             if p["config"] is None:
@@ -252,14 +263,16 @@ def main():
                 result["gathered"] = gathered
                 result["before"] = gathered
                 if p["config"] is not None:
-                    result["drift"] = (M.drift(want, have) + driver.config_drift(want, raw)
+                    glob, wd = driver.pfc_drift(want, raw, status)
+                    result["drift"] = (glob + M.drift(want, have) + driver.config_drift(want, raw) + wd
                                        + driver.status_drift(want, status))
                 result["show_commands"] = sw.shows
                 module.exit_json(**result)
             have, raw, target, ch = plan(driver, state, want, before_text, scope, bool(p["ports"]))
             result["before"] = _keys_str(have)
             if want is not None and state != "deleted":
-                result["drift"] = M.drift(want, have) + driver.config_drift(want, raw)
+                glob, wd = driver.pfc_drift(want, raw)
+                result["drift"] = glob + M.drift(want, have) + driver.config_drift(want, raw) + wd
             commands = driver.commands(ch, target, have, raw) if not M.is_empty(ch) else []
             result["commands"] = commands
             if commands:
@@ -273,9 +286,13 @@ def main():
                 module.exit_json(**result)
             sw.push(commands, before_text)
             after_text = sw.show(driver.show_running)
-            after, _ = driver.read(after_text, dict(scope or {}, ports=list(have["ports"])) if scope else
-                                   {"ports": list(have["ports"])})
+            after, after_raw = driver.read(after_text, dict(scope or {}, ports=list(have["ports"])) if scope else
+                                           {"ports": list(have["ports"])})
             left = M.changes(target, after, state if state != "overridden" else "merged")
+            wd_left = []
+            if state != "deleted":
+                left = driver.extra_changes(left, target, after, after_raw)
+                wd_left = driver.pfc_drift(target, after_raw)[1]
             if state == "deleted":
                 left["dscp_unset"] = []
             oper = driver.parse_verify(sw.show(driver.show_verify))
@@ -288,7 +305,7 @@ def main():
                         bad_oper.append("%s: PFC not operational on priority %d" % (port, prio))
             result["after"] = _keys_str(after)
             if not M.is_empty(left) or bad_oper:
-                lines = (M.drift(target, after) if state != "deleted" else []) + bad_oper
+                lines = (M.drift(target, after) if state != "deleted" else []) + wd_left + bad_oper
                 module.fail_json(msg="%s: verification after the push found differences, not saved: %s"
                                  % (name, "; ".join(lines) or str(left)), **result)
             sw.finish()

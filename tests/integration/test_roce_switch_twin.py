@@ -24,7 +24,7 @@ SPECS = [
     {"name": "eos1", "nos": "eos", "ports": ["Ethernet1", "Ethernet2", "Ethernet3"], "gpu": ["Ethernet1", "Ethernet2"]},
     {"name": "nxos1", "nos": "nxos", "ports": ["Ethernet1/1", "Ethernet1/2", "Ethernet1/3"],
      "gpu": ["Ethernet1/1", "Ethernet1/2"]},
-    {"name": "sonic1", "nos": "sonic", "ports": ["Eth1/1", "Eth1/2", "Eth1/3"], "gpu": ["Eth1/1", "Eth1/2"]},
+    {"name": "sonic1", "nos": "sonic-dell", "ports": ["Eth1/1", "Eth1/2", "Eth1/3"], "gpu": ["Eth1/1", "Eth1/2"]},
     {"name": "sonicc1", "nos": "sonic-community", "ports": ["Ethernet0", "Ethernet4", "Ethernet8"],
      "gpu": ["Ethernet0", "Ethernet4"]},
 ]

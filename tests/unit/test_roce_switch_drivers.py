@@ -10,12 +10,12 @@ from simlab.switches import make_model
 
 PORTS = {"onyx": ["ethernet 1/1", "ethernet 1/2", "ethernet 1/4"], "nvue": ["swp1", "swp2", "swp4"],
          "eos": ["Ethernet1", "Ethernet2", "Ethernet4"], "nxos": ["Ethernet1/1", "Ethernet1/2", "Ethernet1/4"],
-         "sonic": ["Eth1/1", "Eth1/2", "Eth1/4"], "sonic-community": ["Ethernet0", "Ethernet4", "Ethernet12"]}
+         "sonic-dell": ["Eth1/1", "Eth1/2", "Eth1/4"], "sonic-community": ["Ethernet0", "Ethernet4", "Ethernet12"]}
 ENTER = {"onyx": ["enable", "configure terminal"], "eos": ["enable", "configure terminal"],
-         "nxos": ["configure terminal"], "sonic": ["sonic-cli", "configure terminal"], "nvue": [],
+         "nxos": ["configure terminal"], "sonic-dell": ["sonic-cli", "configure terminal"], "nvue": [],
          "sonic-community": ["sudo -s", "admin-pw"]}
 SHOW = {"onyx": "show running-config", "eos": "show running-config", "nxos": "show running-config",
-        "sonic": "do show running-configuration", "nvue": "nv config show -o commands",
+        "sonic-dell": "do show running-configuration", "nvue": "nv config show -o commands",
         "sonic-community": "show runningconfiguration all"}
 INTENT = {"pfc_priority": 3, "trust": "dscp", "dscp_map": {26: 3, 48: 6},
           "ecn": {"tc": 3, "min_kbytes": 150, "max_kbytes": 1500, "probability": 100},
@@ -150,7 +150,7 @@ def test_units_normalised():
     eos = get_driver("eos").parse("interface Ethernet1\n   uc-tx-queue 3\n      random-detect ecn minimum-threshold "
                                   "150 kbytes maximum-threshold 2 mbytes max-mark-probability 50\n")
     assert eos["ports"]["Ethernet1"]["ecn"] == {"tc": 3, "min_bytes": 150000, "max_bytes": 2000000, "probability": 50}
-    son = get_driver("sonic").parse("!\nqos wred-policy W\n green minimum-threshold 150 maximum-threshold 1500 "
+    son = get_driver("sonic-dell").parse("!\nqos wred-policy W\n green minimum-threshold 150 maximum-threshold 1500 "
                                     "drop-probability 100\n ecn green\n!\ninterface Eth1/1\n mtu 9216\n"
                                     " queue 3 wred-policy W\n no shutdown\n!")
     assert son["ports"]["Eth1/1"]["ecn"]["max_bytes"] == 1500000
@@ -162,7 +162,7 @@ def test_units_normalised():
     ("nxos", dict(INTENT, dscp_map={64: 3}), ["Ethernet1/1"], "leaf1: DSCP 64 is outside 0-63"),
     ("nvue", dict(INTENT, cnp={"priority": 9}), ["swp1"], "leaf1: CNP priority 9 is outside 0-7"),
     ("onyx", dict(INTENT, dscp_map={26: 4}), ["ethernet 1/1"], "cannot map it to 4"),
-    ("sonic", INTENT, ["swp1"], "leaf1: port 'swp1' is not a Dell SONiC port name"),
+    ("sonic-dell", INTENT, ["swp1"], "leaf1: port 'swp1' is not a Dell SONiC port name"),
     ("eos", dict(INTENT, trust="both"), ["Ethernet1"], "not both"),
 ])
 def test_validation_names_switch_and_value(nos, config, ports, needle):
@@ -184,7 +184,7 @@ def test_drift_lines():
 
 
 def test_sonic_undo_restores_running_config_exactly():
-    d, want, cli, _ = converge("sonic")
+    d, want, cli, _ = converge("sonic-dell")
     before = cli.text()
     cli.run(["interface Eth1/1", "mtu 9000", "no priority-flow-control priority 3",
              "qos map dscp-tc EXTRA", "dscp 1 traffic-class 1"])

@@ -83,12 +83,12 @@ def test_nxos_dscp_names_and_watchdog_are_read():
     "interface PortChannel1\n priority-flow-control priority 9\n!\n",
 ])
 def test_sonic_unreadable_line_fails(block):
-    unreadable("sonic", SONIC_OK + block, block.strip().splitlines()[-2 if block.endswith("!\n") and
+    unreadable("sonic-dell", SONIC_OK + block, block.strip().splitlines()[-2 if block.endswith("!\n") and
                                                                        len(block.splitlines()) > 2 else 0].strip())
 
 
 def test_sonic_watchdog_and_dscp_ranges_are_read():
-    raw = get_driver("sonic").parse_raw(
+    raw = get_driver("sonic-dell").parse_raw(
         "!\npriority-flow-control watchdog polling-interval 100\n!\nqos map dscp-tc M\n dscp 0-25,27 traffic-class 0\n"
         " dscp 26 traffic-class 3\n!\ninterface Eth1/1\n priority-flow-control priority 3\n"
         " priority-flow-control asymmetric\n priority-flow-control watchdog on detect-time 200\n!\n")
@@ -109,7 +109,7 @@ BAD = {
              "interface ethernet 1/1 dcb priority-flow-control mode maybe", "ethernet 1/1"),
     "nxos": (NXOS_OK + "  priority-flow-control mode sometimes\n", "priority-flow-control mode sometimes",
              "Ethernet1/1"),
-    "sonic": ("!\ninterface Eth1/1\n mtu 9216\n priority-flow-control priority 3,4\n!\n",
+    "sonic-dell": ("!\ninterface Eth1/1\n mtu 9216\n priority-flow-control priority 3,4\n!\n",
               "priority-flow-control priority 3,4", "Eth1/1"),
 }
 

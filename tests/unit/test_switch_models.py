@@ -90,10 +90,10 @@ PORTS = {"onyx": ["1/1", "1/2", "1/3", "1/4", "1/5"],
          "eos": [f"Ethernet{i}" for i in range(1, 6)],
          "nxos": [f"Ethernet1/{i}" for i in range(1, 6)],
          "nvue": [f"swp{i}" for i in range(1, 6)],
-         "sonic": [f"Eth1/{i}" for i in range(1, 6)]}
-ROCE = {"onyx": ONYX_ROCE, "eos": EOS_ROCE, "nxos": NXOS_ROCE, "nvue": NVUE_ROCE, "sonic": SONIC_ROCE}
+         "sonic-dell": [f"Eth1/{i}" for i in range(1, 6)]}
+ROCE = {"onyx": ONYX_ROCE, "eos": EOS_ROCE, "nxos": NXOS_ROCE, "nvue": NVUE_ROCE, "sonic-dell": SONIC_ROCE}
 SHOW_RUN = {"onyx": "show running-config", "eos": "show running-config", "nxos": "show running-config",
-            "nvue": "nv config show -o commands", "sonic": "show running-configuration"}
+            "nvue": "nv config show -o commands", "sonic-dell": "show running-configuration"}
 
 
 def run(model, lines):
@@ -123,7 +123,7 @@ def test_roce_profile_applies_and_port_view(nos):
     other = m.port_view(PORTS[nos][4])
     if nos != "nvue":
         assert other["pfc_priorities"] == []
-        assert other["mtu"] == {"onyx": 1500, "eos": 1500, "nxos": 1500, "sonic": 9100}[nos]
+        assert other["mtu"] == {"onyx": 1500, "eos": 1500, "nxos": 1500, "sonic-dell": 9100}[nos]
 
 
 def test_factory_state():
@@ -131,7 +131,7 @@ def test_factory_state():
         "up": True, "mtu": 1500, "trust": "pcp", "pfc_priorities": [], "ecn": None,
         "cnp_strict_tc": None, "dscp_map": {}}
     assert make_model("nvue").port_view("swp1")["mtu"] == 9216
-    assert make_model("sonic").port_view("Eth1/1")["mtu"] == 9100
+    assert make_model("sonic-dell").port_view("Eth1/1")["mtu"] == 9100
     assert make_model("eos").port_view("Ethernet3")["trust"] == "pcp"
     assert len(make_model("nxos").ports) == 32
 
@@ -197,7 +197,7 @@ def test_onyx_configuration_files_rollback_byte_identical():
 def test_startup_semantics_per_nos():
     for nos, save in (("onyx", "configuration write"), ("eos", "write memory"),
                       ("nxos", "copy running-config startup-config"), ("nvue", "nv config save"),
-                      ("sonic", "write memory")):
+                      ("sonic-dell", "write memory")):
         m = configured(nos)
         factory = make_model(nos, "leaf1", PORTS[nos])
         assert m.startup == factory.startup
@@ -206,7 +206,7 @@ def test_startup_semantics_per_nos():
         m = configured(nos)
         if nos in ("onyx",):
             m.handle("configure terminal")
-        elif nos == "sonic":
+        elif nos == "sonic-dell":
             pass
         m.handle(save)
         m.reboot()
@@ -323,7 +323,7 @@ def test_nvue_pending_applied_saved():
 
 
 def test_sonic_format_and_errors():
-    m = configured("sonic")
+    m = configured("sonic-dell")
     text = m.handle("show running-configuration interface Eth1/1")
     assert text.split("\n") == [
         "!", "interface Eth1/1", " mtu 9216", " queue 3 wred-policy ROCE", " scheduler-policy ROCE",

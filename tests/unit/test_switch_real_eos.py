@@ -175,9 +175,16 @@ def test_eos_status_and_its_drift():
         "Et2        E A W   3           drop        0.5      - / -           - / -\n")
     assert d.parse_status(text) == {"global_pfc": True, "watchdog_ports": ["Ethernet2"]}
     want = M.normalise_intent({"pfc_priority": 3}, d, ["Ethernet1"])
-    assert d.status_drift(want, d.parse_status(text)) == []
+    assert d.pfc_drift(want, d.parse_raw(""), d.parse_status(text)) == ([], [])
     off = text.replace("Global PFC : Enabled", "Global PFC : Disabled")
-    assert d.status_drift(want, d.parse_status(off)) == ["Global PFC : Disabled (intent PFC on priority 3)"]
+    assert d.pfc_drift(want, d.parse_raw(""), d.parse_status(off)) == ([
+        "global PFC off on Arista EOS: show priority-flow-control says 'Global PFC : Disabled' (intent PFC on "
+        "priority 3; fix: no priority-flow-control all off)"], [])
+    # the watchdog asked for: the W flag of the recorded table says which ports have it
+    wd = M.normalise_intent({"pfc_priority": 3, "pfc_watchdog": True}, d, ["Ethernet1", "Ethernet2"])
+    assert d.pfc_drift(wd, d.parse_raw(""), d.parse_status(text))[1] == [
+        "Ethernet1: PFC watchdog off on Arista EOS (intent on with PFC on priority 3; fix: priority-flow-control "
+        "pause watchdog under interface Ethernet1)"]
 
 
 def test_eos_comment_blocks_are_free_text():

@@ -1,6 +1,6 @@
 """Community SONiC driver: CONFIG_DB as sonic-utilities' own test data prints it
 (tests/unit/fixtures/switch_real/sonic_community), the verification shows on
-their recorded formats (tests/unit/fixtures/switch_real/sonic), and the whole
+their recorded formats (tests/unit/fixtures/switch_real/sonic_community), and the whole
 cycle against the twin: commands, re-read, PFC watchdog and lossless buffer,
 rollback commands, and reads that fail naming the switch and the field."""
 
@@ -53,7 +53,7 @@ def driver():
 def test_registered_by_name_and_netmiko_device_type():
     d = get_driver(device_type="edgecore_sonic")
     assert d.nos == NOS and d.label == "community SONiC" and d.canon_port("ethernet 4") == "Ethernet4"
-    assert get_driver("sonic").label == "Dell SONiC"  # the Klish driver keeps its name
+    assert get_driver("sonic-dell").label == "Dell SONiC"  # the Klish driver keeps its name
     with pytest.raises(M.RoceSwitchError, match="leaf7: community SONiC: the driver classifies on DSCP"):
         M.normalise_intent(dict(INTENT, trust="pcp"), driver(), ["Ethernet0"], "leaf7")
 
@@ -135,12 +135,17 @@ def test_dangling_references_and_non_json_fail():
 
 def test_verification_shows_on_recorded_formats():
     d = driver()
-    text = recorded("sonic/show-pfc-priority-doc.txt") + recorded("sonic/show-pfcwd-config-test-vector.txt")
+    text = recorded("sonic_community/show-pfc-priority-doc.txt") + recorded("sonic_community/show-pfcwd-config-test-vector.txt")
     assert d.parse_verify(text)["Ethernet8"] == [3, 4]
     status = d.parse_status(text)
     assert status == {"watchdog_ports": ["Ethernet0", "Ethernet4", "Ethernet8"], "watchdog_polling_ms": 600}
     want = M.normalise_intent(INTENT, d, ["Ethernet0", "Ethernet2", "Ethernet8"], "leaf7")
-    assert d.status_drift(want, status) == ["Ethernet2: PFC watchdog off (intent PFC on priority 3)"]
+    assert d.pfc_drift(want, None, status) == ([], [
+        "Ethernet2: PFC watchdog off on community SONiC (intent on with PFC on priority 3; "
+        "fix: config pfcwd start --action drop Ethernet2 200 --restoration-time 200)"])
+    # pfc_watchdog false: the intent does not ask for it
+    off = M.normalise_intent(dict(INTENT, pfc_watchdog=False), d, ["Ethernet2"], "leaf7")
+    assert d.pfc_drift(off, None, status) == ([], [])
     with pytest.raises(M.RoceSwitchError, match="leaf7: show pfcwd config line not understood"):
         d.parse_status(text.replace("Ethernet4      drop", "Ethernet4     storm"))
 
@@ -196,11 +201,12 @@ def test_twin_converges_with_watchdog_and_lossless_pg_then_has_nothing_to_do():
     assert v["cnp_strict_tc"] == 6 and v["dscp_map"][26] == 3 and v["mtu"] == 9216
     verify = twin.s.handle(d.show_verify)
     assert d.parse_verify(verify) == {"Ethernet0": [3], "Ethernet4": [3]}
-    assert d.status_drift(want, d.parse_status(verify)) == []
+    assert d.pfc_drift(want, None, d.parse_status(verify)) == ([], [])
     # the watchdog stopped on one port: the doctor says which, merged starts it again
     twin.run(["config pfcwd stop Ethernet4"])
-    assert d.status_drift(want, d.parse_status(twin.s.handle(d.show_verify))) == [
-        "Ethernet4: PFC watchdog off (intent PFC on priority 3)"]
+    assert d.pfc_drift(want, None, d.parse_status(twin.s.handle(d.show_verify)))[1] == [
+        "Ethernet4: PFC watchdog off on community SONiC (intent on with PFC on priority 3; "
+        "fix: config pfcwd start --action drop Ethernet4 200 --restoration-time 200)"]
     assert plan(d, twin, want) == ["config pfcwd start --action drop Ethernet4 200 --restoration-time 200"]
 
 

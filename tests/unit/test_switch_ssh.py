@@ -20,7 +20,7 @@ SPECS = [
     {"name": "eos1", "nos": "eos", "ports": ["Ethernet1", "Ethernet2"]},
     {"name": "nxos1", "nos": "nxos", "ports": ["Ethernet1/1", "Ethernet1/2"]},
     {"name": "cl1", "nos": "nvue", "username": "cumulus", "password": "CumulusLinux!", "ports": ["swp1", "swp2"]},
-    {"name": "sonic1", "nos": "sonic", "ports": ["Eth1/1", "Eth1/2"]},
+    {"name": "sonic1", "nos": "sonic-dell", "ports": ["Eth1/1", "Eth1/2"]},
 ]
 
 

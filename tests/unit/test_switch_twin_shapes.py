@@ -1,7 +1,7 @@
 """The NX-OS and Onyx twins' answers compared in shape with the real outputs in
 ../shared/reference/real-outputs/switch_configs, and the Dell SONiC twin's with
 tests/unit/fixtures/switch_real/dell_sonic, and the community SONiC twin's with
-tests/unit/fixtures/switch_real/sonic and sonic_community (EOS and NVUE: see
+tests/unit/fixtures/switch_real/sonic_community (EOS and NVUE: see
 test_switch_real_eos.py and test_switch_real_nvue.py)."""
 
 import json
@@ -60,7 +60,7 @@ def _dell_shape(line):
 
 def test_dell_sonic_twin_interface_config_has_the_recorded_shape():
     real = recorded("dell_sonic/running-configuration-interface-qos.txt").splitlines()
-    m = make_model("sonic", "leaf1", ["Eth1/1", "Eth1/2"])
+    m = make_model("sonic-dell", "leaf1", ["Eth1/1", "Eth1/2"])
     for line in ("sonic-cli", "configure terminal", "qos wred-policy ROCE",
                  "green minimum-threshold 150 maximum-threshold 1500 drop-probability 100", "ecn green",
                  "qos scheduler-policy ROCE", "queue 6", "type strict", "interface Eth1/1", "mtu 9216",
@@ -75,7 +75,7 @@ def test_dell_sonic_twin_interface_config_has_the_recorded_shape():
     assert ours and all(x in shapes for x in ours), [x for x in ours if x not in shapes]
     order = [x for i, x in enumerate(shapes) if x in ours and x not in shapes[:i]]
     assert [x for i, x in enumerate(ours) if x not in ours[:i]] == order  # in the recorded order
-    d = get_driver("sonic")
+    d = get_driver("sonic-dell")
     rec = d.parse("\n".join(real))
     assert rec["ports"]["Eth1/5"]["pfc"] is True and rec["global"]["pfc_priority"] == 0
     assert d.parse_raw("\n".join(real))["ports"]["Eth1/5"]["pfc"] == [0, 1]
@@ -91,13 +91,13 @@ def _community(ports):
 
 
 def test_community_sonic_twin_pfc_shows_print_the_recorded_text():
-    real = recorded("sonic/show-pfc-priority-doc.txt")
+    real = recorded("sonic_community/show-pfc-priority-doc.txt")
     ports = ["Ethernet0", "Ethernet2", "Ethernet8", "Ethernet10", "Ethernet16"]
     m, s = _community(ports)
     for p in ports:
         s.handle("sonic-db-cli CONFIG_DB HSET 'PORT_QOS_MAP|%s' pfc_enable 3,4" % p)
     assert s.handle("show pfc priority").strip("\n") == real.strip("\n")
-    real = recorded("sonic/show-pfcwd-config-test-vector.txt")
+    real = recorded("sonic_community/show-pfcwd-config-test-vector.txt")
     m, s = _community(["Ethernet0", "Ethernet4", "Ethernet8"])
     for p in ("Ethernet0", "Ethernet4", "Ethernet8"):
         s.handle("sonic-db-cli CONFIG_DB HSET 'PORT_QOS_MAP|%s' dscp_to_tc_map AZURE pfc_enable 3" % p)

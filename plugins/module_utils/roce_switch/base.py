@@ -88,12 +88,69 @@ class Driver:
 
     def extra_changes(self, ch, want, have, raw):
         """Changes of settings the NOS needs for the intent beyond the data model
-        (added to ``ch["ports"]``); ``ch`` itself by default."""
-        return ch
+        (added to ``ch["ports"]``): by default the PFC watchdog (watchdog_changes)."""
+        return self.watchdog_changes(ch, want, raw)
 
     def config_drift(self, want, raw):
         """Drift of those settings, read from the running config."""
         return []
+
+    # -- global PFC and the PFC watchdog ---------------------------------------
+    # The NOS command that turns the watchdog on for one port ('{port}' is the
+    # port); "" where the driver does not manage the watchdog.
+    watchdog_fix = ""
+    # The NOS command that turns PFC on switch-wide; "" where the NOS has no
+    # switch-wide PFC state apart from the ports'.
+    global_pfc_fix = ""
+    # What the watchdog intent means when the inventory does not say.
+    watchdog_default = False
+
+    def wants_watchdog(self, want):
+        """The intent asks for the PFC watchdog on its PFC ports."""
+        if not want or want["global"].get("pfc_priority") is None or not self.watchdog_fix:
+            return False
+        wd = want["global"].get("pfc_watchdog")
+        return self.watchdog_default if wd is None else bool(wd)
+
+    def watchdog_ports(self, raw, status=None):
+        """Ports with the PFC watchdog on: from the verification show where it
+        says, else from the running config."""
+        return set()
+
+    def global_pfc_off(self, raw, status=None):
+        """Why PFC is off switch-wide (the line that says so), or None."""
+        return None
+
+    def watchdog_changes(self, ch, want, raw):
+        """Add ``watchdog: (True, False)`` to the ports the intent wants the
+        watchdog on and that do not have it."""
+        if self.wants_watchdog(want):
+            on = self.watchdog_ports(raw)
+            for p, wp in want["ports"].items():
+                if wp.get("pfc") and p not in on:
+                    ch["ports"].setdefault(p, {})["watchdog"] = (True, False)
+        return ch
+
+    def pfc_drift(self, want, raw, status=None):
+        """-> (switch-wide lines, per-port lines): global PFC off where the
+        intent has PFC, the watchdog off on a PFC port where the intent asks
+        for it; each names the NOS and the fix."""
+        prio = want["global"].get("pfc_priority") if want else None
+        if prio is None:
+            return [], []
+        glob = []
+        why = self.global_pfc_off(raw, status)
+        if why:
+            glob.append("global PFC off on %s: %s (intent PFC on priority %d; fix: %s)"
+                        % (self.label, why, prio, self.global_pfc_fix))
+        ports = []
+        if self.wants_watchdog(want):
+            on = self.watchdog_ports(raw, status)
+            for p, wp in want["ports"].items():
+                if wp.get("pfc") and p not in on:
+                    ports.append("%s: PFC watchdog off on %s (intent on with PFC on priority %d; fix: %s)"
+                                 % (p, self.label, prio, self.watchdog_fix.format(port=p)))
+        return glob, ports
 
     # -- writing -----------------------------------------------------------
     def item_commands(self, ch, want, have, raw):

@@ -282,10 +282,24 @@ class EosDriver(Driver):
         return {"global_pfc": st.pop("*global"),
                 "watchdog_ports": sorted((p for p, v in st.items() if v["watchdog"]), key=natural_key)}
 
-    def status_drift(self, want, status):
-        if want and status and want["global"]["pfc_priority"] is not None and status["global_pfc"] is False:
-            return ["Global PFC : Disabled (intent PFC on priority %d)" % want["global"]["pfc_priority"]]
-        return []
+    # -- global PFC and the pause watchdog --------------------------------------
+    watchdog_fix = "priority-flow-control pause watchdog under interface {port}"
+    global_pfc_fix = "no priority-flow-control all off"
+
+    def watchdog_ports(self, raw, status=None):
+        """The W flag of 'show priority-flow-control' where it was read, else
+        'priority-flow-control pause watchdog' on the port or its qos profile."""
+        if status is not None and status.get("watchdog_ports") is not None:
+            return set(status["watchdog_ports"])
+        return set(p for p in raw.get("ports", {})
+                   if "priority-flow-control pause watchdog" in self.effective(raw, p).get("watchdog", []))
+
+    def global_pfc_off(self, raw, status=None):
+        if status is not None and status.get("global_pfc") is False:
+            return "show priority-flow-control says 'Global PFC : Disabled'"
+        if raw.get("pfc_all_off"):
+            return "'priority-flow-control all off' is in the running config"
+        return None
 
     def parse_pfc_status(self, text):
         """Per port {enabled, active, watchdog, priorities} and '*global' (the
@@ -362,6 +376,8 @@ class EosDriver(Driver):
                     if hprio is not None:
                         items.append(((), "no priority-flow-control priority %d" % hprio))
                     items.append(((), "no priority-flow-control on"))
+            if diff.get("watchdog", (False,))[0]:
+                items.append(((), "priority-flow-control pause watchdog"))
             if "ecn" in diff:
                 w, h = diff["ecn"]
                 if h and (not w or h["tc"] != w["tc"]):

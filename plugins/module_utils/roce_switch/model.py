@@ -64,8 +64,10 @@ def normalise_intent(config, driver, ports, switch="switch"):
 
     ``config``: pfc_priority, trust, dscp_map, ecn {tc, min_kbytes|min_bytes,
     max_kbytes|max_bytes, probability}, cnp {priority, strict}, mtu,
-    mtu_per_nos {nos: mtu}; ``ports``: names, or dicts with name and optional
-    mtu/pfc.  Raises RoceSwitchError naming the switch and the value."""
+    mtu_per_nos {nos: mtu}, pfc_watchdog (the PFC watchdog on every port with
+    PFC: true, false, or absent for the NOS's own practice); ``ports``: names,
+    or dicts with name and optional mtu/pfc.  Raises RoceSwitchError naming the
+    switch and the value."""
     config = config or {}
     prio = config.get("pfc_priority")
     prio = None if prio is None else _int(prio, "PFC priority", 0, 7, switch)
@@ -89,6 +91,11 @@ def normalise_intent(config, driver, ports, switch="switch"):
         c = config["cnp"]
         cnp = {"priority": _int(c.get("priority", 6), "CNP priority", 0, 7, switch),
                "strict": bool(c.get("strict", True))}
+    wd = config.get("pfc_watchdog")
+    if wd is not None and not isinstance(wd, bool):
+        if str(wd).lower() not in ("true", "false", "yes", "no", "on", "off", "1", "0"):
+            raise RoceSwitchError("%s: pfc_watchdog %r is not true or false" % (switch, wd))
+        wd = str(wd).lower() in ("true", "yes", "on", "1")
     mtu = config.get("mtu")
     per_nos = config.get("mtu_per_nos") or {}
     if mtu is not None:
@@ -118,6 +125,8 @@ def normalise_intent(config, driver, ports, switch="switch"):
                             "cnp_strict": bool(cnp and cnp["strict"])}
     want = {"global": {"pfc_priority": prio, "trust": trust, "dscp_map": dmap, "ecn": ecn, "cnp": cnp},
             "ports": want_ports}
+    if wd is not None:  # not in the data model a switch is read into: only an intent says it
+        want["global"]["pfc_watchdog"] = wd
     problems = driver.check(want)
     if problems:
         raise RoceSwitchError("%s: %s" % (switch, "; ".join(problems)))

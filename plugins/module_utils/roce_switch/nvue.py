@@ -278,6 +278,23 @@ class NvueDriver(Driver):
                 out.append("operational ECN probability %d (intent %d)" % (e["probability"], we["probability"]))
         return out
 
+    # -- the PFC watchdog: per interface ------------------------------------------
+    watchdog_fix = "nv set interface {port} qos pfc-watchdog"
+
+    def watchdog_ports(self, raw, status=None):
+        """Ports with 'nv set interface swpN qos pfc-watchdog' (or its 'state
+        enable') and no 'state disable'."""
+        cfg = raw.get("cfg", {})
+        out = set()
+        for k in cfg:
+            m = re.fullmatch(r"interface (swp\d+) qos pfc-watchdog", k)
+            if m and cfg.get(k + " state", "enable") == "enable":
+                out.add(m.group(1))
+            m = re.fullmatch(r"interface (swp\d+) qos pfc-watchdog state", k)
+            if m and cfg[k] == "enable":
+                out.add(m.group(1))
+        return out
+
     # -- writing -------------------------------------------------------------
     def ports_arg(self, ports):
         return "swp" + compress_ints(int(p[3:]) for p in ports)
@@ -331,6 +348,10 @@ class NvueDriver(Driver):
             for key, kind in kinds.items():
                 if key in diff and "interface %s qos %s profile" % (port, kind) in cfg:
                     lines.append("nv unset interface {} qos %s profile" % kind)
+            if diff.get("watchdog", (False,))[0]:
+                if cfg.get("interface %s qos pfc-watchdog state" % port) == "disable":
+                    lines.append("nv unset interface {} qos pfc-watchdog state")
+                lines.append("nv set interface {} qos pfc-watchdog")
             for line in lines:
                 if line not in by_line:
                     order.append(line)

@@ -254,6 +254,25 @@ class NxosDriver(Driver):
                 out[m.group(1)] = [i for i in range(8) if bmap >> i & 1]
         return out
 
+    # -- the PFC watchdog ----------------------------------------------------------
+    # 'priority-flow-control watch-dog-interval on' on the interface, as the
+    # Microsoft reference configuration writes it; a global line counts for the
+    # ports that do not say otherwise.
+    watchdog_fix = "priority-flow-control watch-dog-interval on under interface {port}"
+
+    def watchdog_ports(self, raw, status=None):
+        glob = None
+        for line in raw.get("pfc_global", []):
+            m = re.fullmatch(r"priority-flow-control watch-dog-interval (on|off)", line)
+            if m:
+                glob = m.group(1) == "on"
+        out = set()
+        for p, pc in raw.get("ports", {}).items():
+            own = [x for x in pc.get("pfc_other", []) if x.startswith("watch-dog-interval")]
+            if (own and own[-1] == "watch-dog-interval on") or (not own and glob):
+                out.add(p)
+        return out
+
     # -- writing -------------------------------------------------------------
     def item_commands(self, ch, want, have, raw):
         state = ch.get("state")
@@ -317,6 +336,8 @@ class NxosDriver(Driver):
                 items.append("no mtu" if w == self.default_mtu else "mtu %d" % w)
             if "pfc" in diff:
                 items.append("priority-flow-control mode on" if diff["pfc"][0] else "no priority-flow-control mode")
+            if diff.get("watchdog", (False,))[0]:
+                items.append("priority-flow-control watch-dog-interval on")
             if "trust" in diff:
                 cur = raw.get("ports", {}).get(port, {}).get("qos_in")
                 if diff["trust"][0] == "dscp":

@@ -174,6 +174,16 @@ class OnyxDriver(Driver):
                 out["ethernet " + m.group(1)] = prios if m.group(2) == "Enabled" else []
         return out
 
+    # -- global PFC ------------------------------------------------------------
+    # The PFC watchdog is not managed on Onyx: no vendor document among the
+    # recordings this driver is held to shows its command or its running-config line.
+    global_pfc_fix = "dcb priority-flow-control enable force"
+
+    def global_pfc_off(self, raw, status=None):
+        if raw.get("roce") in ("lossless", "semi-lossless") or raw.get("pfc_enable"):
+            return None
+        return "'dcb priority-flow-control enable' is not in the running config"
+
     # -- writing -------------------------------------------------------------
     def item_commands(self, ch, want, have, raw):
         lines = []

@@ -453,22 +453,26 @@ class CommunitySonicDriver(Driver):
             return used[0]
         return "NULL"
 
+    # The PFC watchdog follows the ports with PFC unless the intent says pfc_watchdog: false.
+    watchdog_default = True
+    watchdog_fix = "config pfcwd start --action drop {port} %d --restoration-time %d" % (WD_DETECT, WD_RESTORE)
+
+    def watchdog_ports(self, raw, status=None):
+        if status is not None:
+            return set(status["watchdog_ports"])
+        return set(raw.get("wd", {}))
+
     def extra_changes(self, ch, want, have, raw):
-        """PFC watchdog and lossless priority group on the ports where the intent
-        has PFC (not in the data model; CONFIG_DB is their only record)."""
+        """PFC watchdog (watchdog_changes) and lossless priority group on the
+        ports where the intent has PFC (not in the data model; CONFIG_DB is
+        their only record)."""
         prio = want["global"]["pfc_priority"]
         if prio is None:
             return ch
+        ch = self.watchdog_changes(ch, want, raw)
         for p, wp in want["ports"].items():
-            if not wp.get("pfc"):
-                continue
-            diff = {}
-            if p not in raw.get("wd", {}):
-                diff["watchdog"] = (True, False)
-            if not self.lossless_pg(raw, p, prio):
-                diff["buffer_pg"] = (True, False)
-            if diff:
-                ch["ports"].setdefault(p, {}).update(diff)
+            if wp.get("pfc") and not self.lossless_pg(raw, p, prio):
+                ch["ports"].setdefault(p, {})["buffer_pg"] = (True, False)
         return ch
 
     def config_drift(self, want, raw):
@@ -498,12 +502,6 @@ class CommunitySonicDriver(Driver):
         self.shows.switch = self.switch
         wd = self.shows.parse_pfcwd_config(self._split_verify(text)[1])
         return {"watchdog_ports": sorted(wd["ports"], key=natural_key), "watchdog_polling_ms": wd["polling_ms"]}
-
-    def status_drift(self, want, status):
-        if not want or not status or want["global"]["pfc_priority"] is None:
-            return []
-        return ["%s: PFC watchdog off (intent PFC on priority %d)" % (p, want["global"]["pfc_priority"])
-                for p, wp in want["ports"].items() if wp.get("pfc") and p not in status["watchdog_ports"]]
 
     # -- writing ---------------------------------------------------------------------------
     def item_commands(self, ch, want, have, raw):

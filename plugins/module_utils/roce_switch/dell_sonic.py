@@ -38,8 +38,8 @@ def _ints(text, lo, hi):
     return out
 
 
-class SonicDriver(Driver):
-    nos = "sonic"
+class DellSonicDriver(Driver):
+    nos = "sonic-dell"
     label = "Dell SONiC"
     device_type = "dell_sonic"
     min_mtu, max_mtu, default_mtu = 1312, 9216, 9100
@@ -226,6 +226,16 @@ class SonicDriver(Driver):
                 out.setdefault(m.group(1), []).append(int(m.group(2)))
         return out
 
+    # -- the PFC watchdog: per interface ('priority-flow-control watchdog on
+    # detect-time MS', as the dellemc.enterprise_sonic documentation shows it) --
+    WD_DETECT = 200
+    watchdog_fix = "priority-flow-control watchdog on detect-time %d under interface {port}" % WD_DETECT
+
+    def watchdog_ports(self, raw, status=None):
+        return set(p for p, pc in raw.get("ports", {}).items()
+                   if any(re.fullmatch(r"priority-flow-control watchdog on(?: detect-time \d+)?", x)
+                          for x in pc.get("pfc_other", [])))
+
     # -- writing -------------------------------------------------------------
     def item_commands(self, ch, want, have, raw):
         state = ch.get("state")
@@ -278,6 +288,8 @@ class SonicDriver(Driver):
                 else:
                     for pr in pc.get("pfc", []):
                         items.append("no priority-flow-control priority %d" % pr)
+            if diff.get("watchdog", (False,))[0]:
+                items.append("priority-flow-control watchdog on detect-time %d" % self.WD_DETECT)
             if "ecn" in diff:
                 w, h = diff["ecn"]
                 for q in pc.get("wred", {}):
@@ -361,6 +373,7 @@ class SonicDriver(Driver):
                          (r"queue (\d) wred-policy \S+", "no queue {0} wred-policy"),
                          (r"scheduler-policy \S+", "no scheduler-policy"),
                          (r"priority-flow-control priority (\d)", "no priority-flow-control priority {0}"),
+                         (r"priority-flow-control watchdog .*", "no priority-flow-control watchdog"),
                          (r"no shutdown", "shutdown"), (r"shutdown", "no shutdown")):
             m = re.fullmatch(pat, line)
             if m:

@@ -156,7 +156,7 @@ def test_check_diff_shows_plan_per_node_and_changes_nothing(lab):
             else:
                 assert msg.endswith("would reboot: no"), msg
     # the diff of layer 6 per node
-    vf_diffs = [r["diff"] for r in results(doc, "Create the VFs and set their per-VF settings").values() if r.get("diff")]
+    vf_diffs = [r["diff"] for r in results(doc, "Keep NetworkManager off the VFs, create them and set their per-VF settings").values() if r.get("diff")]
     vf_diffs = [d[0] if isinstance(d, list) else d for d in vf_diffs]
     assert len(vf_diffs) == 6
     assert all('"num_vfs": 4' in str(d["after"]) and '"num_vfs": 8' in str(d["before"]) for d in vf_diffs), vf_diffs[0]

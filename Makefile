@@ -96,8 +96,9 @@ bench: image
 # The quick checks first, so a lint or sanity error shows in minutes.
 test: image unit lint sanity twin-test vm-test molecule
 
+# Two workers: the unit tests are independent of each other (tmp_path only).
 unit: setup
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -n 2 tests/unit
 
 # Two workers, each test file on one of them (module labs stay whole); each
 # worker brings up its own session rack. A twin test that cannot run fails

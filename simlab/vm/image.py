@@ -132,6 +132,10 @@ WantedBy=multi-user.target
 SSHD_CONF = "HostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-password\nUseDNS no\n"
 # Timers that would start package jobs in the middle of a test on a machine
 # without a package mirror.
+# A bytecode cache for what Python imports from zip files (every AnsiballZ
+# module run); see simlab/vm/guest/simlab_zipcache.py.
+ZIPCACHE = Path(__file__).with_name("guest") / "simlab_zipcache.py"
+
 TIMERS_OFF = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer",
               "man-db.timer", "dpkg-db-backup.timer"]
 
@@ -154,7 +158,7 @@ def qemu_dir() -> Path:
 
 def guest_dir() -> Path:
     recipe = [GUEST_SUITE, *sorted(GUEST_PACKAGES), str(DISK_GB), GRUB_DEFAULTS, NM_CONF, NM_MGMT,
-              HOSTNAME_UNIT, HOSTKEYS_UNIT, SSHD_CONF, INSTALLER_SCRIPT, *TIMERS_OFF,
+              HOSTNAME_UNIT, HOSTKEYS_UNIT, SSHD_CONF, INSTALLER_SCRIPT, *TIMERS_OFF, ZIPCACHE.read_text(),
               Path(__file__).read_text().split("# -- recipe end --")[0]]
     return out_dir() / f"guest-{_hash(*recipe)}"
 
@@ -262,6 +266,10 @@ def _configure_guest(root: Path, pubkey: str) -> None:
         key.unlink()
     put("etc/ssh/sshd_config.d/simlab.conf", SSHD_CONF)
     put("root/.ssh/authorized_keys", pubkey, 0o600)
+    for python in sorted((root / "usr/lib").glob("python3.[0-9]*")):  # site-packages of each python3.X
+        site = f"usr/local/lib/{python.name}/dist-packages"
+        put(f"{site}/simlab_zipcache.py", ZIPCACHE.read_text())
+        put(f"{site}/simlab-zipcache.pth", "import simlab_zipcache\n")
     (root / "root/.ssh").chmod(0o700)
     (root / "etc/machine-id").write_text("")  # systemd makes one per node on first boot
     dbus_id = root / "var/lib/dbus/machine-id"

@@ -502,3 +502,28 @@ def test_nova_physical_network_managed_and_empty(tmp_path):
     assert {s["managed"] for s in specs} == {"no"} and all(set(s) <= NOVA_KEYS for s in specs)
     _, specs = nova_specs(vp.nova_pci_device_spec([]))
     assert specs == []
+
+
+# --- docs/tenant-vms.md -----------------------------------------------------
+
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "tenant-vms.md")
+
+
+def doc_blocks(lang):
+    text = open(DOC).read()
+    return [m.group(1) for m in re.finditer(r"```%s\n(.*?)```" % lang, text, re.S)]
+
+
+def test_docs_examples_are_what_the_functions_render(tmp_path):
+    (inventory,) = doc_blocks("json")
+    doc = json.loads(inventory)
+    records = doc["vfs"]
+    # the records are those of VFs 2 and 3 of the HGX-style host above
+    h = hgx(tmp_path)
+    assert records == [record(h, "0000:19:00.0", i, {"mac": "02:00:00:19:00:%02d" % i, "vlan": 100})
+                       for i in (2, 3)]
+    assert vp.hypervisor_inventory(doc["host"], records) == inventory
+    kubevirt = [b for b in doc_blocks("yaml") if "permittedHostDevices" in b]
+    assert kubevirt == [vp.kubevirt_permitted_host_devices(records)]
+    assert doc_blocks("ini") == [vp.nova_pci_device_spec(records),
+                                 vp.nova_pci_device_spec(records, physical_network="tenant-rail0", managed=False)]

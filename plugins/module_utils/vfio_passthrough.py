@@ -78,8 +78,10 @@ def vf_record(fs, pf, vf, settings):
 
     ``pf`` as :func:`sysfs_nic.pf_facts` returns it, ``vf`` as
     :func:`sysfs_nic.vf_list` returns it, ``settings`` the VF's wanted
-    settings (mac, vlan, ...; any may be missing). Driver, IOMMU group,
-    NUMA node and IDs are read from sysfs now, not taken from ``vf``.
+    settings (mac, vlan, ...; any may be missing). The driver and the IOMMU
+    group (``driver``, ``iommu_group``, ``iommu_group_devices``) are ``vf``'s,
+    which vf_list read from sysfs; a key ``vf`` lacks is read from sysfs here.
+    NUMA node and IDs are read from sysfs.
 
     - ``vendor_device``: the VF's own ``vendor``/``device`` files; when they
       cannot be read, the PF's vendor and its ``sriov_vf_device`` (the VF
@@ -96,8 +98,13 @@ def vf_record(fs, pf, vf, settings):
     vd = vendor_device(fs, bdf)
     if vd is None and pf.get("vendor") and (pf.get("sriov") or {}).get("vf_device"):
         vd = "%s:%s" % (_pci_id(pf["vendor"]), _pci_id(pf["sriov"]["vf_device"]))
-    group = sysfs_nic._link_base(fs.pci(bdf, "iommu_group"))
-    members = sysfs_nic._listdir(fs.p("kernel", "iommu_groups", group, "devices")) if group else []
+    if "iommu_group" in vf:
+        group = vf["iommu_group"] or None
+        members = (vf.get("iommu_group_devices") or []) if group else []
+    else:
+        group = sysfs_nic._link_base(fs.pci(bdf, "iommu_group"))
+        members = sysfs_nic._listdir(fs.p("kernel", "iommu_groups", group, "devices")) if group else []
+    driver = vf["driver"] if "driver" in vf else sysfs_nic._link_base(fs.pci(bdf, "driver"))
     numa = _numa(fs, bdf)
     if numa is None:
         numa = pf.get("numa_node")
@@ -111,7 +118,7 @@ def vf_record(fs, pf, vf, settings):
         "pf": pf.get("name"),
         "pf_pci_address": pf["pci_address"],
         "vf_index": vf["index"],
-        "driver": sysfs_nic._link_base(fs.pci(bdf, "driver")),
+        "driver": driver,
         "iommu_group": group,
         "iommu_group_devices": sorted(members),
         "numa_node": numa,

@@ -194,6 +194,24 @@ def test_vf_record_of_a_vf_on_vfio_pci(tmp_path):
     assert set(rec) == RECORD_KEYS == set(vp.RECORD_KEYS)
 
 
+def test_vf_record_takes_driver_and_group_from_vf_list_else_reads_sysfs(tmp_path):
+    h = hgx(tmp_path)
+    pf = h.pf("0000:19:00.0")
+    vf = dict([v for v in pf["vfs"] if v["index"] == 2][0])
+    from_sysfs = dict((k, v) for k, v in vf.items() if k not in ("driver", "iommu_group", "iommu_group_devices"))
+    # a vf_list entry without those keys: read from sysfs, the same record
+    assert vp.vf_record(h.fs, pf, from_sysfs, {}) == record(h, "0000:19:00.0", 2)
+    read = vp.vf_record(h.fs, pf, from_sysfs, {})
+    assert read["driver"] == "vfio-pci" and read["iommu_group_devices"] == ["0000:19:00.3"]
+    # what vf_list read is what the record says (the module checks the same read)
+    vf.update(driver="mlx5_core", iommu_group="7", iommu_group_devices=["0000:19:00.3", "0000:19:00.0"])
+    rec = vp.vf_record(h.fs, pf, vf, {})
+    assert (rec["driver"], rec["iommu_group"], rec["iommu_group_devices"]) == (
+        "mlx5_core", "7", ["0000:19:00.0", "0000:19:00.3"])
+    vf.update(iommu_group=None, iommu_group_devices=[])
+    assert vp.vf_record(h.fs, pf, vf, {})["iommu_group"] is None
+
+
 def test_vf_record_with_settings_missing(tmp_path):
     h = hgx(tmp_path)
     # a VF still on mlx5_core: its MAC is its netdev's; no VLAN is 0

@@ -47,7 +47,7 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import de
 
 sriov = deferred("sriov")
 
-KEEP = ("num_vfs", "vf_mtu", "vf_defaults", "vfs")
+KEEP = ("num_vfs", "vf_mtu", "vf_defaults", "vfs", "vf_drivers")
 
 
 def sriov_module_pfs(entry):

@@ -33,6 +33,10 @@ VF_KEYS = ("mac", "vlan", "qos", "trust", "spoofchk", "link_state", "node_guid",
            "max_tx_rate", "min_tx_rate")
 # Safe for a NIC shared by tenants: a VF cannot spoof MACs or see other traffic.
 VF_DEFAULTS = {"spoofchk": True, "trust": False, "link_state": "auto"}
+# What a VF range may be bound to: the kernel's own VF driver (the default),
+# or vfio-pci, which hands the VF to a VM (VFIO passthrough).
+PASSTHROUGH_DRIVER = "vfio-pci"
+VF_DRIVERS = ("default", PASSTHROUGH_DRIVER)
 
 
 class SriovError(Exception):
@@ -249,7 +253,7 @@ def build_plan(pfs, wanted):
             sriov = pf["sriov"]
             if not sriov["capable"]:
                 if num == 0:
-                    plan.append((pf, {"num_vfs": 0, "vf_mtu": None, "vfs": {}}))
+                    plan.append((pf, {"num_vfs": 0, "vf_mtu": None, "vfs": {}, "drivers": {}}))
                     continue
                 raise SriovError(no_sriov_message(pfs, pf, num))
             if num > sriov["totalvfs"]:
@@ -277,8 +281,98 @@ def build_plan(pfs, wanted):
             macs = [s["mac"].lower() for s in vfs.values() if s.get("mac")]
             if len(macs) != len(set(macs)):
                 raise SriovError("%s: the same MAC is given to more than one VF" % label)
-            plan.append((pf, {"num_vfs": num, "vf_mtu": vf_mtu, "vfs": vfs}))
+            drivers = vf_drivers(label, spec.get("vf_drivers"), num)
+            for idx in sorted(drivers):
+                if drivers[idx] == PASSTHROUGH_DRIVER and "mtu" in vfs[idx]:
+                    raise SriovError("%s: vf %d: mtu %s cannot be set on a VF handed to a VM (vfio-pci): the VM "
+                                     "sets its MTU" % (label, idx, vfs[idx]["mtu"]))
+            plan.append((pf, {"num_vfs": num, "vf_mtu": vf_mtu, "vfs": vfs, "drivers": drivers}))
     return plan
+
+
+def vf_range(text):
+    """The VF indexes of a range like ``4-7``, ``0,2-3`` or ``5`` (an int is
+    one index), in order; ValueError when it is not one."""
+    out = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if "-" in part:
+            low, high = part.split("-", 1)
+            low, high = int(low), int(high)
+            if low > high:
+                raise ValueError(part)
+            out += list(range(low, high + 1))
+        else:
+            out.append(int(part))
+    if any(i < 0 for i in out):
+        raise ValueError(text)
+    return out
+
+
+def vf_drivers(label, entries, num):
+    """``{index: driver}`` for every VF of a PF with ``num`` VFs, from the
+    ``vf_drivers`` entries (``{vfs: "4-7", driver: vfio-pci}``); VFs no entry
+    names keep the kernel's driver (``default``). Every entry is checked:
+    a range outside 0..num-1, a VF named twice, an unknown driver fail
+    naming the PF and the value."""
+    drivers = dict((i, "default") for i in range(num))
+    named = {}
+    for n, entry in enumerate(entries or []):
+        entry = entry or {}
+        driver = entry.get("driver", "default")
+        if driver not in VF_DRIVERS:
+            raise SriovError("%s: vf_drivers[%d]: driver %r is not one of %s" % (label, n, driver, ", ".join(VF_DRIVERS)))
+        try:
+            indexes = vf_range(entry.get("vfs"))
+        except (TypeError, ValueError):
+            raise SriovError("%s: vf_drivers[%d]: vfs %r is not a VF range like 4-7 or 0,2-3"
+                             % (label, n, entry.get("vfs")))
+        for idx in indexes:
+            if idx >= num:
+                raise SriovError("%s: vf_drivers[%d]: VF %d of %r is outside 0-%d (num_vfs %d); a range names VFs "
+                                 "only, never the PF" % (label, n, idx, entry.get("vfs"), num - 1, num))
+            if idx in named:
+                raise SriovError("%s: VF %d is named by vf_drivers[%d] and vf_drivers[%d]" % (label, idx, named[idx], n))
+            named[idx] = n
+            drivers[idx] = driver
+    return drivers
+
+
+def passthrough_indexes(drivers):
+    return sorted(i for i, d in (drivers or {}).items() if d == PASSTHROUGH_DRIVER)
+
+
+def index_ranges(indexes):
+    """``[4, 5, 6, 7, 9]`` as ``4-7,9``."""
+    out, run = [], []
+    for i in sorted(indexes):
+        if run and i == run[-1] + 1:
+            run.append(i)
+            continue
+        if run:
+            out.append("%d-%d" % (run[0], run[-1]) if len(run) > 1 else str(run[0]))
+        run = [i]
+    if run:
+        out.append("%d-%d" % (run[0], run[-1]) if len(run) > 1 else str(run[0]))
+    return ",".join(out)
+
+
+def modprobe_problem(name, rc, out, err):
+    """Why ``modprobe -D <name>`` (kmod's --show-depends: a dry run that
+    ignores whether the module is loaded) says the module cannot be loaded,
+    else None: a failure (module not found for this kernel), or an ``install``
+    rule that runs a command instead of loading it (``install vfio-pci
+    /bin/false``)."""
+    lines = [line.strip() for line in (out or "").splitlines() if line.strip()]
+    if rc != 0:
+        text = (err or "").strip() or "; ".join(lines) or "exit %s" % rc
+        return "modprobe -D %s failed (exit %s): %s" % (name, rc, text)
+    for line in lines:
+        if line.startswith("install "):
+            return "an install rule replaces loading %s: %r (modprobe -D %s; see /etc/modprobe.d)" % (name, line, name)
+    if not any(line.startswith(("insmod ", "builtin ")) for line in lines):
+        return "modprobe -D %s names no module file: %r" % (name, "; ".join(lines))
+    return None
 
 
 def _norm(key, value):
@@ -369,13 +463,14 @@ def set_numvfs(fs, pf, num, log):
 
 
 def wait_vfs(fs, pf, num, timeout, autoprobe=True, clock=time.monotonic, sleep=time.sleep):
-    """Until every VF has its physfn link and, with autoprobe, its netdev."""
+    """Until every VF has its physfn link and, with autoprobe, its netdev
+    (a VF already handed to vfio-pci has none)."""
     deadline = clock() + timeout
     while True:
         vfs = sysfs_nic.vf_list(fs, pf["pci_address"])
         ready = [v for v in vfs if v["pci_address"]
                  and os.path.exists(fs.pci(v["pci_address"], "physfn"))
-                 and (v["netdev"] or not autoprobe)]
+                 and (v["netdev"] or not autoprobe or v.get("driver") == PASSTHROUGH_DRIVER)]
         if len(vfs) == num and len(ready) == num:
             return vfs
         if clock() > deadline:
@@ -443,3 +538,67 @@ def write_file(path, text, mode=0o644):
     os.chmod(tmp, mode)
     os.rename(tmp, path)
     return True
+
+
+def bind_steps(fs, vf_bdf, current, driver):
+    """The sysfs writes that move a VF from the driver ``current`` (None when
+    unbound) to ``driver``, in the kernel's order, as [(path, value)]:
+
+    - to vfio-pci: ``driver_override`` names it (vfio-pci has no ID table; the
+      override is what lets it match), the VF leaves its driver
+      (``driver/unbind``), and ``drivers/vfio-pci/bind`` takes it;
+    - back to the kernel's driver (``default``): the override is cleared, the
+      VF leaves vfio-pci, and ``drivers_probe`` finds its own driver.
+
+    Empty when the VF is where it should be."""
+    if driver == PASSTHROUGH_DRIVER:
+        if current == PASSTHROUGH_DRIVER:
+            return []
+        steps = [(fs.pci(vf_bdf, "driver_override"), PASSTHROUGH_DRIVER)]
+        if current:
+            steps.append((fs.pci(vf_bdf, "driver", "unbind"), vf_bdf))
+        return steps + [(fs.p("bus", "pci", "drivers", PASSTHROUGH_DRIVER, "bind"), vf_bdf)]
+    if current is not None and current != PASSTHROUGH_DRIVER:
+        return []
+    steps = [(fs.pci(vf_bdf, "driver_override"), "")]
+    if current:
+        steps.append((fs.pci(vf_bdf, "driver", "unbind"), vf_bdf))
+    return steps + [(fs.p("bus", "pci", "drivers_probe"), vf_bdf)]
+
+
+def bind_vf(label, index, steps, log, write=None):
+    """Run :func:`bind_steps`' writes, logging each like ``echo X > path``;
+    a failed write names the PF, the VF, the file and the errno."""
+    write = write or write_sysfs
+    for path, value in steps:
+        try:
+            write(path, value)
+        except OSError as exc:
+            why = "%s (%s)" % (os.strerror(exc.errno), errno.errorcode.get(exc.errno, exc.errno))
+            hint = ""
+            if exc.errno == errno.EINVAL and path.endswith("/bind"):
+                hint = ": vfio-pci refuses a device without an IOMMU group (IOMMU off: layer 3)"
+            raise SriovError("%s: VF %d: writing %r to %s failed: %s%s" % (label, index, value, path, why, hint))
+        log.append("echo %s > %s" % (value, path) if value else "echo > %s" % path)
+
+
+def carriers(addresses_by_dev, default_route_devs, masters, protected):
+    """The netdevs whose loss would cut the host off: those with a default
+    route, or an address in ``protected`` (the management address), and any
+    netdev enslaved (``masters``: dev -> master) to one of them. Returns
+    ``{dev: why}``."""
+    out = {}
+    for dev in default_route_devs:
+        out.setdefault(dev, "carries the default route")
+    for dev, addrs in (addresses_by_dev or {}).items():
+        hit = sorted(set(addrs) & set(protected or []))
+        if hit:
+            out.setdefault(dev, "has the management address %s" % ", ".join(hit))
+    changed = True
+    while changed:
+        changed = False
+        for dev, master in (masters or {}).items():
+            if master in out and dev not in out:
+                out[dev] = "is enslaved to %s, which %s" % (master, out[master])
+                changed = True
+    return out

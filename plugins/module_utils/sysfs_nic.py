@@ -203,6 +203,7 @@ def vf_list(fs, pf_bdf):
             continue
         vf_bdf = _link_base(fs.pci(pf_bdf, entry))
         netdev = _netdev_of_pci(fs, vf_bdf) if vf_bdf else None
+        group = _link_base(fs.pci(vf_bdf, "iommu_group")) if vf_bdf else None
         vfs.append({
             "index": idx,
             "pci_address": vf_bdf,
@@ -210,6 +211,8 @@ def vf_list(fs, pf_bdf):
             "rdma_device": _rdma_of_pci(fs, vf_bdf) if vf_bdf else None,
             "driver": _link_base(fs.pci(vf_bdf, "driver")) if vf_bdf else None,
             "mtu": _int(_read(fs.netdev(netdev, "mtu"))) if netdev else None,
+            "iommu_group": group,
+            "iommu_group_devices": _listdir(fs.p("kernel", "iommu_groups", group, "devices")) if group else [],
         })
     vfs.sort(key=lambda v: v["index"])
     return vfs

@@ -71,6 +71,26 @@ options:
       vf_mtu:
         description: MTU of every VF netdev (a per-VF I(mtu) overrides it). Unset leaves MTUs alone.
         type: int
+      vf_drivers:
+        description:
+          - The driver of VF ranges. VFs no entry names keep the kernel's VF driver (C(default)).
+          - C(vfio-pci) hands the VFs to VMs (VFIO passthrough). Their MAC, VLAN, spoof-check and trust are set on
+            the PF first; then C(driver_override) names vfio-pci, the VF leaves its driver and vfio-pci binds it.
+            The PF stays on its driver. Before any change the module checks that an IOMMU is active and that
+            vfio-pci is loaded or loadable (C(modprobe -D)); before a VF is handed over, that it is alone in its
+            IOMMU group and that its netdev carries neither a default route nor a protected address.
+        type: list
+        elements: dict
+        suboptions:
+          vfs:
+            description: VF indexes, a range like C(4-7) or C(0,2-3), or one index.
+            type: raw
+            required: true
+          driver:
+            description: C(default) (the kernel's VF driver) or C(vfio-pci).
+            type: str
+            required: true
+            choices: [default, vfio-pci]
   sysfs_root:
     description: Where sysfs is mounted.
     type: path
@@ -91,6 +111,26 @@ options:
         sees a VF without it. Written again, with the VFs announced again, if the VFs came up elsewhere.
       - Left alone when not set.
     type: path
+  protected_addresses:
+    description:
+      - Addresses that must stay reachable (the management address the controller connects to). A VF whose netdev
+        (or a bond or bridge it is enslaved to) holds one, or carries a default route, is never handed to
+        vfio-pci; the module fails naming the VF, the netdev and the address or route. The server address of
+        C(SSH_CONNECTION) is always protected when the module runs over SSH.
+    type: list
+    elements: str
+    default: []
+  passthrough_dir:
+    description:
+      - Where to write, for the hypervisor, the VFs handed to vfio-pci (C(vfs.json) with PCI address, IOMMU group, NUMA
+        node, PF, VF index, MAC, VLAN and the GPUs nearby) and two snippets rendered from them,
+        C(kubevirt-permitted-host-devices.yaml) and C(nova-pci.conf). Nothing is applied to KubeVirt or Nova.
+      - Written when some VF is meant for vfio-pci or the directory exists already; left alone when not set.
+    type: path
+  modprobe_command:
+    description: The kmod C(modprobe) binary, to check (C(-D)) and load vfio-pci.
+    type: str
+    default: modprobe
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
   - gpufabric.stack.boot_files
@@ -123,6 +163,14 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+passthrough:
+  description: Per VF handed to vfio-pci, what a hypervisor needs to place a VM (as written to I(passthrough_dir)/vfs.json).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{pci_address: "0000:01:10.4", vendor_device: "8086:10ca", pf: enp1s0, pf_pci_address: "0000:01:00.0",
+            vf_index: 2, driver: vfio-pci, iommu_group: "17", iommu_group_devices: ["0000:01:10.4"], numa_node: 0,
+            mac: "02:00:00:00:01:02", vlan: 0, gpus: []}]
 pfs:
   description: Per PF, the VF count before and after and the VFs with their settings.
   returned: always
@@ -142,11 +190,12 @@ inspected:
            group: root}}, units: {gpufabric-sriov.service: true}}
 """
 
+import ipaddress
 import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import host_files, sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils import host_files, sriov, sysfs_nic, vfio_passthrough
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_tools import parse_ip_json_vfinfo
 
 VF_DEFAULTS_SPEC = dict(
@@ -178,6 +227,10 @@ PF_SPEC = dict(
     vf_defaults=dict(type="dict", options=VF_DEFAULTS_SPEC),
     vfs=dict(type="list", elements="dict", options=VF_SPEC),
     vf_mtu=dict(type="int"),
+    vf_drivers=dict(type="list", elements="dict", options=dict(
+        vfs=dict(type="raw", required=True),
+        driver=dict(type="str", required=True, choices=list(sriov.VF_DRIVERS)),
+    )),
 )
 
 
@@ -200,6 +253,24 @@ class IpBackend(object):
         if rc != 0:
             raise sriov.SriovError("%s failed: %s" % (" ".join(["ip"] + args), err.strip() or out.strip()))
 
+    def _json(self, args):
+        rc, out, err = self.module.run_command([self.ip, "-j"] + args)
+        if rc != 0:
+            raise sriov.SriovError("ip -j %s failed: %s" % (" ".join(args), err.strip()))
+        try:
+            return json.loads(out or "[]")
+        except ValueError:
+            raise sriov.SriovError("ip -j %s: not JSON: %r" % (" ".join(args), out[:200]))
+
+    def carriers(self, protected):
+        """{netdev: why} for the netdevs the host cannot lose (see sriov.carriers)."""
+        routes = self._json(["route", "show", "default"]) + self._json(["-6", "route", "show", "default"])
+        links = self._json(["addr", "show"])
+        addrs = dict((link["ifname"], [a.get("local") for a in link.get("addr_info", []) if a.get("local")])
+                     for link in links if link.get("ifname"))
+        masters = dict((link["ifname"], link["master"]) for link in links if link.get("ifname") and link.get("master"))
+        return sriov.carriers(addrs, [r["dev"] for r in routes if r.get("dev")], masters, protected)
+
 
 def run(module, backend):
     p = module.params
@@ -208,6 +279,10 @@ def run(module, backend):
     plan = sriov.build_plan(pfs, p["pfs"])
     commands, results, before, after = [], [], {}, {}
     changed = False
+    vfio = Passthrough(module, fs, backend, plan)
+    # 0. Before any change: VFs meant for VMs need an active IOMMU and a
+    # vfio-pci that is loaded or loadable.
+    vfio.check_host()
     rule = UdevRule(module, p["nm_unmanaged_rule"]) if p["nm_unmanaged_rule"] else None
     # 0. The NM_UNMANAGED rule first, for the addresses the VFs will get, so
     # that NetworkManager never sees a VF without it (written again below if
@@ -239,9 +314,11 @@ def run(module, backend):
         current = backend.get_vfs(pf["name"]) if (num and pf["name"] and (counts_match or not module.check_mode)) else {}
         by_index = dict((v["index"], v) for v in vfs)
         vf_results, vf_before, vf_after = [], {}, {}
-        # 2. Per-VF settings through the PF.
+        # 2. Per-VF settings through the PF (for a VF handed to a VM too: the
+        # PF enforces its MAC, VLAN, spoof-check and trust).
         for idx in range(num):
             desired = want["vfs"][idx]
+            driver = want["drivers"][idx]
             cur = current.get(idx) or {}
             delta = sriov.vf_changes(cur, desired)
             if delta:
@@ -250,8 +327,8 @@ def run(module, backend):
                 commands.append(" ".join(["ip"] + args))
                 if not module.check_mode:
                     backend.set_vf(args)
-            # 3. VF MTU on its netdev.
-            mtu = desired.get("mtu", want["vf_mtu"])
+            # 3. VF MTU on its netdev (a VF handed to a VM has none: the VM sets it).
+            mtu = desired.get("mtu", want["vf_mtu"]) if driver != sriov.PASSTHROUGH_DRIVER else None
             info = by_index.get(idx, {})
             if mtu is not None and info.get("netdev") and info.get("mtu") != mtu:
                 changed = True
@@ -269,16 +346,158 @@ def run(module, backend):
             if mtu is not None:
                 vf_before[idx]["mtu"] = info.get("mtu")
                 vf_after[idx]["mtu"] = mtu
-            vf_results.append(dict(index=idx, pci_address=info.get("pci_address"), netdev=info.get("netdev"),
-                                   rdma_device=info.get("rdma_device"), **vf_after[idx]))
+            if driver != "default" or info.get("driver") == sriov.PASSTHROUGH_DRIVER:
+                vf_before[idx]["driver"] = info.get("driver")
+                vf_after[idx]["driver"] = driver
+            vf_result = dict(index=idx, pci_address=info.get("pci_address"), netdev=info.get("netdev"),
+                             rdma_device=info.get("rdma_device"), **vf_after[idx])
+            vf_result["driver"] = driver
+            vf_results.append(vf_result)
         before[label]["vfs"] = vf_before
         after[label]["vfs"] = vf_after
         results.append(dict(name=pf["name"], pci_address=pf["pci_address"], vendor_device=pf["vendor_device"],
                             num_vfs_before=pf["sriov"]["numvfs"] or 0, num_vfs=num, vfs=vf_results))
+    # 4. VF drivers: every move checked first (isolation, what the host
+    # cannot lose), then made, VF by VF, in the kernel's order.
+    changed |= vfio.bind(commands)
     if rule and not module.check_mode:
         changed |= rule.ensure([(pf, want["num_vfs"]) for pf, want in plan], commands, before, after,
                                created=dict((r["pci_address"], r["vfs"]) for r in results))
-    return changed, results, commands, before, after
+    changed |= vfio.write_inventory(commands)
+    return changed, results, commands, before, after, vfio.records
+
+
+class Passthrough(object):
+    """VFs handed to VMs through vfio-pci: the host checks before any
+    change, the driver moves, and the read a hypervisor places VMs by."""
+
+    def __init__(self, module, fs, backend, plan):
+        self.module = module
+        self.fs = fs
+        self.backend = backend
+        self.plan = plan
+        self.records = []
+        self.wanted = [(pf, want, sriov.passthrough_indexes(want["drivers"])) for pf, want in plan]
+        self.any = any(idx for _pf, _want, idx in self.wanted)
+
+    def _driver_loaded(self):
+        return os.path.isdir(self.fs.p("bus", "pci", "drivers", sriov.PASSTHROUGH_DRIVER))
+
+    def check_host(self):
+        if not self.any:
+            return
+        who = "; ".join("%s VF %s" % (sriov.pf_label(pf), sriov.index_ranges(idx)) for pf, _w, idx in self.wanted if idx)
+        if not sysfs_nic.iommu_active(self.module.params["sysfs_root"]):
+            raise sriov.SriovError(
+                "%s: meant for VMs (vfio-pci), but no IOMMU is active (%s is empty): put intel_iommu=on or "
+                "amd_iommu=on on the kernel command line and reboot (layer 3; iommu=pt alone does not isolate the "
+                "VMs' devices)" % (who, self.fs.p("class", "iommu")))
+        if self._driver_loaded():
+            return
+        rc, out, err = self.module.run_command([self._modprobe(), "-D", sriov.PASSTHROUGH_DRIVER])
+        problem = sriov.modprobe_problem(sriov.PASSTHROUGH_DRIVER, rc, out, err)
+        if problem:
+            raise sriov.SriovError("%s: meant for VMs, but vfio-pci is not loaded and cannot be loaded: %s"
+                                   % (who, problem))
+
+    def _modprobe(self):
+        cmd = self.module.params["modprobe_command"]
+        return cmd if "/" in cmd else self.module.get_bin_path(cmd, required=True)
+
+    def _protected(self):
+        out = list(self.module.params["protected_addresses"] or [])
+        conn = os.environ.get("SSH_CONNECTION", "").split()
+        if len(conn) == 4:
+            out.append(conn[2])
+        norm = []
+        for addr in out:
+            try:
+                norm.append(str(ipaddress.ip_address(addr.split("%")[0])))
+            except ValueError:
+                raise sriov.SriovError("protected_addresses: %r is not an IP address" % addr)
+        return norm
+
+    def bind(self, commands):
+        moves, keep = [], []
+        for pf, want, _idx in self.wanted:
+            if not want["num_vfs"] or not pf["sriov"]["capable"]:
+                continue
+            label = sriov.pf_label(pf)
+            for vf in sysfs_nic.vf_list(self.fs, pf["pci_address"]):
+                driver = want["drivers"].get(vf["index"], "default")
+                steps = sriov.bind_steps(self.fs, vf["pci_address"], vf["driver"], driver)
+                if driver == sriov.PASSTHROUGH_DRIVER:
+                    keep.append((pf, want, vf))
+                if steps:
+                    moves.append((label, pf, want, vf, driver, steps))
+        if not moves and not keep:
+            return False
+        # Checked for every VF first: one that fails leaves all VFs where they are.
+        to_vfio = [m for m in moves if m[4] == sriov.PASSTHROUGH_DRIVER]
+        if to_vfio:
+            lost = self.backend.carriers(self._protected())
+            for label, _pf, _want, vf, _d, _s in to_vfio:
+                if vf.get("netdev") in lost:
+                    raise sriov.SriovError(
+                        "%s: VF %d (%s, netdev %s) is not handed to vfio-pci: %s %s, and the host would lose it; "
+                        "move that address or route off the VF first" % (
+                            label, vf["index"], vf["pci_address"], vf["netdev"], vf["netdev"], lost[vf["netdev"]]))
+        for pf, want, vf in keep:
+            problem = vfio_passthrough.isolation_problem(
+                vfio_passthrough.vf_record(self.fs, pf, vf, want["vfs"][vf["index"]]))
+            if problem:
+                raise sriov.SriovError("%s: %s" % (sriov.pf_label(pf), problem))
+        if self.module.check_mode:
+            if to_vfio and not self._driver_loaded():
+                commands.append("modprobe %s" % sriov.PASSTHROUGH_DRIVER)
+            for _l, _pf, _w, _vf, _d, steps in moves:
+                commands += ["echo %s > %s" % (v, path) if v else "echo > %s" % path for path, v in steps]
+            return bool(moves)
+        if to_vfio and not self._driver_loaded():
+            self.module.run_command([self._modprobe(), sriov.PASSTHROUGH_DRIVER], check_rc=True)
+            commands.append("modprobe %s" % sriov.PASSTHROUGH_DRIVER)
+        back = {}
+        for label, pf, want, vf, driver, steps in moves:
+            sriov.bind_vf(label, vf["index"], steps, commands)
+            if driver != sriov.PASSTHROUGH_DRIVER:
+                back[pf["pci_address"]] = (pf, want)
+        for pf, want in back.values():  # VFs back on the kernel's driver: wait for their netdevs
+            sriov.wait_vfs(self.fs, pf, want["num_vfs"], self.module.params["wait_timeout"],
+                           autoprobe=pf["sriov"].get("drivers_autoprobe", True))
+        return bool(moves)
+
+    def write_inventory(self, commands):
+        for pf, want, idx in self.wanted:
+            if not idx or not pf["sriov"]["capable"]:
+                continue
+            for vf in sysfs_nic.vf_list(self.fs, pf["pci_address"]):
+                if vf["index"] in idx:
+                    self.records.append(vfio_passthrough.vf_record(self.fs, pf, vf, want["vfs"][vf["index"]]))
+        where = self.module.params["passthrough_dir"]
+        if not where or not (self.records or os.path.isdir(where)):
+            return False
+        host = os.uname()[1]
+        files = [("vfs.json", vfio_passthrough.hypervisor_inventory(host, self.records)),
+                 ("kubevirt-permitted-host-devices.yaml", vfio_passthrough.kubevirt_permitted_host_devices(self.records)),
+                 ("nova-pci.conf", vfio_passthrough.nova_pci_device_spec(self.records))]
+        changed = False
+        for name, text in files:
+            path = os.path.join(where, name)
+            try:
+                with open(path) as f:
+                    same = f.read() == text
+            except (IOError, OSError):
+                same = False
+            if same:
+                continue
+            changed = True
+            commands.append("write %s (%d VF(s))" % (path, len(self.records)))
+            if not self.module.check_mode:
+                try:
+                    sriov.write_file(path, text)
+                except (IOError, OSError) as exc:
+                    raise sriov.SriovError("%s: writing the passthrough inventory failed: %s" % (path, exc))
+        return changed
 
 
 class UdevRule(object):
@@ -347,16 +566,19 @@ def main():
             wait_timeout=dict(type="int", default=120),
             ip_command=dict(type="str", default="ip"),
             nm_unmanaged_rule=dict(type="path"),
+            protected_addresses=dict(type="list", elements="str", default=[]),
+            passthrough_dir=dict(type="path"),
+            modprobe_command=dict(type="str", default="modprobe"),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,
     )
     try:
         inspected = host_files.inspected(module)
-        changed, results, commands, before, after = run(module, IpBackend(module))
+        changed, results, commands, before, after, passthrough = run(module, IpBackend(module))
     except (sriov.SriovError, sysfs_nic.SysfsError, host_files.HostFilesError) as exc:
         module.fail_json(msg=str(exc))
-    out = dict(changed=changed, pfs=results, commands=commands, inspected=inspected)
+    out = dict(changed=changed, pfs=results, commands=commands, inspected=inspected, passthrough=passthrough)
     if module._diff:
         out["diff"] = dict(before=json.dumps(before, indent=2, sort_keys=True) + "\n",
                            after=json.dumps(after, indent=2, sort_keys=True) + "\n")

@@ -92,6 +92,7 @@ def test_rule_is_in_place_before_the_first_sriov_numvfs_write(tmp_path, monkeypa
 
     monkeypatch.setattr(sriov_vf.sriov, "set_numvfs", set_numvfs)
     module = Module(dict(sysfs_root="/sys", wait_timeout=1, ip_command="ip", nm_unmanaged_rule=str(rule),
+                         protected_addresses=[], passthrough_dir=None, modprobe_command="modprobe",
                          pfs=[dict(pci_address="0000:01:00.0", num_vfs=2, name=None, vendor_device=None,
                                    vf_defaults=None, vfs=None, vf_mtu=None)]))
     with pytest.raises(Stop):
@@ -108,9 +109,10 @@ def test_check_mode_writes_no_rule_and_says_it_would(tmp_path, one_pf):
             return {}
 
     module = Module(dict(sysfs_root="/sys", wait_timeout=1, ip_command="ip", nm_unmanaged_rule=str(rule),
+                         protected_addresses=[], passthrough_dir=None, modprobe_command="modprobe",
                          pfs=[dict(pci_address="0000:01:00.0", num_vfs=2, name=None, vendor_device=None,
                                    vf_defaults=None, vfs=None, vf_mtu=None)]), check_mode=True)
-    changed, _results, commands, before, after = sriov_vf.run(module, Backend())
+    changed, _results, commands, before, after, _passthrough = sriov_vf.run(module, Backend())
     assert changed and not rule.exists()
     assert commands[0] == "write %s (2 VF line(s))" % rule
     assert before["udev_rule"] == [] and any("0000:01:10.2" in line for line in after["udev_rule"])

@@ -13,6 +13,9 @@ short_description: The doctor's layer 6 verdict for one host
 description:
   - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
     {layer, name, status, reason, evidence, remediation}.
+  - VFs the layout gives to VMs (C(vf_drivers) with C(vfio-pci)) must be on vfio-pci, each alone in its IOMMU group,
+    with vfio-pci loadable (C(modprobe -D)); a VF the layout keeps on the kernel's driver must not be on vfio-pci.
+    Each passthrough VF is in the evidence with its IOMMU group and NUMA node.
   - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
     arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs,
     the nics, the minimum firmware version and the selected PFs that are not ConnectX, which make the layer
@@ -24,7 +27,7 @@ description:
     (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
     optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained HTML rack view)
     and C(doctor_use_color) (whether to colour).
-positional: _input, nics, unit_enabled, udev_rule_present
+positional: _input, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged, module_probe, iommu_active
 options:
   _input:
     description: The nics list returned by gpufabric.stack.nic_facts.
@@ -42,6 +45,21 @@ options:
     description: Whether the NM_UNMANAGED udev rule is installed.
     type: bool
     required: true
+  persist:
+    description: Whether the persistence unit is expected.
+    type: bool
+    default: true
+  nm_unmanaged:
+    description: Whether the udev rule is expected.
+    type: bool
+    default: true
+  module_probe:
+    description: nic_facts' C(module_probe) (C(modprobe -D) per module); with VFs meant for VMs, vfio-pci's entry
+      tells whether it could be loaded.
+    type: dict
+  iommu_active:
+    description: nic_facts' C(iommu_active).
+    type: bool
 """
 
 EXAMPLES = r"""
@@ -60,8 +78,10 @@ doctor = deferred("doctor")
 doctor_report = deferred("doctor_report")
 
 
-def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True):
-    return doctor.check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged)
+def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
+                     module_probe=None, iommu_active=None):
+    return doctor.check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged,
+                                  module_probe=module_probe, iommu_active=iommu_active)
 
 
 def doctor_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor="15b3", sysfs_root="/sys",

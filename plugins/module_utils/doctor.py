@@ -198,11 +198,14 @@ def check_rdma_drivers(pfs, nics, loaded, modules, sysfs_root="/sys", vendor=sri
 
 
 def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
-                    uptime_seconds=None):
+                    uptime_seconds=None, module_probe=None, iommu_active=None):
     """Layer 6: VF counts and netdevs as the inventory wants, persistence and
-    NetworkManager exclusion in place, trust off where tenants share a NIC."""
+    NetworkManager exclusion in place, trust off where tenants share a NIC;
+    VFs meant for VMs on vfio-pci, each alone in its IOMMU group, and vfio-pci
+    loadable at the next boot (``module_probe``: nic_facts' modprobe -D)."""
     evidence, warnings = [], []
     missing_after_reboot = []
+    passthrough = False
     for entry in nics:
         match = entry.get("match") or {}
         selected = sriov.selected_pfs(pfs, [entry])
@@ -216,8 +219,18 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
             have = pf["sriov"].get("numvfs") or 0
             evidence.append("pf %s: %d VFs (sriov_totalvfs %s), inventory wants %d"
                             % (name, have, pf["sriov"].get("totalvfs"), want))
+            try:
+                drivers = sriov.vf_drivers("pf %s" % name, entry.get("vf_drivers"), want)
+            except sriov.SriovError as exc:
+                return result(6, "fail", "gpufabric_nics: %s" % exc, evidence, "fix vf_drivers in gpufabric_nics")
+            to_vms = set(sriov.passthrough_indexes(drivers))
+            passthrough |= bool(to_vms)
             if have == want:
-                no_netdev = [v["index"] for v in pf.get("vfs", []) if not v.get("netdev")]
+                failed = _vf_drivers_result(name, pf, to_vms, evidence, module_probe)
+                if failed:
+                    return failed
+                no_netdev = [v["index"] for v in pf.get("vfs", [])
+                             if not v.get("netdev") and v["index"] not in to_vms]
                 if no_netdev:
                     return result(6, "fail", "pf %s: VF %s without a netdev" % (name, ", ".join(map(str, no_netdev[:8]))),
                                   evidence, "check sriov_drivers_autoprobe and the VF driver binding (%s)"
@@ -245,6 +258,13 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
                           evidence, "journalctl -b -u gpufabric-sriov.service shows why the boot script failed")
         return result(6, "fail", "pf %s: no VFs, inventory wants some" % names, evidence,
                       "run site.yml --tags layer06")
+    if passthrough:
+        problem = ((module_probe or {}).get(sriov.PASSTHROUGH_DRIVER) or {}).get("problem")
+        if problem:
+            return result(6, "fail", "vfio-pci cannot be loaded, so the VFs meant for VMs stay on the kernel's "
+                          "driver at the next boot: %s" % problem, evidence + [problem],
+                          "remove the install or blacklist rule for vfio-pci from /etc/modprobe.d, or install the "
+                          "kernel's vfio-pci module (linux-image of the running kernel)")
     if persist and not unit_enabled:
         return result(6, "fail", "VFs present but will be lost on reboot: persistence unit not enabled",
                       evidence, "run site.yml --tags layer06")
@@ -254,6 +274,56 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
     if warnings:
         return result(6, "warn", warnings[0], evidence + warnings, "set trust off unless a tenant owns the whole NIC")
     return result(6, "pass", "%d PF(s) with the VFs the inventory wants" % len(evidence), evidence)
+
+
+def _vf_drivers_result(name, pf, to_vms, evidence, module_probe):
+    """The first VF of ``pf`` on the wrong driver for its intent, or a VF
+    meant for a VM that a VM cannot have (not alone in its IOMMU group), as a
+    failed layer 6 result; None when every VF is where it should be. Adds a
+    line per VF meant for a VM to ``evidence``."""
+    vfs = pf.get("vfs") or []
+    for vf in vfs:
+        if vf["index"] in to_vms:
+            evidence.append("pf %s VF %d: %s on %s, IOMMU group %s (%s), NUMA node %s" % (
+                name, vf["index"], vf.get("pci_address"), vf.get("driver") or "no driver", vf.get("iommu_group"),
+                ", ".join(vf.get("iommu_group_devices") or []) or "no IOMMU group", pf.get("numa_node")))
+    kept = [v for v in vfs if v["index"] not in to_vms and v.get("driver") == sriov.PASSTHROUGH_DRIVER]
+    if kept:
+        v = kept[0]
+        return result(6, "fail", "pf %s: VF %d (%s) is on vfio-pci, but the inventory keeps it on the kernel's "
+                      "driver" % (name, v["index"], v.get("pci_address")), evidence,
+                      "run site.yml --tags layer06 on this host (gives it back to %s), or add it to vf_drivers "
+                      "if it is meant for a VM" % _vf_driver_hint(pf))
+    wrong = [v for v in vfs if v["index"] in to_vms and v.get("driver") != sriov.PASSTHROUGH_DRIVER]
+    if wrong:
+        v = wrong[0]
+        problem = ((module_probe or {}).get(sriov.PASSTHROUGH_DRIVER) or {}).get("problem")
+        reason = "pf %s: VF %d (%s) is on %s, but the inventory gives it to VMs (vfio-pci)" % (
+            name, v["index"], v.get("pci_address"), v.get("driver") or "no driver")
+        if len(wrong) > 1:
+            reason += " (and %d more VF(s))" % (len(wrong) - 1)
+        if problem:
+            return result(6, "fail", "%s: vfio-pci cannot be loaded: %s" % (reason, problem), evidence + [problem],
+                          "remove the install or blacklist rule for vfio-pci from /etc/modprobe.d (or install the "
+                          "kernel's vfio-pci module), then run site.yml --tags layer06")
+        return result(6, "fail", reason, evidence,
+                      "run site.yml --tags layer06 on this host (binds it to vfio-pci); journalctl -b -u "
+                      "gpufabric-sriov.service shows a failed bind at boot")
+    for v in vfs:
+        if v["index"] not in to_vms:
+            continue
+        members = v.get("iommu_group_devices") or []
+        if not v.get("iommu_group"):
+            return result(6, "fail", "pf %s: VF %d (%s) is meant for a VM but has no IOMMU group: the IOMMU is off"
+                          % (name, v["index"], v.get("pci_address")), evidence,
+                          "put intel_iommu=on or amd_iommu=on on the kernel command line (layer 3) and reboot")
+        others = [m for m in members if m != v.get("pci_address")]
+        if others:
+            return result(6, "fail", "pf %s: VF %d (%s) shares IOMMU group %s with %s, so a VM given it could reach "
+                          "them" % (name, v["index"], v.get("pci_address"), v["iommu_group"], ", ".join(others)),
+                          evidence, "enable ACS on the upstream PCIe ports (BIOS, layer 2) or move the NIC to another "
+                          "slot, so that each VF has an IOMMU group of its own")
+    return None
 
 
 def _vf_driver_hint(pf):

@@ -55,6 +55,14 @@ options:
     type: list
     elements: path
     default: []
+  probe_modules:
+    description:
+      - Kernel modules to ask kmod about with C(modprobe -D) (a dry run that ignores whether the module is loaded),
+        whether each could be loaded at the next boot; the answer is in RV(module_probe). Layer 6 asks about C(vfio-pci) when
+        VFs are meant for VMs.
+    type: list
+    elements: str
+    default: []
   modules_load_dir:
     description:
       - The directory of C(*.conf) files that systemd-modules-load reads at boot, reported in RV(modules_load) with
@@ -225,6 +233,13 @@ files:
   returned: always
   type: dict
   sample: {/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules: true}
+module_probe:
+  description: Per module of I(probe_modules), the exit code and output of C(modprobe -D), and C(problem), why it
+    cannot be loaded (empty when it can).
+  returned: always
+  type: dict
+  sample: {vfio-pci: {rc: 0, stdout: "insmod /lib/modules/6.1.0-50-amd64/kernel/drivers/vfio/vfio.ko\n...", stderr: "",
+           problem: ""}}
 modules_load:
   description: The C(*.conf) files of I(modules_load_dir), each as in RV(inspected) (sha256, mode, owner, group);
     empty when the directory does not exist.
@@ -304,6 +319,7 @@ def main():
             units=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
             modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
+            probe_modules=dict(type="list", elements="str", default=[]),
             firmware=dict(type="dict", options=dict(
                 match=dict(type="list", elements="dict", required=True),
                 tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
@@ -346,7 +362,16 @@ def main():
                 module.params["units"], systemctl)
         else:
             units_error = "systemctl not found"
-    extra = {}
+    extra = {"module_probe": {}}
+    if module.params["probe_modules"]:
+        modprobe = module.get_bin_path("modprobe", opt_dirs=["/sbin", "/usr/sbin"])
+        for name in module.params["probe_modules"]:
+            if modprobe:
+                rc, out, err = module.run_command([modprobe, "-D", name], environ_update={"LC_ALL": "C"})
+            else:
+                rc, out, err = 127, "", "modprobe (kmod) not found"
+            extra["module_probe"][name] = {"rc": rc, "stdout": out, "stderr": err,
+                                           "problem": sriov.modprobe_problem(name, rc, out, err) or ""}
     if module.params["firmware"] is not None:
         extra["firmware"] = read_firmware(module, nics, module.params["firmware"])
     qos = module.params["qos"]

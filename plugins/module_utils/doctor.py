@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, vfio_passthrough
 
 LAYERS = {
     1: "bmc", 2: "bios", 3: "kernel", 4: "nic_firmware", 5: "rdma_drivers", 6: "sriov_vfs",
@@ -312,17 +312,11 @@ def _vf_drivers_result(name, pf, to_vms, evidence, module_probe):
     for v in vfs:
         if v["index"] not in to_vms:
             continue
-        members = v.get("iommu_group_devices") or []
-        if not v.get("iommu_group"):
-            return result(6, "fail", "pf %s: VF %d (%s) is meant for a VM but has no IOMMU group: the IOMMU is off"
-                          % (name, v["index"], v.get("pci_address")), evidence,
+        problem = vfio_passthrough.isolation_problem(dict(v, pf=name, pf_pci_address=pf["pci_address"], vf_index=v["index"]))
+        if problem:
+            return result(6, "fail", "pf %s: VF %d: %s" % (name, v["index"], problem), evidence,
+                          vfio_passthrough.ISOLATION_FIX if v.get("iommu_group") else
                           "put intel_iommu=on or amd_iommu=on on the kernel command line (layer 3) and reboot")
-        others = [m for m in members if m != v.get("pci_address")]
-        if others:
-            return result(6, "fail", "pf %s: VF %d (%s) shares IOMMU group %s with %s, so a VM given it could reach "
-                          "them" % (name, v["index"], v.get("pci_address"), v["iommu_group"], ", ".join(others)),
-                          evidence, "enable ACS on the upstream PCIe ports (BIOS, layer 2) or move the NIC to another "
-                          "slot, so that each VF has an IOMMU group of its own")
     return None
 
 

@@ -347,9 +347,12 @@ def test_doctor_names_a_shared_iommu_group_with_its_members():
     vfs = good_vfs()
     vfs[2] = vf(2, driver="vfio-pci", netdev=False, group="7", members=["0000:01:00.0", "0000:01:10.4"])
     r = check(vfs)
-    assert r["reason"] == ("pf enp1s0: VF 2 (0000:01:10.4) shares IOMMU group 7 with 0000:01:00.0, so a VM given it "
-                           "could reach them")
+    assert r["reason"].startswith("pf enp1s0: VF 2: VF 0000:01:10.4 (pf enp1s0 VF 2) shares IOMMU group 7 with "
+                                  "0000:01:00.0, so a VM given it could reach them"), r["reason"]
     assert "ACS" in r["remediation"]
+    vfs[2] = vf(2, driver="vfio-pci", netdev=False, group="", members=[])
+    r = check(vfs)
+    assert "has no IOMMU group: the IOMMU is off" in r["reason"] and "intel_iommu=on" in r["remediation"], r
 
 
 def test_doctor_without_passthrough_intent_still_wants_netdevs():

@@ -119,8 +119,10 @@ def _write_vm_vars(doc: dict, lab, out: Path) -> None:
         "ansible_python_interpreter": "/usr/bin/python3",
         "ansible_ssh_private_key_file": doc["ssh_key"],
         "ansible_ssh_common_args": f"-o UserKnownHostsFile={lab.dir / 'known_hosts'} -o StrictHostKeyChecking=yes",
-        # Layer 6: every igb PF (Intel 82576, 7 VFs at most) gets 4 VFs.
+        # Layer 6: every igb PF (Intel 82576, 7 VFs at most) gets 4 VFs; VFs 0-1
+        # stay on igbvf (pods), VFs 2-3 go to vfio-pci (tenant VMs).
         "gpufabric_nics": [{"match": {"vendor_device": f"{vendor}:{device}"}, "num_vfs": 4,
+                            "vf_drivers": [{"vfs": "2-3", "driver": "vfio-pci"}],
                             "resource_prefix": "gpu_rail"}],
         "gpufabric_nics_per_node": len(doc["nodes"][0]["nics"]),
         # Layer 5 on igb: the Intel drivers, and RoCE v2 in software (Soft-RoCE)

@@ -27,7 +27,8 @@ description:
     (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
     optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained HTML rack view)
     and C(doctor_use_color) (whether to colour).
-positional: _input, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged, module_probe, iommu_active
+positional: _input, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged, module_probe, iommu_active,
+  unit_failed
 options:
   _input:
     description: The nics list returned by gpufabric.stack.nic_facts.
@@ -60,6 +61,10 @@ options:
   iommu_active:
     description: nic_facts' C(iommu_active).
     type: bool
+  unit_failed:
+    description: Whether the persistence unit failed at this boot (its ActiveState is C(failed)).
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -79,9 +84,9 @@ doctor_report = deferred("doctor_report")
 
 
 def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
-                     module_probe=None, iommu_active=None):
+                     module_probe=None, iommu_active=None, unit_failed=False):
     return doctor.check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged,
-                                  module_probe=module_probe, iommu_active=iommu_active)
+                                  module_probe=module_probe, iommu_active=iommu_active, unit_failed=unit_failed)
 
 
 def doctor_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor="15b3", sysfs_root="/sys",

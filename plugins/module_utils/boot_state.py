@@ -17,16 +17,20 @@ import os
 from ansible_collections.gpufabric.stack.plugins.module_utils.runtime_facts import last_line, parse_systemctl_show
 
 
-def unit_file_states(run, units, systemctl="systemctl"):
+def unit_file_states(run, units, systemctl="systemctl", active=None):
     """{unit: UnitFileState} for the given units, from one `systemctl show`.
 
     A unit systemd does not know has the state '' (as its UnitFileState is
     empty). Returns ({}, error) when systemctl fails or its answer cannot be
-    matched to the units asked for; the caller then asks per unit."""
+    matched to the units asked for; the caller then asks per unit. With a
+    dict as ``active``, the same call fills it with each unit's ActiveState
+    (``active``, ``inactive``, ``failed``: a oneshot whose script failed at
+    boot is ``failed``)."""
     units = list(dict.fromkeys(u for u in units if u))
     if not units:
         return {}, ""
-    rc, out, err = run([systemctl, "show", "-p", "Id", "-p", "UnitFileState", "--"] + units)
+    props = ["-p", "Id", "-p", "UnitFileState"] + (["-p", "ActiveState"] if active is not None else [])
+    rc, out, err = run([systemctl, "show"] + props + ["--"] + units)
     if rc != 0:
         return {}, "systemctl show: %s" % last_line(err, "rc %d" % rc)
     # systemctl prints one block per unit, in the order asked, blocks
@@ -34,6 +38,8 @@ def unit_file_states(run, units, systemctl="systemctl"):
     blocks = [parse_systemctl_show(block) for block in (out or "").strip("\n").split("\n\n")]
     if len(blocks) != len(units) or any("Id" not in block for block in blocks):
         return {}, "systemctl show: %d answers for %d units" % (len(blocks), len(units))
+    if active is not None:
+        active.update((unit, block.get("ActiveState", "")) for unit, block in zip(units, blocks))
     return dict((unit, block.get("UnitFileState", "")) for unit, block in zip(units, blocks)), ""
 
 

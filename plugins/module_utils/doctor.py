@@ -198,7 +198,7 @@ def check_rdma_drivers(pfs, nics, loaded, modules, sysfs_root="/sys", vendor=sri
 
 
 def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
-                    uptime_seconds=None, module_probe=None, iommu_active=None):
+                    uptime_seconds=None, module_probe=None, iommu_active=None, unit_failed=False):
     """Layer 6: VF counts and netdevs as the inventory wants, persistence and
     NetworkManager exclusion in place, trust off where tenants share a NIC;
     VFs meant for VMs on vfio-pci, each alone in its IOMMU group, and vfio-pci
@@ -268,12 +268,17 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
     if persist and not unit_enabled:
         return result(6, "fail", "VFs present but will be lost on reboot: persistence unit not enabled",
                       evidence, "run site.yml --tags layer06")
+    if persist and unit_failed:
+        return result(6, "fail", "the VF boot unit gpufabric-sriov.service failed at this boot, so the VFs may lack "
+                      "settings the layout wants", evidence + ["gpufabric-sriov.service: ActiveState failed"],
+                      "journalctl -b -u gpufabric-sriov.service shows the failing step; run site.yml --tags layer06")
     if nm_unmanaged and not udev_rule_present:
         return result(6, "fail", "NetworkManager may manage the VFs: the NM_UNMANAGED udev rule is missing",
                       evidence, "run site.yml --tags layer06 (installs the rule)")
     if warnings:
         return result(6, "warn", warnings[0], evidence + warnings, "set trust off unless a tenant owns the whole NIC")
-    return result(6, "pass", "%d PF(s) with the VFs the inventory wants" % len(evidence), evidence)
+    pfs_checked = len([e for e in evidence if e.startswith("pf ") and ", inventory wants " in e])
+    return result(6, "pass", "%d PF(s) with the VFs the inventory wants" % pfs_checked, evidence)
 
 
 def _vf_drivers_result(name, pf, to_vms, evidence, module_probe):

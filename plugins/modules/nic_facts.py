@@ -240,6 +240,12 @@ module_probe:
   type: dict
   sample: {vfio-pci: {rc: 0, stdout: "insmod /lib/modules/6.1.0-50-amd64/kernel/drivers/vfio/vfio.ko\n...", stderr: "",
            problem: ""}}
+units_active:
+  description: The ActiveState of each of I(units) (C(active), C(inactive), C(failed), ...), from the same
+    C(systemctl show); empty when systemctl failed.
+  returned: always
+  type: dict
+  sample: {gpufabric-sriov.service: active}
 modules_load:
   description: The C(*.conf) files of I(modules_load_dir), each as in RV(inspected) (sha256, mode, owner, group);
     empty when the directory does not exist.
@@ -353,13 +359,13 @@ def main():
     if vendor:
         nics = [n for n in nics if n["vendor"] == vendor]
     iommus = sysfs_nic.iommus(module.params["sysfs_root"])
-    units, units_error = {}, ""
+    units, units_error, units_active = {}, "", {}
     if module.params["units"]:
         systemctl = module.get_bin_path("systemctl")
         if systemctl:
             units, units_error = boot_state.unit_file_states(
                 lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C", "SYSTEMD_PAGER": ""}),
-                module.params["units"], systemctl)
+                module.params["units"], systemctl, active=units_active)
         else:
             units_error = "systemctl not found"
     extra = {"module_probe": {}}
@@ -391,7 +397,7 @@ def main():
     module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus,
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
                      cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
-                     units=units, units_error=units_error, files=boot_state.files_present(module.params["files"]),
+                     units=units, units_error=units_error, units_active=units_active, files=boot_state.files_present(module.params["files"]),
                      inspected=inspected, modules_load=modules_load,
                      sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"], **extra)
 

@@ -118,7 +118,7 @@ def test_nic_facts_reads_the_boot_units_and_files_in_the_same_call(tmp_path):
     rule = tmp_path / "70-gpufabric-nm-unmanaged.rules"
     rule.write_text("")
     r, calls = run_nic_facts(tmp_path, {"units": UNITS, "files": [str(rule), str(tmp_path / "gone.rules")]})
-    assert calls == ["show -p Id -p UnitFileState -- " + " ".join(UNITS)]
+    assert calls == ["show -p Id -p UnitFileState -p ActiveState -- " + " ".join(UNITS)]
     assert r["changed"] is False and r["nics"] == []
     assert r["units"] == {"gpufabric-sriov.service": "enabled", "gpufabric-roce-qos.service": ""}
     assert r["units_error"] == ""

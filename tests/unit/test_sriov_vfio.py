@@ -312,7 +312,7 @@ def check(vfs, probe=OK_PROBE, nics=NICS):
 
 def test_doctor_passes_and_lists_the_vfs_for_vms():
     r = check(good_vfs())
-    assert r["status"] == "pass", r
+    assert r["status"] == "pass" and r["reason"] == "1 PF(s) with the VFs the inventory wants", r
     assert "pf enp1s0 VF 2: 0000:01:10.4 on vfio-pci, IOMMU group 22 (0000:01:10.4), NUMA node 0" in r["evidence"]
 
 
@@ -358,3 +358,23 @@ def test_doctor_names_a_shared_iommu_group_with_its_members():
 def test_doctor_without_passthrough_intent_still_wants_netdevs():
     r = check([vf(0), vf(1), vf(2, netdev=False), vf(3)], nics=[{"match": {"name": "enp1s0"}, "num_vfs": 4}])
     assert r["reason"] == "pf enp1s0: VF 2 without a netdev"
+
+
+def test_doctor_names_a_failed_boot_unit():
+    r = doctor.check_sriov_vfs([pf(vfs=good_vfs())], NICS, True, True, module_probe=OK_PROBE, unit_failed=True)
+    assert r["status"] == "fail" and r["reason"].startswith("the VF boot unit gpufabric-sriov.service failed"), r
+
+
+def test_unit_file_states_reads_the_active_state_in_the_same_call():
+    from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state
+    calls = []
+
+    def run(argv):
+        calls.append(argv)
+        return 0, "Id=a.service\nUnitFileState=enabled\nActiveState=failed\n\nId=b.service\nUnitFileState=\nActiveState=inactive\n", ""
+
+    active = {}
+    states, error = boot_state.unit_file_states(run, ["a.service", "b.service"], active=active)
+    assert (states, error) == ({"a.service": "enabled", "b.service": ""}, "")
+    assert active == {"a.service": "failed", "b.service": "inactive"} and len(calls) == 1
+    assert "ActiveState" in calls[0]

@@ -1,6 +1,7 @@
 """The host layers on real kernels: two Debian 12 VMs from the factory image
 (no VT-d, no IOMMU flag, no VFs, no RDMA) converge through layers 1-6, 9 and
-10 with site.yml, a re-run changes nothing, the doctor passes them and says
+10 with site.yml (VFs 0-1 of each PF on igbvf for pods, VFs 2-3 on vfio-pci
+for tenant VMs), a re-run changes nothing, the doctor passes them and says
 layers 4 and 8 do not apply to an igb (8086:10c9), and faults made the real
 way are named at their layer on that node only.
 
@@ -91,7 +92,7 @@ def test_site_converges_layers_1_to_6_9_and_10_from_the_factory_image(vmlab):
         assert lines[1] == "dmar0", (node, lines)                    # layer 2: VT-d on, so QEMU has the IOMMU
         assert lines[2] == "4", (node, lines)                        # layer 6: 4 VFs
         drivers, groups = lines[3:11:2], lines[4:12:2]
-        assert drivers == ["igbvf"] * 4, (node, drivers)
+        assert drivers == ["igbvf", "igbvf", "vfio-pci", "vfio-pci"], (node, drivers)  # vf_drivers 2-3: vfio-pci
         assert len(set(groups)) == 4, (node, groups)               # each VF in an IOMMU group of its own
         assert "rxe_enp1s0/1 state ACTIVE" in facts                  # layer 5: Soft-RoCE over the PF
         assert "\nactive\n" in facts                                 # layer 10: containerd
@@ -102,6 +103,18 @@ def test_site_converges_layers_1_to_6_9_and_10_from_the_factory_image(vmlab):
                               f"for v in {PF}/virtfn*; do basename $(readlink $v); done").stdout
         written, virtfn = rule.split("--\n")
         assert written.split() == virtfn.split() and len(virtfn.split()) == 4, (node, rule)
+        # the hypervisor's read: the two VFs on vfio-pci, each alone in its IOMMU group
+        read = json.loads(vmlab.sh(node, "cat /var/lib/gpufabric/passthrough/vfs.json").stdout)
+        assert [(v["pf"], v["vf_index"], v["driver"]) for v in read["vfs"]] == \
+            [("enp1s0", 2, "vfio-pci"), ("enp1s0", 3, "vfio-pci")], read
+        assert [v["pci_address"] for v in read["vfs"]] == virtfn.split()[2:], (read, virtfn)
+        for v in read["vfs"]:
+            members = vmlab.sh(node, f"ls /sys/kernel/iommu_groups/{v['iommu_group']}/devices").stdout.split()
+            assert members == v["iommu_group_devices"] == [v["pci_address"]], (v, members)
+        assert "pciVendorSelector" in vmlab.sh(
+            node, "cat /var/lib/gpufabric/passthrough/kubevirt-permitted-host-devices.yaml").stdout
+        nova = vmlab.sh(node, "cat /var/lib/gpufabric/passthrough/nova-pci.conf").stdout
+        assert all(v["pci_address"] in nova for v in read["vfs"]), nova
 
 
 def test_a_rerun_changes_nothing(vmlab):
@@ -117,6 +130,9 @@ def test_the_doctor_passes_the_layers_and_says_4_and_8_do_not_apply_to_igb(vmlab
         assert ok, (node, bad)
         r = rows(report, node)
         assert {n: r[n]["status"] for n in (1, 2, 3, 5, 6, 9, 10)} == dict.fromkeys((1, 2, 3, 5, 6, 9, 10), "pass")
+        # the VFs handed to VMs are in the report, with their IOMMU group and NUMA node
+        assert [e for e in r[6]["evidence"] if "vfio-pci" in e and "IOMMU group" in e][:2] and \
+            len([e for e in r[6]["evidence"] if " on vfio-pci, IOMMU group " in e]) == 2, r[6]["evidence"]
         for layer in (4, 8):
             assert r[layer]["status"] == "skipped", r[layer]
             assert "not applicable" in r[layer]["reason"] and "8086:10c9" in r[layer]["reason"], r[layer]
@@ -126,12 +142,14 @@ def test_vfs_and_soft_roce_come_back_after_a_real_reboot_with_networkmanager_run
     before = vmlab.sh("node02", "cat /proc/sys/kernel/random/boot_id").stdout
     vmlab.lab.reboot("node02")
     out = vmlab.sh("node02", f"cat /proc/sys/kernel/random/boot_id; cat {PF}/sriov_numvfs; "
-                             "systemctl is-active NetworkManager; rdma link show; "
+                             "systemctl is-active NetworkManager gpufabric-sriov; "
+                             f"for v in {PF}/virtfn*; do basename $(readlink -f $v/driver); done; rdma link show; "
                              "nmcli -t -f DEVICE,STATE device").stdout
     assert out.split()[0] != before.strip()
-    assert out.split()[1:3] == ["4", "active"]
+    assert out.split()[1:4] == ["4", "active", "active"], out    # the boot unit ran to its end
+    assert out.split()[4:8] == ["igbvf", "igbvf", "vfio-pci", "vfio-pci"], out  # and bound 2-3 to vfio-pci
     assert "rxe_enp1s0/1 state ACTIVE" in out
-    assert {f"enp1s0v{i}:unmanaged" for i in range(4)} <= set(out.split())
+    assert {f"enp1s0v{i}:unmanaged" for i in range(2)} <= set(out.split())
 
 
 # The faults go through `python -m simlab fault`, which makes them the real
@@ -168,6 +186,25 @@ def test_the_rdma_module_unloaded_and_networkmanager_on_the_vfs_are_named_at_lay
     assert "rdma_rxe" in json.dumps(rows(report, "node02")[5]), rows(report, "node02")[5]
     proc = vmlab.playbook("playbooks/site.yml", "--tags", "layer05,layer06")
     assert proc.returncode == 0, tail(proc)
+
+
+def test_a_vf_left_on_igbvf_and_vfio_pci_not_loadable_are_named_at_layer_6(vmlab):
+    vmlab.fault("node01", "vf-wrong-driver")
+    vmlab.fault("node02", "vfio-unloadable")
+    try:
+        _, report = validate(vmlab)
+        v1, v2 = report["node01"]["verdict"], report["node02"]["verdict"]
+        assert (v1["status"], v1["layer"]) == ("fail", 6), v1
+        assert re.search(r"VF \d \(0000:01:\S+\) is on igbvf, but the inventory gives it to VMs", v1["reason"]), v1
+        assert (v2["status"], v2["layer"]) == ("fail", 6), v2
+        assert "vfio-pci cannot be loaded" in v2["reason"] and "install" in v2["reason"], v2
+    finally:
+        vmlab.fault("node02", "clear")
+    proc = vmlab.playbook("playbooks/site.yml", "--tags", "layer06")
+    assert proc.returncode == 0, tail(proc)
+    _, report = validate(vmlab)
+    for node in NODES:
+        assert rows(report, node)[6]["status"] == "pass", rows(report, node)[6]
 
 
 def test_the_iommu_flag_dropped_from_grub_is_named_at_layer_3_after_a_real_reboot(vmlab):

@@ -200,6 +200,17 @@ def test_a_vf_left_on_igbvf_and_vfio_pci_not_loadable_are_named_at_layer_6(vmlab
         assert "vfio-pci cannot be loaded" in v2["reason"] and "install" in v2["reason"], v2
     finally:
         vmlab.fault("node02", "clear")
+    # Before it hands the VF back to vfio-pci, layer 6 refuses while the VF
+    # carries a default route, and changes nothing.
+    netdev = vmlab.sh("node01", f"ls {PF}/virtfn2/net {PF}/virtfn3/net 2>/dev/null | grep enp").stdout.split()[0]
+    vmlab.sh("node01", f"ip link set {netdev} up && ip addr add 192.0.2.5/24 dev {netdev} && "
+                       f"ip route add default via 192.0.2.1 dev {netdev} metric 900")
+    proc = vmlab.playbook("playbooks/site.yml", "--tags", "layer06", "--limit", "node01")
+    said = " ".join(proc.stdout.split())  # the YAML result format wraps long messages
+    assert proc.returncode != 0 and f"netdev {netdev}) is not handed to vfio-pci" in said, tail(proc)
+    assert f"{netdev} carries the default route" in said, tail(proc)
+    assert vmlab.sh("node01", f"ls /sys/class/net/{netdev}/device/driver -l").stdout.rstrip().endswith("igbvf")
+    vmlab.sh("node01", f"ip route del default via 192.0.2.1 dev {netdev} && ip addr flush dev {netdev}")
     proc = vmlab.playbook("playbooks/site.yml", "--tags", "layer06")
     assert proc.returncode == 0, tail(proc)
     _, report = validate(vmlab)

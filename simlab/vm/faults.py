@@ -5,7 +5,8 @@ paused), on the BIOS through the BMC and a power cycle.
 ``python -m simlab fault TARGET KIND --name LAB`` dispatches here for a lab
 of ``--kind vm``.  As for the twin, *conditions* (a link down, a paused
 machine) are undone by ``clear``; *misconfigurations* are changes an operator
-could have made, which ``clear`` leaves for site.yml to repair.
+could have made, which ``clear`` leaves for site.yml to repair (the install
+rule of ``vfio-unloadable`` is cleared: no layer owns /etc/modprobe.d).
 """
 
 from __future__ import annotations
@@ -25,10 +26,14 @@ NODE_FAULTS = {
     "vfs-removed": (6, "0 written to sriov_numvfs of every fabric PF"),
     "vfs-lost-on-reboot": (6, "the VF persistence unit disabled, reboot"),
     "networkmanager-grabs-vfs": (6, "the NM_UNMANAGED udev rule removed and udev re-run on the VFs"),
+    "vf-wrong-driver": (6, "the first VF on vfio-pci given back to igbvf (override cleared, unbind, drivers_probe)"),
+    "vfio-unloadable": (6, "an install rule in /etc/modprobe.d replaces loading vfio-pci with /bin/false "
+                           "(kmod then refuses it; clear removes the rule)"),
     "link-down": (9, "the first fabric PF's cable pulled (QMP set_link off)"),
 }
 BMC_FAULTS = {"bios-vtd-off": (2, "VT-d off in the BIOS, then a power cycle through the BMC: no IOMMU")}
 PERSISTENCE_UNIT = "gpufabric-sriov.service"
+VFIO_RULE = "/etc/modprobe.d/simlab-vfio-unloadable.conf"
 
 
 class FaultError(ValueError):
@@ -106,6 +111,16 @@ def inject(lab, target: str, kind: str) -> str:
     elif kind == "networkmanager-grabs-vfs":
         _sh(lab, node, "rm -f /etc/udev/rules.d/*gpufabric-nm-unmanaged*.rules; udevadm control --reload; "
                        "udevadm trigger --subsystem-match=net --action=change; udevadm settle")
+    elif kind == "vf-wrong-driver":
+        vfs = " ".join(f"/sys/bus/pci/devices/{n['bdf']}/virtfn*" for n in hw["nics"])
+        out = _sh(lab, node, f"for v in {vfs}; do d=$(readlink -f $v); "
+                             "[ \"$(basename $(readlink $d/driver 2>/dev/null) 2>/dev/null)\" = vfio-pci ] || continue; "
+                             "b=$(basename $d); echo > $d/driver_override; echo $b > $d/driver/unbind; "
+                             "echo $b > /sys/bus/pci/drivers_probe; echo $b; break; done")
+        if not out.strip():
+            raise FaultError(f"{node}: no VF is on vfio-pci (the inventory's vf_drivers, layer 6, bind some)")
+    elif kind == "vfio-unloadable":
+        _sh(lab, node, f"echo 'install vfio-pci /bin/false' > {VFIO_RULE}")
     elif kind == "link-down":
         machine.set_link(lab.dir, node, pf["index"], up=False)
     return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
@@ -124,5 +139,7 @@ def clear(lab, node: str) -> str:
     if faults.get("link-down"):
         for nic in vm_lab.node_doc(lab, node)["nics"]:
             machine.set_link(lab.dir, node, nic["index"], up=True)
+    if faults.get("vfio-unloadable"):  # the collection writes no modprobe.d rule, so it removes none
+        _sh(lab, node, f"rm -f {VFIO_RULE}")
     _record(lab, node, None)
     return f"{node}: faults cleared"

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 from . import boot
-from .kernel import Kernel, KernelError
+from .kernel import VFIO_MODULE, Kernel, KernelError
 from .sysfs import Tree
 
 SOCK = boot.RUN / "agent.sock"
@@ -54,7 +54,8 @@ class Agent:
                         "max_tx_rate": vf.max_tx_rate, "min_tx_rate": vf.min_tx_rate,
                         "netdev": pf.spec.vf_netdev(vf.index), "rdma": k.rdma_name(pf, vf),
                         "netdev_mac": k.vf_netdev_mac(pf, vf), "admin_up": vf.admin_up,
-                        "ready": vf.probed_at <= k.clock() and vf.bound,
+                        "ready": vf.probed_at <= k.clock() and vf.on_kernel_driver,
+                        "driver": vf.driver, "driver_override": vf.driver_override,
                         "gids": k.gids(pf, vf),
                     })
                 pfs.append({
@@ -200,10 +201,13 @@ class Agent:
         return {"dcb": dict(cur)}
 
     def op_driver_modules(self, req):
-        """modprobe / modprobe -r of the mlx5 and RDMA modules.  Unloading
-        mlx5_core removes its PCI driver: every PF is unbound (SR-IOV is
-        disabled first); loading it probes the PFs again.  RDMA devices exist
-        only while mlx5_ib is loaded (the sysfs tree follows ``modules``)."""
+        """modprobe / modprobe -r of the mlx5, RDMA and VFIO modules.
+        Unloading mlx5_core removes its PCI driver: every PF is unbound
+        (SR-IOV is disabled first); loading it probes the PFs again.  RDMA
+        devices exist only while mlx5_ib is loaded (the sysfs tree follows
+        ``modules``).  Loading vfio_pci registers vfio-pci, which takes every
+        unbound VF whose driver_override names it; unloading it leaves its
+        VFs unbound."""
         k = self.kernel
         with k.lock:
             for m in req.get("unload", []):
@@ -211,6 +215,8 @@ class Agent:
                     for pf in k.pfs:
                         if pf.bound:
                             k.unbind(pf.bdf)
+                if m == VFIO_MODULE:
+                    k.vfio_unloaded()
                 k.modules.discard(m)
             for m in req.get("load", []):
                 if m == "mlx5_core" and m not in k.modules:
@@ -218,6 +224,8 @@ class Agent:
                         if not pf.bound:
                             k.bind(pf.bdf)
                 k.modules.add(m)
+                if m == VFIO_MODULE:
+                    k.vfio_loaded()
             k.sync_module_sysctls()
             k.generation += 1
         return {"modules": sorted(k.modules)}

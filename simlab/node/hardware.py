@@ -30,6 +30,14 @@ VENDOR = 0x15b3
 # Buses a 2-socket GPU server typically puts its NICs on (one per PCIe switch).
 NIC_BUSES = [0x3b, 0x86, 0x5e, 0xd8, 0x18, 0xaf, 0x2b, 0x9a]
 DEFAULT_TOTALVFS = 16
+# The GPUs of an HGX H100 8-GPU board (pci.ids: 10de:2330 "GH100 [H100 SXM5
+# 80GB]", class 0x0302 3D controller) and the PCIe switches that carry them
+# (pci.ids: 1000:c030 "PEX890xx PCIe Gen 5 Switch", subsystem 1000:0088
+# PEX89088): on an XE9680 each GPU sits below one switch with one NIC.
+GPU = {"vendor": 0x10de, "device": 0x2330, "class": "0x030200", "subsystem_vendor": 0x10de,
+       "subsystem_device": 0x16c1, "revision": "0xa1"}
+PCIE_SWITCH = {"vendor": 0x1000, "device": 0xc030, "class": "0x060400", "subsystem_vendor": 0x1000,
+               "subsystem_device": 0x0088, "revision": "0xb0"}
 
 
 @dataclass
@@ -61,6 +69,67 @@ class NicSpec:
     def vf_netdev(self, n: int) -> str:
         prefix = "ib" if self.link_type == "IB" else "en"
         return f"{prefix}p{self.bus}s0f0v{n}"
+
+
+@dataclass
+class Slot:
+    """One PCIe switch below a root port, as an XE9680 has eight: the root
+    port on bus B-4, the switch's upstream port on B-3, its two downstream
+    ports on B-2 (function 00.0 leads to the GPU on bus B-1, 01.0 to the NIC
+    on bus B).  ``nic`` / ``gpu`` are indexes, or None for an empty port."""
+    index: int
+    bus: int
+    numa_node: int
+    nic: int | None
+    gpu: int | None
+
+    @property
+    def host_bridge(self) -> str:
+        return f"pci0000:{self.bus - 4:02x}"
+
+    @property
+    def root_port(self) -> str:
+        return f"0000:{self.bus - 4:02x}:01.0"
+
+    @property
+    def upstream(self) -> str:
+        return f"0000:{self.bus - 3:02x}:00.0"
+
+    @property
+    def gpu_port(self) -> str:
+        return f"0000:{self.bus - 2:02x}:00.0"
+
+    @property
+    def nic_port(self) -> str:
+        return f"0000:{self.bus - 2:02x}:01.0"
+
+    @property
+    def gpu_bdf(self) -> str:
+        return f"0000:{self.bus - 1:02x}:00.0"
+
+
+def pcie_slots(hw: dict) -> list[Slot]:
+    """The node's PCIe switches: slot i holds NIC i (at its own bus) and GPU
+    i, for as many slots as the node has NICs or GPUs; slots without a NIC
+    take the next bus of NIC_BUSES that no NIC uses.  A GPU is on its NIC's
+    NUMA node; a GPU without a NIC alternates sockets as NIC_BUSES do."""
+    nics = nic_specs(hw)
+    gpus = int(hw.get("gpus", 0) or 0)
+    numa_nodes = max(1, int(hw.get("numa_nodes", 1) or 1))
+    count = max(len(nics), gpus)
+    spare = [b for b in NIC_BUSES if b not in {n.bus for n in nics}]
+    if count > len(nics) + len(spare):
+        raise ValueError(f"{hw.get('name')}: {gpus} GPUs need more PCIe switches than the twin has buses for "
+                         f"({len(nics) + len(spare)})")
+    slots = []
+    for i in range(count):
+        if i < len(nics):
+            bus, numa = nics[i].bus, nics[i].numa_node
+        else:
+            bus, numa = spare.pop(0), i % numa_nodes
+        slots.append(Slot(index=i, bus=bus, numa_node=numa, nic=i if i < len(nics) else None,
+                          gpu=i if i < gpus else None))
+    return slots
 
 
 def default_spec(name: str, index: int, nics: int = 2, model: str = "cx7", totalvfs: int = DEFAULT_TOTALVFS,

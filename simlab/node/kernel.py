@@ -15,6 +15,16 @@ The model follows the kernel where the collection can tell the difference:
 * ``/sys/bus/pci/devices/*`` and ``/sys/class/{net,infiniband}/*`` are
   relative symlinks into ``/sys/devices/pci0000:xx/...`` with the real depths.
 * ``ecn/``, ``qos/`` and per-VF ``sriov/N`` exist only with the OFED driver.
+* A VF is bound to mlx5_core, to ``vfio-pci`` or to nothing; binds follow
+  drivers/base/bus.c and drivers/pci/pci-driver.c as Debian 12's 6.1 does
+  them (checked on the VM nodes, tests/vm/sysfs_sequence.py): ``bind``
+  fails ENODEV unless the driver matches (driver_override names it;
+  vfio-pci has no ID table, so only the override matches it), EBUSY on a
+  bound device, ENODEV where the VF may not probe, and vfio-pci's probe
+  fails EINVAL without an IOMMU group.  ``drivers_probe`` binds the
+  override's driver, or the device's own, and succeeds even when none
+  binds.  Loading vfio_pci binds every unbound device whose
+  driver_override names it; unloading it leaves its devices unbound.
 
 Stdlib only: it runs inside the node with Debian's python3.
 """
@@ -32,6 +42,9 @@ ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 GID_TABLE = 16
 VF_PROBE_DELAY = 0.25  # seconds between the numvfs write and the VF netdevs appearing
 MAX_MTU = 9978
+VF_DRIVER = "mlx5_core"        # the kernel's own driver of a ConnectX PF and its VFs
+VFIO_DRIVER = "vfio-pci"       # PCI driver name; its module is vfio_pci
+VFIO_MODULE = "vfio_pci"
 
 
 # Kernel settings under /proc/sys that the twin models (a container's
@@ -112,8 +125,17 @@ class VF:
     # driver_override (drivers/pci/pci-sysfs.c): the one driver that may bind it
     driver_override: str | None = None
     probed_at: float = 0.0
-    bound: bool = True
+    driver: str | None = VF_DRIVER    # the PCI driver bound to it, or None
     rdma_index: int = 0
+
+    @property
+    def bound(self) -> bool:
+        return self.driver is not None
+
+    @property
+    def on_kernel_driver(self) -> bool:
+        """Bound to mlx5_core: the VF has a netdev and an RDMA device."""
+        return self.driver == VF_DRIVER
 
 
 @dataclass
@@ -283,7 +305,7 @@ class Kernel:
                 continue
             out[pf.netdev] = (pf, None)
             for vf in pf.vfs:
-                if vf.bound and now >= vf.probed_at:
+                if vf.on_kernel_driver and now >= vf.probed_at:
                     out[pf.spec.vf_netdev(vf.index)] = (pf, vf)
         return out
 
@@ -317,7 +339,7 @@ class Kernel:
                 continue
             out[self.rdma_name(pf)] = (pf, None)
             for vf in pf.vfs:
-                if vf.bound and now >= vf.probed_at:
+                if vf.on_kernel_driver and now >= vf.probed_at:
                     out[self.rdma_name(pf, vf)] = (pf, vf)
         return out
 
@@ -344,7 +366,7 @@ class Kernel:
         ready = self.clock() + VF_PROBE_DELAY
         pf.vfs = []
         for i in range(n):
-            vf = VF(index=i, bdf=self.vf_bdf(pf, i), bound=pf.autoprobe, probed_at=ready,
+            vf = VF(index=i, bdf=self.vf_bdf(pf, i), driver=VF_DRIVER if pf.autoprobe else None, probed_at=ready,
                     rdma_index=self._next_rdma)
             self._next_rdma += 1
             # mlx5 gives every VF a random locally administered MAC unless one is set.
@@ -367,31 +389,85 @@ class Kernel:
             pf.autoprobe = truth[text]
             self.generation += 1
 
-    def bind(self, bdf: str, driver: str | None = None) -> None:
-        """``drivers/<driver>/bind`` (``driver`` None: ``drivers_probe``).
-        A VF binds only where it may probe (pci_device_can_probe() in
-        drivers/pci/pci-driver.c): its PF's sriov_drivers_autoprobe is on, or
-        the VF has a driver_override, which must then name this driver
-        (driver_match_device()); otherwise the write fails ENODEV."""
+    def drivers(self) -> set[str]:
+        """The PCI drivers registered now: mlx5_core's directory is always
+        there (as the collection's tests expect it), vfio-pci's only while
+        its module is loaded."""
+        return {VF_DRIVER} | ({VFIO_DRIVER} if VFIO_MODULE in self.modules else set())
+
+    def _probe_vf(self, vf: VF, driver: str) -> None:
+        """A driver's probe of a VF (pci_device_probe, then the driver's
+        own): ENODEV where the VF may not probe (pci_device_can_probe():
+        its PF's autoprobe off and no driver_override), EINVAL from
+        vfio-pci without an IOMMU group (vfio_group_find_or_alloc())."""
+        owner = self._vf_by_bdf(vf.bdf)[0]
+        if not owner.autoprobe and vf.driver_override is None:
+            raise KernelError(errno.ENODEV)
+        if driver == VFIO_DRIVER and not self.iommu_active:
+            raise KernelError(errno.EINVAL)
+        vf.driver = driver
+        if driver == VF_DRIVER:
+            vf.probed_at = self.clock() + VF_PROBE_DELAY
+
+    @staticmethod
+    def _matches(vf: VF, driver: str) -> bool:
+        """pci_match_device(): a driver_override admits only the driver it
+        names (and that one always matches); vfio-pci has no ID table."""
+        if vf.driver_override is not None:
+            return vf.driver_override == driver
+        return driver == VF_DRIVER
+
+    def bind(self, bdf: str, driver: str = VF_DRIVER) -> None:
+        """``drivers/<driver>/bind`` (bind_store() in drivers/base/bus.c):
+        ENODEV for no such device or no match, EBUSY for a bound device,
+        then the probe's error."""
         with self.lock:
-            pf = self.pf_by_bdf(bdf.strip())
+            bdf = bdf.strip()
+            pf = self.pf_by_bdf(bdf)
             if pf is None:
-                found = self._vf_by_bdf(bdf.strip())
+                found = self._vf_by_bdf(bdf)
                 if found is None:
                     raise KernelError(errno.ENODEV)
-                owner, vf = found
+                vf = found[1]
+                if not self._matches(vf, driver):
+                    raise KernelError(errno.ENODEV)
                 if vf.bound:
                     raise KernelError(errno.EBUSY)
-                if vf.driver_override is not None and driver is not None and vf.driver_override != driver:
-                    raise KernelError(errno.ENODEV)
-                if not owner.autoprobe and vf.driver_override is None:
-                    raise KernelError(errno.ENODEV)
-                vf.bound = True
-                vf.probed_at = self.clock() + VF_PROBE_DELAY
+                self._probe_vf(vf, driver)
             else:
+                if driver != VF_DRIVER:
+                    raise KernelError(errno.ENODEV)
                 if pf.bound:
                     raise KernelError(errno.EBUSY)
                 pf.bound = True
+            self.generation += 1
+
+    def drivers_probe(self, bdf: str) -> None:
+        """``/sys/bus/pci/drivers_probe`` (drivers_probe_store()): ENODEV for
+        no such device; a bound device is left as it is; otherwise the first
+        registered driver that matches and probes takes it.  A failed probe
+        is not the writer's error: the device stays unbound."""
+        with self.lock:
+            bdf = bdf.strip()
+            pf = self.pf_by_bdf(bdf)
+            found = None if pf else self._vf_by_bdf(bdf)
+            if pf is None and found is None:
+                raise KernelError(errno.ENODEV)
+            if pf is not None:
+                if not pf.bound:
+                    pf.bound = True
+                    self.generation += 1
+                return
+            vf = found[1]
+            if vf.bound:
+                return
+            for driver in sorted(self.drivers()):
+                if self._matches(vf, driver):
+                    try:
+                        self._probe_vf(vf, driver)
+                    except KernelError:
+                        continue
+                    break
             self.generation += 1
 
     def set_driver_override(self, vf: VF, data: bytes) -> None:
@@ -401,21 +477,41 @@ class Kernel:
             vf.driver_override = text or None
             self.generation += 1
 
-    def unbind(self, bdf: str) -> None:
+    def unbind(self, bdf: str, driver: str = VF_DRIVER) -> None:
+        """``drivers/<driver>/unbind``: ENODEV unless the device is bound to
+        that driver."""
         with self.lock:
             pf = self.pf_by_bdf(bdf.strip())
             if pf is None:
                 vf = self._vf_by_bdf(bdf.strip())
-                if vf is None or not vf[1].bound:
+                if vf is None or vf[1].driver != driver:
                     raise KernelError(errno.ENODEV)
-                vf[1].bound = False
+                vf[1].driver = None
             else:
-                if not pf.bound:
+                if not pf.bound or driver != VF_DRIVER:
                     raise KernelError(errno.ENODEV)
                 # mlx5's remove path disables SR-IOV first
                 self._disable_vfs(pf)
                 pf.bound = False
             self.generation += 1
+
+    def vfio_loaded(self) -> None:
+        """vfio_pci registered its driver: it probes every unbound device
+        whose driver_override names it."""
+        for pf in self.pfs:
+            for vf in pf.vfs:
+                if not vf.bound and vf.driver_override == VFIO_DRIVER:
+                    try:
+                        self._probe_vf(vf, VFIO_DRIVER)
+                    except KernelError:
+                        pass
+
+    def vfio_unloaded(self) -> None:
+        """pci_unregister_driver(): every device on vfio-pci is released."""
+        for pf in self.pfs:
+            for vf in pf.vfs:
+                if vf.driver == VFIO_DRIVER:
+                    vf.driver = None
 
     def _vf_by_bdf(self, bdf: str):
         for pf in self.pfs:

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from .hardware import VENDOR
-from .kernel import GID_TABLE, PF, VF, ZERO_GID, Kernel, KernelError
+from .hardware import GPU, PCIE_SWITCH, VENDOR, Slot, pcie_slots
+from .kernel import GID_TABLE, PF, VF, VF_DRIVER, VFIO_DRIVER, ZERO_GID, Kernel, KernelError
 
 PF_BAR_SIZE = 0x2000000   # BAR 0 of a ConnectX PF: 32 MiB
 VF_BAR_SIZE = 0x100000    # BAR 0 of each VF: 1 MiB, all VFs together in IOV BAR 7
@@ -41,6 +41,11 @@ class Link:
 def _c(value) -> Callable[[], bytes]:
     data = value if isinstance(value, bytes) else f"{value}\n".encode()
     return lambda: data
+
+
+def _to_root(path: str) -> str:
+    """The relative way from the directory ``path`` up to the sysfs root."""
+    return "../" * len([p for p in path.split("/") if p])
 
 
 def _err(code: int) -> Callable[[], bytes]:
@@ -180,37 +185,107 @@ class Tree:
         self._add(path, Link(target))
 
     # ------------------------------------------------------------ the tree
-    @staticmethod
-    def _root_port(bus: int) -> tuple[str, str]:
-        root_bus = bus - 1
-        return f"pci0000:{root_bus:02x}", f"0000:{root_bus:02x}:00.0"
+    def _slots(self) -> list[Slot]:
+        slots = self.__dict__.get("_slot_cache")
+        if slots is None:
+            slots = self._slot_cache = pcie_slots(self.k.hw)
+        return slots
 
     def _devdir(self, pf: PF) -> str:
-        rc, rp = self._root_port(pf.spec.bus)
-        return f"/devices/{rc}/{rp}"
+        """The PF's directory: below its root port, the PCIe switch's
+        upstream port and the downstream port it hangs off."""
+        slot = self._slots()[pf.spec.index]
+        return f"/devices/{slot.host_bridge}/{slot.root_port}/{slot.upstream}/{slot.nic_port}"
 
     def _build(self) -> None:
         k = self.k
-        for d in ("/bus/pci/devices", "/bus/pci/drivers/mlx5_core", "/class/net", "/class/infiniband",
-                  "/class/iommu", "/kernel/iommu_groups", "/module", "/devices/virtual/net/lo"):
+        for d in ("/bus/pci/devices", "/bus/pci/drivers/mlx5_core", "/bus/pci/drivers/pcieport", "/class/net",
+                  "/class/infiniband", "/class/iommu", "/kernel/iommu_groups", "/module", "/devices/virtual/net/lo"):
             self._dir(d)
-        drv = "/bus/pci/drivers/mlx5_core"
-        self._file(f"{drv}/bind", None, write=lambda d: k.bind(d.decode(), driver="mlx5_core"), mode=0o200)
-        self._file(f"{drv}/unbind", None, write=lambda d: k.unbind(d.decode()), mode=0o200)
-        self._file("/bus/pci/drivers_probe", None, write=lambda d: k.bind(d.decode()), mode=0o200)
+        drivers = k.drivers()
+        for name in sorted(drivers):
+            drv = f"/bus/pci/drivers/{name}"
+            self._file(f"{drv}/bind", None, write=lambda d, name=name: k.bind(d.decode(), driver=name), mode=0o200)
+            self._file(f"{drv}/unbind", None, write=lambda d, name=name: k.unbind(d.decode(), driver=name),
+                       mode=0o200)
+            self._file(f"{drv}/uevent", None, write=lambda d: None, mode=0o200)
+            if name == VFIO_DRIVER:
+                # dynamic IDs: accepted, and vfio-pci matches by driver_override only here
+                self._file(f"{drv}/new_id", None, write=lambda d: None, mode=0o200)
+                self._file(f"{drv}/remove_id", None, write=lambda d: None, mode=0o200)
+                self._link(f"{drv}/module", "../../../../module/vfio_pci")
+        self._file("/bus/pci/drivers_probe", None, write=lambda d: k.drivers_probe(d.decode()), mode=0o200)
         for mod in sorted(k.modules):
             self._file(f"/module/{mod}/initstate", "live")
-        group = 10
+        groups = _Groups()
+        for slot in self._slots():
+            self._slot(slot, groups)
         for pf in k.pfs:
-            group = self._pci_function(pf, None, group)
+            self._pci_function(pf, None, groups.take(pf.bdf))
+        shared = k.faults.get("iommu-shared-group")
+        for pf in k.pfs:
             for vf in pf.vfs:
-                group = self._pci_function(pf, vf, group)
+                # without ACS on the port above it, a PF and its VFs are one group
+                group = groups.of(pf.bdf) if shared and pf.spec.index == 0 else groups.take(vf.bdf)
+                self._pci_function(pf, vf, group)
         if k.iommu_active:
             iommu = "/devices/virtual/iommu/dmar0"
             self._file(f"{iommu}/intel-iommu/version", "1:0")
             self._link("/class/iommu/dmar0", "../../devices/virtual/iommu/dmar0")
+            for group in groups.used():
+                g = f"/kernel/iommu_groups/{group}"
+                self._dir(f"{g}/devices")
+                self._file(f"{g}/type", "DMA-FQ")
+                self._file(f"{g}/reserved_regions", "0x00000000fee00000 0x00000000feefffff msi")
 
-    def _pci_function(self, pf: PF, vf: VF | None, group: int) -> int:
+    def _common(self, d: str, bdf: str, ids: dict, cls: str, numa: int, group: int) -> None:
+        """What every PCI function's directory has, and its links."""
+        k = self.k
+        dev_id = ids["device"]
+        self._dir(d)
+        self._file(f"{d}/vendor", f"0x{ids['vendor']:04x}")
+        self._file(f"{d}/device", f"0x{dev_id:04x}")
+        self._file(f"{d}/class", cls)
+        self._file(f"{d}/subsystem_vendor", f"0x{ids['subsystem_vendor']:04x}")
+        self._file(f"{d}/subsystem_device", f"0x{ids['subsystem_device']:04x}")
+        self._file(f"{d}/revision", ids.get("revision", "0x00"))
+        self._file(f"{d}/numa_node", str(numa))
+        self._file(f"{d}/local_cpulist", "0-31,64-95" if numa == 0 else "32-63,96-127")
+        self._file(f"{d}/enable", "1")
+        c = int(cls, 16)
+        self._file(f"{d}/modalias", f"pci:v0000{ids['vendor']:04X}d0000{dev_id:04X}sv0000{ids['subsystem_vendor']:04X}"
+                                    f"sd0000{ids['subsystem_device']:04X}bc{c >> 16:02X}sc{c >> 8 & 0xff:02X}"
+                                    f"i{c & 0xff:02X}")
+        self._link(f"{d}/subsystem", _to_root(d) + "bus/pci")
+        self._link(f"/bus/pci/devices/{bdf}", "../../.." + d)
+        if k.iommu_active:
+            self._link(f"{d}/iommu_group", f"{_to_root(d)}kernel/iommu_groups/{group}")
+            self._link(f"/kernel/iommu_groups/{group}/devices/{bdf}", "../../../.." + d)
+
+    def _bind_link(self, d: str, bdf: str, driver: str) -> None:
+        self._link(f"{d}/driver", f"{_to_root(d)}bus/pci/drivers/{driver}")
+        self._link(f"/bus/pci/drivers/{driver}/{bdf}", "../../../.." + d)
+
+    def _slot(self, slot: Slot, groups: "_Groups") -> None:
+        """The PCIe switch of a slot (bridge functions on pcieport) and its
+        GPU; the root port is a path component only."""
+        base = f"/devices/{slot.host_bridge}/{slot.root_port}"
+        up = f"{base}/{slot.upstream}"
+        for d in (up, f"{up}/{slot.gpu_port}", f"{up}/{slot.nic_port}"):
+            bdf = os.path.basename(d)
+            self._common(d, bdf, PCIE_SWITCH, PCIE_SWITCH["class"], slot.numa_node, groups.take(bdf))
+            self._file(f"{d}/current_link_speed", "32.0 GT/s PCIe")
+            self._file(f"{d}/current_link_width", "16")
+            self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
+            self._bind_link(d, bdf, "pcieport")
+        if slot.gpu is not None:
+            d = f"{up}/{slot.gpu_port}/{slot.gpu_bdf}"
+            self._common(d, slot.gpu_bdf, GPU, GPU["class"], slot.numa_node, groups.take(slot.gpu_bdf))
+            self._file(f"{d}/current_link_speed", "32.0 GT/s PCIe")
+            self._file(f"{d}/current_link_width", "16")
+            self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
+
+    def _pci_function(self, pf: PF, vf: VF | None, group: int) -> None:
         k = self.k
         base = self._devdir(pf)
         bdf = vf.bdf if vf else pf.bdf
@@ -218,47 +293,29 @@ class Tree:
         ids = pf.spec.ids
         dev_id = ids["vf_device"] if vf else ids["device"]
         cls = "0x020000" if pf.spec.link_type == "ETH" else "0x020700"
-        self._dir(d)
-        self._file(f"{d}/vendor", f"0x{VENDOR:04x}")
-        self._file(f"{d}/device", f"0x{dev_id:04x}")
-        self._file(f"{d}/class", cls)
-        self._file(f"{d}/subsystem_vendor", f"0x{VENDOR:04x}")
-        self._file(f"{d}/subsystem_device", "0x0023")
-        self._file(f"{d}/revision", "0x00")
-        self._file(f"{d}/numa_node", str(pf.spec.numa_node))
-        cpus = "0-31,64-95" if pf.spec.numa_node == 0 else "32-63,96-127"
-        self._file(f"{d}/local_cpulist", cpus)
+        self._common(d, bdf, {"vendor": VENDOR, "device": dev_id, "subsystem_vendor": VENDOR,
+                              "subsystem_device": 0x0023}, cls, pf.spec.numa_node, group)
         self._file(f"{d}/current_link_speed", "32.0 GT/s PCIe" if pf.spec.model in ("cx7", "cx8") else "16.0 GT/s PCIe")
         self._file(f"{d}/current_link_width", "16")
-        self._file(f"{d}/modalias", f"pci:v0000{VENDOR:04X}d0000{dev_id:04X}sv0000{VENDOR:04X}sd00000023bc02sc00i00")
         if vf is not None:
             self._file(f"{d}/driver_override", lambda: f"{vf.driver_override or '(null)'}\n".encode(),
                        write=lambda data: k.set_driver_override(vf, data), mode=0o644)
         else:
             self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
-        self._file(f"{d}/enable", "1")
         self._file(f"{d}/resource", self._resource(pf, vf))
-        self._link(f"{d}/subsystem", "../../../../bus/pci")
-        self._link(f"/bus/pci/devices/{bdf}", f"../../../devices/{base[len('/devices/'):]}/{bdf}")
-        bound = (vf.bound if vf else pf.bound)
-        if bound:
-            self._link(f"{d}/driver", "../../../../bus/pci/drivers/mlx5_core")
-            self._link(f"/bus/pci/drivers/mlx5_core/{bdf}", f"../../../../devices/{base[len('/devices/'):]}/{bdf}")
-        if k.iommu_active:
-            self._link(f"{d}/iommu_group", f"../../../../kernel/iommu_groups/{group}")
-            self._link(f"/kernel/iommu_groups/{group}/devices/{bdf}", f"../../../../devices/{base[len('/devices/'):]}/{bdf}")
-        group += 1
+        driver = vf.driver if vf else (VF_DRIVER if pf.bound else None)
+        if driver:
+            self._bind_link(d, bdf, driver)
         if vf is None:
             self._sriov_files(pf, d)
         else:
             self._link(f"{d}/physfn", f"../{pf.bdf}")
             self._file(f"{d}/sriov_vf_msix_count", "0", write=lambda data: None)
         now = k.clock()
-        if bound and (vf is None or vf.probed_at <= now):
+        if driver == VF_DRIVER and (vf is None or vf.probed_at <= now):
             self._netdev(pf, vf, d)
             if "mlx5_ib" in k.modules:
                 self._rdma(pf, vf, d)
-        return group
 
     def _resource(self, pf: PF, vf: VF | None) -> bytes:
         """``resource`` as resource_show() prints it for an endpoint: 13 lines
@@ -363,7 +420,7 @@ class Tree:
             self._file(f"{n}/phys_port_name", _err(errno.EOPNOTSUPP))
         self._file(f"{n}/phys_switch_id", _err(errno.EOPNOTSUPP))
         self._link(f"{n}/device", f"../../../{vf.bdf if vf else pf.bdf}")
-        self._link(f"{n}/subsystem", "../../../../../../class/net")
+        self._link(f"{n}/subsystem", _to_root(n) + "class/net")
         self._link(f"/class/net/{name}", f"../../{n[len('/'):]}")
         if k.ofed and vf is None:
             self._ecn(pf, n)
@@ -454,3 +511,23 @@ class Tree:
                 self._file(f"{p}/gid_attrs/types/{i}", _err(errno.EINVAL))
                 self._file(f"{p}/gid_attrs/ndevs/{i}", _err(errno.EINVAL))
         self._file(f"{d}/infiniband_verbs/uverbs{vf.rdma_index if vf else pf.rdma_index}/ibdev", name)
+
+
+class _Groups:
+    """IOMMU group numbers as the kernel hands them out: the functions found
+    at boot first, in order, then each VF as SR-IOV adds it."""
+
+    def __init__(self):
+        self.by_bdf: dict[str, int] = {}
+        self.next = 0
+
+    def take(self, bdf: str) -> int:
+        self.by_bdf[bdf] = self.next
+        self.next += 1
+        return self.by_bdf[bdf]
+
+    def of(self, bdf: str) -> int:
+        return self.by_bdf[bdf]
+
+    def used(self) -> list[int]:
+        return sorted(set(self.by_bdf.values()))

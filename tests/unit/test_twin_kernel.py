@@ -121,16 +121,19 @@ def test_vfs_links_netdevs_and_rdma_appear_in_kernel_order():
     rdma = t.listdir("/bus/pci/devices/0000:3b:00.1/infiniband")
     assert rdma == ["rocep59s0f1"]
     assert t.readlink(f"/class/infiniband/{rdma[0]}") == \
-        "../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.1/infiniband/rocep59s0f1"
+        "../../devices/pci0000:37/0000:37:01.0/0000:38:00.0/0000:39:01.0/0000:3b:00.1/infiniband/rocep59s0f1"
 
 
 def test_symlink_shapes_follow_real_sysfs():
     k, t, _ = make()
-    assert t.readlink(PF0) == "../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0"
+    # the PF below its PCIe switch: root port, upstream port, downstream port
+    assert t.readlink(PF0) == "../../../devices/pci0000:37/0000:37:01.0/0000:38:00.0/0000:39:01.0/0000:3b:00.0"
     assert t.readlink("/class/net/enp59s0f0np0") == \
-        "../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0/net/enp59s0f0np0"
+        "../../devices/pci0000:37/0000:37:01.0/0000:38:00.0/0000:39:01.0/0000:3b:00.0/net/enp59s0f0np0"
     assert t.readlink("/class/net/enp59s0f0np0/device") == "../../../0000:3b:00.0"
-    assert t.readlink(f"{PF0}/driver") == "../../../../bus/pci/drivers/mlx5_core"
+    assert t.readlink(f"{PF0}/driver") == "../../../../../../bus/pci/drivers/mlx5_core"
+    assert t.read(f"{PF0}/subsystem/devices/0000:3b:00.0/vendor") == b"0x15b3\n"
+    assert t.read("/class/net/enp59s0f0np0/subsystem/enp59s0f0np0/device/vendor") == b"0x15b3\n"
     assert t.read(f"{PF0}/sriov_vf_device") == b"101e\n"
     assert t.read(f"{PF0}/vendor") == b"0x15b3\n"
 

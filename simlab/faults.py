@@ -5,12 +5,14 @@ Two kinds behave differently under ``clear``:
 
 * *Conditions* of the environment (a link down, an unreachable BMC or node, a
   board short of MMIO, a switch that rejects a command or drops SSH, NCCL
-  falling back to sockets): ``clear`` removes them.
+  falling back to sockets, a PF sharing its IOMMU group with its VFs, an
+  install rule that keeps vfio-pci from loading): ``clear`` removes them.
 * *Misconfigurations* (SR-IOV or VT-d switched off in BIOS or firmware, a
   pending firmware change, the IOMMU flag gone from GRUB, the VF persistence
   unit disabled, NetworkManager let onto the VFs, PFC changed on a host or a
   switch, a switch's PFC watchdog or global PFC switched off, switch MTU
-  lowered, a PF unbound from its driver): the injection
+  lowered, a PF unbound from its driver, a VF meant for VMs given back to
+  mlx5_core): the injection
   changes configuration the way an operator would have; ``clear`` forgets the
   fault record but does not undo the change.  Converging with site.yml repairs
   it, which is the point.
@@ -36,6 +38,9 @@ NODE_FAULTS = {
     "numvfs-enomem": (3, "boot"),
     "vfs-lost-on-reboot": (6, "boot"),
     "networkmanager-grabs-vfs": (6, "now"),
+    "vf-wrong-driver": (6, "now"),
+    "vfio-unloadable": (6, "now"),
+    "iommu-shared-group": (6, "now"),
     "link-down": (9, "now"),
     "host-pfc-mismatch": (8, "now"),
     "node-unreachable": (1, "now"),
@@ -46,6 +51,9 @@ SWITCH_FAULTS = {"switch-pfc-off": 7, "switch-mtu-low": 7, "switch-rejects-comma
                  "switch-ssh-drops-mid-push": 7, "switch-watchdog-off": 7, "switch-global-pfc-off": 7}
 ALL = sorted([*NODE_FAULTS, *BMC_FAULTS, *SWITCH_FAULTS])
 PERSISTENCE_UNIT = "gpufabric-sriov.service"
+# the same rule file as on VM nodes (simlab/vm/faults.py)
+VFIO_RULE = "/etc/modprobe.d/simlab-vfio-unloadable.conf"
+SYS = "/run/simlab/sys"
 
 
 class FaultError(ValueError):
@@ -121,6 +129,8 @@ def inject(lab: Lab, target: str, kind: str) -> str:
     if what != "node":
         raise FaultError(f"{kind} is a node fault; {target} is a {what}")
     node = name
+    if kind == "vf-wrong-driver":
+        _vf_back_to_kernel_driver(lab, node)
     faults = _node_faults(lab, node)
     faults[kind] = True
     _save_node_faults(lab, node, faults)
@@ -152,14 +162,38 @@ def inject(lab: Lab, target: str, kind: str) -> str:
         _agent(lab, node, {"op": "set_qos", "dev": pf["netdev"], "pfc": pfc})
     elif kind == "networkmanager-grabs-vfs":
         _sh(lab, node, "rm -f /etc/udev/rules.d/*gpufabric-nm-unmanaged*.rules")
+    elif kind == "vfio-unloadable":
+        # kmod then runs /bin/false instead of loading vfio-pci; the module
+        # goes too when nothing uses it (no device on vfio-pci)
+        _sh(lab, node, f"echo 'install vfio-pci /bin/false' > {VFIO_RULE}")
+        summary = _agent(lab, node, {"op": "summary"})
+        on_vfio = [vf["bdf"] for pf in summary["pfs"] for vf in pf["vfs"] if vf.get("driver") == "vfio-pci"]
+        if "vfio_pci" in summary["modules"] and not on_vfio:
+            _sh(lab, node, "modprobe -r vfio_pci")
     elif kind == "node-unreachable":
         podman.run("pause", container_name(lab.name, node))
         return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
-    if kind in ("link-down", "nccl-socket-fallback", "numvfs-enomem", "networkmanager-grabs-vfs"):
+    if kind in ("link-down", "nccl-socket-fallback", "numvfs-enomem", "networkmanager-grabs-vfs",
+                "iommu-shared-group"):
         _agent(lab, node, {"op": "reload_faults"})
     if NODE_FAULTS[kind][1] == "boot":
         lab.reboot(node)
     return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
+
+
+def _vf_back_to_kernel_driver(lab: Lab, node: str) -> str:
+    """The first VF on vfio-pci (PF order, then VF index) goes back to
+    mlx5_core the way a person would: override cleared, unbind,
+    drivers_probe."""
+    summary = _agent(lab, node, {"op": "summary"})
+    for pf in summary["pfs"]:
+        for vf in pf["vfs"]:
+            if vf.get("driver") == "vfio-pci":
+                d, b = f"{SYS}/bus/pci/devices/{vf['bdf']}", shlex.quote(vf["bdf"])
+                _sh(lab, node, f"echo > {d}/driver_override && echo {b} > {d}/driver/unbind && "
+                               f"echo {b} > {SYS}/bus/pci/drivers_probe")
+                return vf["bdf"]
+    raise FaultError(f"{node}: no VF is on vfio-pci (the inventory's vf_drivers, layer 6, bind some)")
 
 
 def clear(lab: Lab, what: str, name: str) -> str:
@@ -177,6 +211,8 @@ def clear(lab: Lab, what: str, name: str) -> str:
         podman.run("unpause", container_name(lab.name, name))
     _save_node_faults(lab, name, {})
     _agent(lab, name, {"op": "reload_faults"})
+    if faults.get("vfio-unloadable"):  # the collection writes no modprobe.d rule, so it removes none
+        _sh(lab, name, f"rm -f {VFIO_RULE}")
     if faults.get("driver-unbound"):
         summary = _agent(lab, name, {"op": "summary"})
         for pf in summary["pfs"]:

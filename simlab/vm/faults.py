@@ -28,7 +28,8 @@ NODE_FAULTS = {
     "networkmanager-grabs-vfs": (6, "the NM_UNMANAGED udev rule removed and udev re-run on the VFs"),
     "vf-wrong-driver": (6, "the first VF on vfio-pci given back to igbvf (override cleared, unbind, drivers_probe)"),
     "vfio-unloadable": (6, "an install rule in /etc/modprobe.d replaces loading vfio-pci with /bin/false "
-                           "(kmod then refuses it; clear removes the rule)"),
+                           "(kmod then refuses it; clear removes the rule), and vfio_pci is unloaded when "
+                           "nothing uses it (no device on vfio-pci, use count 0)"),
     "link-down": (9, "the first fabric PF's cable pulled (QMP set_link off)"),
 }
 BMC_FAULTS = {"bios-vtd-off": (2, "VT-d off in the BIOS, then a power cycle through the BMC: no IOMMU")}
@@ -89,7 +90,8 @@ def inject(lab, target: str, kind: str) -> str:
     if kind not in NODE_FAULTS:
         known = ", ".join(sorted([*NODE_FAULTS, *BMC_FAULTS]))
         raise FaultError(f"{kind!r} is not a fault of VM nodes; they have: {known}, clear "
-                         "(firmware, host QoS and NCCL faults are the twin's: ConnectX only)")
+                         "(firmware, host QoS and NCCL faults are the twin's: ConnectX only; so is "
+                         "iommu-shared-group: the emulated PCIe topology gives each VF its own group)")
     _record(lab, node, kind)
     if kind == "node-unreachable":
         with machine.qmp(lab.dir, node) as q:
@@ -120,7 +122,9 @@ def inject(lab, target: str, kind: str) -> str:
         if not out.strip():
             raise FaultError(f"{node}: no VF is on vfio-pci (the inventory's vf_drivers, layer 6, bind some)")
     elif kind == "vfio-unloadable":
-        _sh(lab, node, f"echo 'install vfio-pci /bin/false' > {VFIO_RULE}")
+        _sh(lab, node, f"echo 'install vfio-pci /bin/false' > {VFIO_RULE}; "
+                       "if [ -d /sys/module/vfio_pci ] && [ \"$(cat /sys/module/vfio_pci/refcnt)\" = 0 ] && "
+                       "! ls /sys/bus/pci/drivers/vfio-pci | grep -q '^0000:'; then modprobe -r vfio_pci; fi")
     elif kind == "link-down":
         machine.set_link(lab.dir, node, pf["index"], up=False)
     return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"

@@ -15,7 +15,19 @@ only with a driver_override (pci_device_can_probe() in
 drivers/pci/pci-driver.c): the first catch of this comparison.  The sequence follows the kernel's rules for sriov_numvfs
 (drivers/pci/iov.c, sriov_numvfs_store): 0 then N; N over M is EBUSY; more
 than sriov_totalvfs is ERANGE; the same value again is accepted; not a
-number is EINVAL."""
+number is EINVAL.
+
+Then VFs handed to VMs through vfio-pci, as layer 6 does it and back
+(drivers/base/bus.c bind_store/unbind_store/drivers_probe_store,
+pci_match_device() with driver_override; vfio-pci has no ID table): modprobe
+vfio-pci; a bind without driver_override (ENODEV); the override, then a bind
+while the VF is still on its driver (EBUSY); unbind, bind to vfio-pci (with
+an IOMMU: bound, no netdev, an iommu_group alone; without: EINVAL from
+vfio-pci's probe); bind again (EBUSY); the VF's driver binding or unbinding
+it (ENODEV); drivers_probe on a bound VF (a no-op); back to the VF's driver
+(override cleared, unbind, drivers_probe; the netdev comes back); VF 1 by
+drivers_probe alone; sriov_numvfs 0 with a VF on vfio-pci, and VFs made
+again come up on their own driver.  PCI addresses become VF0, VF1, PF."""
 
 import errno
 import json
@@ -137,7 +149,91 @@ def main(root, bdf, vf_driver):
     step("PF bind", py=pywrite(os.path.join(root, "bus/pci/drivers", driver, "bind"), bdf))
     time.sleep(1)
     steps[-1]["driver"] = os.path.exists(os.path.join(dev, "driver"))
+    vfio_steps(root, bdf, dev, numvfs, autoprobe, pywrite, step, wait_vfs, vf_driver, read)
     print(json.dumps(steps, indent=1, sort_keys=True))
+
+
+def vfio_steps(root, bdf, dev, numvfs, autoprobe, pywrite, step, wait_vfs, vf_driver, read):
+    pci = os.path.join(root, "bus/pci/devices")
+    vfio = os.path.join(root, "bus/pci/drivers/vfio-pci")
+    probe = os.path.join(root, "bus/pci/drivers_probe")
+    own = os.path.join(root, "bus/pci/drivers", vf_driver)
+    iommu = bool(os.listdir(os.path.join(root, "class/iommu")))
+    p = subprocess.run(["modprobe", "vfio-pci"], capture_output=True, text=True)
+    step("modprobe vfio-pci", rc=p.returncode, stderr=p.stderr.strip(), iommu=iommu,
+         driver_files=sorted(n for n in os.listdir(vfio) if not n.startswith("0000:")) if os.path.isdir(vfio) else None)
+    pywrite(numvfs, "0")
+    auto, r = pywrite(autoprobe, "1"), pywrite(numvfs, "2")
+    wait_vfs(2)
+    vf0 = os.path.basename(os.path.realpath(os.path.join(dev, "virtfn0")))
+    vf1 = os.path.basename(os.path.realpath(os.path.join(dev, "virtfn1")))
+    names = {vf0: "VF0", vf1: "VF1", bdf: "PF"}
+    d0, d1 = os.path.join(pci, vf0), os.path.join(pci, vf1)
+
+    def role(name):
+        return names.get(name, "OTHER")
+
+    def driver(d):
+        link = os.path.join(d, "driver")
+        if not os.path.exists(link):
+            return None
+        name = os.path.basename(os.path.realpath(link))
+        return "VF_DRIVER" if name == vf_driver else name
+
+    def netdev(d, seconds=0):
+        deadline = time.time() + seconds
+        while True:
+            there = os.path.isdir(os.path.join(d, "net")) and bool(os.listdir(os.path.join(d, "net")))
+            if there or time.time() >= deadline:
+                return there
+            time.sleep(0.2)
+
+    def group(d):
+        link = os.path.join(d, "iommu_group")
+        if not os.path.exists(link):
+            return None
+        members = os.listdir(os.path.join(link, "devices"))
+        return sorted(role(m) for m in members)
+
+    def on_vfio():
+        return sorted(role(n) for n in os.listdir(vfio) if n.startswith("0000:")) if os.path.isdir(vfio) else None
+
+    def state(d):
+        return {"driver": driver(d), "netdev": netdev(d), "iommu_group": group(d),
+                "numa_is_pfs": read(os.path.join(d, "numa_node")) == read(os.path.join(dev, "numa_node")),
+                "override": read(os.path.join(d, "driver_override")).replace(vf_driver, "VF_DRIVER")}
+
+    netdev(d0, 20)   # settled: udev has named the netdevs (the twin's take 0.25 s to appear)
+    netdev(d1, 20)
+    step("autoprobe on, 2 for VFIO", auto=auto, py=r, vf0=state(d0))
+    step("bind VF 0 to vfio-pci without driver_override", py=pywrite(os.path.join(vfio, "bind"), vf0),
+         vf0=state(d0))
+    step("override vfio-pci, bind while on its driver", override=pywrite(os.path.join(d0, "driver_override"),
+                                                                         "vfio-pci"),
+         py=pywrite(os.path.join(vfio, "bind"), vf0), vf0=state(d0))
+    step("unbind VF 0 from its driver", py=pywrite(os.path.join(d0, "driver", "unbind"), vf0), vf0=state(d0))
+    step("bind VF 0 to vfio-pci", py=pywrite(os.path.join(vfio, "bind"), vf0 + "\n"), vf0=state(d0),
+         on_vfio=on_vfio())
+    step("bind VF 0 to vfio-pci again", py=pywrite(os.path.join(vfio, "bind"), vf0))
+    step("its own driver binds or unbinds it", bind=pywrite(os.path.join(own, "bind"), vf0),
+         unbind=pywrite(os.path.join(own, "unbind"), vf0), vf0=state(d0))
+    step("drivers_probe while bound", py=pywrite(probe, vf0), vf0=state(d0))
+    back = [pywrite(os.path.join(d0, "driver_override"), "\n")]
+    back.append(pywrite(os.path.join(d0, "driver", "unbind"), vf0) if os.path.exists(os.path.join(d0, "driver"))
+                else "no driver")
+    back.append(pywrite(probe, vf0))
+    netdev(d0, 20)
+    step("back to its driver: override cleared, unbind, drivers_probe", py=back, vf0=state(d0), on_vfio=on_vfio())
+    v1 = [pywrite(os.path.join(d1, "driver_override"), "vfio-pci"), pywrite(os.path.join(d1, "driver", "unbind"), vf1),
+          pywrite(probe, vf1)]
+    step("VF 1 to vfio-pci by drivers_probe", py=v1, vf1=state(d1), on_vfio=on_vfio())
+    step("sriov_numvfs 0 with VF 1 on vfio-pci", py=pywrite(numvfs, "0"), on_vfio=on_vfio())
+    r = pywrite(numvfs, "2")
+    wait_vfs(2)
+    netdev(d0, 20)
+    netdev(d1, 20)
+    step("2 again after that", py=r, vf0=state(d0), vf1=state(d1))
+    pywrite(numvfs, "0")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,26 @@
 """The twin held against a real kernel: one scripted sequence of SR-IOV
 operations (tests/vm/sysfs_sequence.py: 0 then N, the same N again, N over
 M, above sriov_totalvfs, not a number, autoprobe off then a bind by hand,
-VF MAC/trust/spoofchk through netlink, PF unbind and bind) runs on a twin
-node (ConnectX-7, FUSE sysfs, tool twins) and on a VM node (igb, Debian 12's
-kernel).  What each step saw (errno of os.write, what bash and dash say,
+VF MAC/trust/spoofchk through netlink, PF unbind and bind, then VFs handed
+to vfio-pci and back) runs on a twin node (ConnectX-7, FUSE sysfs, tool
+twins) and on a VM node (igb, Debian 12's kernel).  What each step saw (errno of os.write, what bash and dash say,
 file contents, virtfn/physfn links, VF drivers, ``ip -j link`` VF info) must
 be the same; where it is not, the twin is wrong.
+
+The VFIO part needs an IOMMU. After a session's converge node02 has one
+(layer 2 turned VT-d on, layer 3 added intel_iommu=on). A VM lab brought up
+for this module alone is a factory node without one: the sequence is then
+compared twice, first without an IOMMU (the twin node's flag removed as
+well: vfio-pci's probe fails EINVAL on both), then after the node gets one
+the way layers 2 and 3 give it (VT-d on in the BIOS through the BMC state,
+intel_iommu=on in a GRUB drop-in, a power cycle).
 
 Runs last on the session's VM lab: it leaves node02's VFs changed."""
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,8 +38,48 @@ def twin1(tmp_path_factory):
     t.down()
 
 
+GRUB_DROPIN = "/etc/default/grub.d/zz-simlab-iommu.cfg"
+IOMMU_FLAG = "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT intel_iommu=on\""
+
+
+def vm_has_iommu(vmlab):
+    return bool(vmlab.sh("node02", "ls /sys/class/iommu").stdout.strip())
+
+
+def vm_iommu_on(vmlab):
+    """What layers 2 and 3 do for the IOMMU, done directly: VT-d on in the
+    node's BIOS (the BMC's state, applied at power-on), intel_iommu=on on
+    the command line, a power cycle."""
+    from simlab.bmc import state, vendors
+    from simlab.vm import lab as vm_lab
+    from simlab.vm.power import QemuPowerDriver
+    lab = vmlab.lab
+    with state.update_bios(state.bios_path(lab.dir, "node02")) as bios:
+        name = vendors.switch_attribute(bios["vendor"], bios["current"], "iommu")
+        off = vendors.off_value(bios["vendor"], bios["current"], name)
+        bios["current"][name] = "Enable" if off == "Disable" else "Enabled"
+        bios["pending"].pop(name, None)
+    vmlab.sh("node02", f"echo '{IOMMU_FLAG}' > {GRUB_DROPIN} && update-grub 2>/dev/null")
+    QemuPowerDriver(lab.dir).restart("node02", force=True)
+    vm_lab.wait_ssh(lab, ["node02"])
+    assert vm_has_iommu(vmlab)
+
+
+def twin_iommu(twin1, on):
+    """The twin node's IOMMU flag removed (the iommu-off fault, a reboot) or
+    given back (a GRUB drop-in, update-grub, a reboot)."""
+    from tests.integration.conftest import ENV
+    if not on:
+        twin1.simlab("fault", "node01", "iommu-off")
+    else:
+        subprocess.run(["podman", "exec", twin1.container("node01"), "sh", "-c",
+                        f"mkdir -p /etc/default/grub.d && echo '{IOMMU_FLAG}' > {GRUB_DROPIN} && update-grub"], env=ENV, check=True,
+                       capture_output=True)
+        from simlab.lab import Lab
+        Lab(twin1.name).reboot("node01")
+
+
 def on_twin(twin1):
-    import subprocess
     from tests.integration.conftest import ENV
     c = twin1.container("node01")
     subprocess.run(["podman", "cp", str(SEQUENCE), f"{c}:/tmp/sysfs_sequence.py"], env=ENV, check=True)
@@ -45,9 +95,32 @@ def on_vm(vmlab):
     return json.loads(proc.stdout)
 
 
-def test_the_twin_answers_the_sriov_sequence_as_the_kernel_does(vmlab, twin1):
-    twin, real = on_twin(twin1), on_vm(vmlab)
+def compare(twin, real):
     assert [s["step"] for s in twin] == [s["step"] for s in real]
     for t, r in zip(twin, real):
         assert t == r, f"step {r['step']!r}: twin {json.dumps(t, sort_keys=True)} != kernel {json.dumps(r, sort_keys=True)}"
+
+
+def vfio_step(steps, name):
+    return next(s for s in steps if s["step"] == name)
+
+
+def test_the_twin_answers_the_sriov_sequence_as_the_kernel_does(vmlab, twin1):
+    t0 = time.monotonic()
+    if not vm_has_iommu(vmlab):
+        twin_iommu(twin1, on=False)
+        twin, real = on_twin(twin1), on_vm(vmlab)
+        compare(twin, real)
+        assert vfio_step(real, "modprobe vfio-pci")["iommu"] is False
+        assert vfio_step(real, "bind VF 0 to vfio-pci")["py"] == "EINVAL"
+        print(f"without an IOMMU: {len(real)} steps equal ({time.monotonic() - t0:.0f}s)", file=sys.stderr)
+        vm_iommu_on(vmlab)
+        twin_iommu(twin1, on=True)
+    twin, real = on_twin(twin1), on_vm(vmlab)
+    compare(twin, real)
+    # the VFIO part ran with an IOMMU: VF 0 was on vfio-pci, alone in its group
+    assert vfio_step(real, "modprobe vfio-pci")["iommu"] is True
+    bound = vfio_step(real, "bind VF 0 to vfio-pci")
+    assert bound["py"] == "ok" and bound["vf0"]["driver"] == "vfio-pci" and bound["vf0"]["iommu_group"] == ["VF0"]
     print(json.dumps(real, indent=1), file=sys.stderr)
+    print(f"with an IOMMU: {len(real)} steps equal ({time.monotonic() - t0:.0f}s in all)", file=sys.stderr)

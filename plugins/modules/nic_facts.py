@@ -370,7 +370,7 @@ def main():
             units_error = "systemctl not found"
     extra = {"module_probe": {}}
     if module.params["probe_modules"]:
-        modprobe = module.get_bin_path("modprobe", opt_dirs=["/sbin", "/usr/sbin"])
+        modprobe = module.get_bin_path("modprobe")  # PATH first, then the sbin directories
         for name in module.params["probe_modules"]:
             if modprobe:
                 rc, out, err = module.run_command([modprobe, "-D", name], environ_update={"LC_ALL": "C"})

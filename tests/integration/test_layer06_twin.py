@@ -128,3 +128,42 @@ def test_bad_inventory_fails_naming_host_pf_value_and_changes_nothing(twin, muta
         assert w in text, (w, text[-3000:])
     after = {n: twin.sh(n, f"cat {PF0}/sriov_numvfs; ip link show enp59s0f0np0").stdout for n in ("node01", "node02")}
     assert after == state
+
+
+def test_vfs_for_vms_on_vfio_pci_and_a_shared_iommu_group_named(twin):
+    """vf_drivers on the twin: VFs 6-7 of every ConnectX-7 PF of node02 go to
+    vfio-pci, vfs.json names the H100 below the same PCIe switch, the doctor
+    passes; iommu-shared-group is named at layer 6 with the group's members;
+    the inventory without vf_drivers gives the VFs back to mlx5_core."""
+    import json
+    nics = yaml.safe_load((twin.inventory / "group_vars/gpu_workers.yml").read_text())["gpufabric_nics"]
+    vms = copy.deepcopy(nics)
+    for entry in vms:
+        entry["vf_drivers"] = [{"vfs": "6-7", "driver": "vfio-pci"}]
+    extra = ["--limit", "node02", "-e", json.dumps({"gpufabric_nics": vms})]
+    proc = twin.playbook("playbooks/site.yml", "--tags", "layer06", *extra, check=True)
+    vfs = f"{PF0}/virtfn6 {PF0}/virtfn7 {PF0}/virtfn5"
+    drivers = twin.sh("node02", f"for v in {vfs}; do basename $(readlink $v/driver); done").stdout.split()
+    assert drivers == ["vfio-pci", "vfio-pci", "mlx5_core"], drivers
+    read = json.loads(twin.sh("node02", "cat /var/lib/gpufabric/passthrough/vfs.json").stdout)
+    first = [v for v in read["vfs"] if v["pf"] == "enp59s0f0np0"]
+    assert [v["vf_index"] for v in first] == [6, 7], read
+    assert first[0]["gpus"][0]["shares"] == "pcie_switch" and first[0]["gpus"][0]["vendor_device"].startswith("10de:")
+    again = twin.playbook("playbooks/site.yml", "--tags", "layer06", *extra, check=True)
+    assert recap(again.stdout)["node02"]["changed"] == 0, again.stdout[-3000:]
+    twin.playbook("playbooks/validate.yml", *extra, check=True)
+    layer6 = [r for r in twin.report()["node02"]["layers"] if r["layer"] == 6][0]
+    assert layer6["status"] == "pass", layer6
+    assert len([e for e in layer6["evidence"] if " on vfio-pci, IOMMU group " in e]) == len(read["vfs"]), layer6
+    twin.fault("node02", "iommu-shared-group")
+    try:
+        twin.playbook("playbooks/validate.yml", *extra, check=True)
+        layer6 = [r for r in twin.report()["node02"]["layers"] if r["layer"] == 6][0]
+        assert layer6["status"] == "fail" and "shares IOMMU group" in layer6["reason"], layer6
+        assert "0000:3b:00.0" in layer6["reason"] and "ACS" in layer6["remediation"], layer6
+    finally:
+        twin.fault("node02", "clear")
+    # the inventory without vf_drivers: the VFs go back to mlx5_core
+    twin.playbook("playbooks/site.yml", "--tags", "layer06", "--limit", "node02", check=True)
+    drivers = twin.sh("node02", f"for v in {vfs}; do basename $(readlink $v/driver); done").stdout.split()
+    assert drivers == ["mlx5_core"] * 3, drivers

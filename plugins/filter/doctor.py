@@ -8,73 +8,44 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-name: doctor_sriov_vfs
-short_description: The doctor's layer 6 verdict for one host
+name: doctor_layers
+short_description: The layers of the registry checked on a group of hosts, as [{layer, role}]
 description:
-  - Compares nic_facts with the host's gpufabric_nics and the persistence and udev state; returns
-    {layer, name, status, reason, evidence, remediation}.
-  - VFs the layout gives to VMs (C(vf_drivers) with C(vfio-pci)) must be on vfio-pci, each alone in its IOMMU group,
-    with vfio-pci loadable (C(modprobe -D)); a VF the layout keeps on the kernel's driver must not be on vfio-pci.
-    Each passthrough VF is in the evidence with its IOMMU group and NUMA node.
-  - The same plugin file provides C(doctor_kernel) (the layer 3 verdict from a nic_facts reading and the wanted kernel
-    arguments), C(doctor_nic_firmware) (the layer 4 verdict from mlx_config's check-mode answer, the selected PFs,
-    the nics, the minimum firmware version and the selected PFs that are not ConnectX, which make the layer
-    not applicable, status skipped, when there is no other), C(doctor_rdma_drivers) (the layer 5 verdict from the selected PFs, the nics,
-    the loaded and the wanted modules; an RDMA device is asked of the PFs of the RDMA driver's vendor only),
-    C(kernel_iov_unassigned) (the PFs of a vendor whose IOV BARs are unassigned), C(doctor_failed)
-    (whether a host failed one of the given layers in this run), C(doctor_layer_results) (a host's result per layer,
-    the checks' own, skipped for --skip-tags, blocked above the first failure), C(doctor_verdict)
-    (first failing layer per host, upper layers blocked), C(doctor_table) (a hosts x layers text table, ANSI colours
-    optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained HTML rack view)
-    and C(doctor_use_color) (whether to colour).
-positional: _input, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged, module_probe, iommu_active,
-  unit_failed
+  - Returns the entries of the layer registry (C(module_utils/layers.py)) checked on hosts of inventory group
+    I(_input), of the given I(scope), among I(numbers), lowest first, each as C({layer, role}).
+  - The same plugin file provides the doctor's plumbing that validate.yml and the rollout's health gate use
+    C(doctor_failed) (whether a host failed one of the given layers in this run, from the doctor action's results
+    and the checks' own), C(doctor_layer_results) (a host's record per layer, the checks' own, skipped for
+    --skip-tags, blocked above the first failure), C(doctor_verdict) (first failing layer per host, upper layers
+    blocked), C(doctor_json) (report.json, every record checked), C(doctor_table) (a hosts x layers text table,
+    ANSI colours optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained
+    HTML rack view), C(doctor_use_color) (whether to colour), and C(kernel_iov_unassigned) (the PFs of a vendor
+    whose IOV BARs the kernel could not assign, for the kernel role).
+positional: _input, scope, numbers
 options:
   _input:
-    description: The nics list returned by gpufabric.stack.nic_facts.
+    description: An inventory group (gpu_workers, leaf_switches, kube_control_plane); null for every layer.
+    type: str
+  scope:
+    description: "C(node) (read on the node by the M(gpufabric.stack.doctor) action), C(switch) or C(fabric) (read
+      across hosts by the role's check.yml), or a list of them; null for all."
+    type: raw
+  numbers:
+    description: Only these layer numbers.
     type: list
-    required: true
-  nics:
-    description: The host's gpufabric_nics.
-    type: list
-    required: true
-  unit_enabled:
-    description: Whether the persistence unit is enabled.
-    type: bool
-    required: true
-  udev_rule_present:
-    description: Whether the NM_UNMANAGED udev rule is installed.
-    type: bool
-    required: true
-  persist:
-    description: Whether the persistence unit is expected.
-    type: bool
-    default: true
-  nm_unmanaged:
-    description: Whether the udev rule is expected.
-    type: bool
-    default: true
-  module_probe:
-    description: nic_facts' C(module_probe) (C(modprobe -D) per module); with VFs meant for VMs, vfio-pci's entry
-      tells whether it could be loaded.
-    type: dict
-  iommu_active:
-    description: nic_facts' C(iommu_active).
-    type: bool
-  unit_failed:
-    description: Whether the persistence unit failed at this boot (its ActiveState is C(failed)).
-    type: bool
-    default: false
+    elements: int
 """
 
 EXAMPLES = r"""
-result: "{{ facts.nics | gpufabric.stack.doctor_sriov_vfs(gpufabric_nics, true, true) }}"
+doctor_layers: "{{ 'gpu_workers' | gpufabric.stack.doctor_layers }}"
+fabric_layers: "{{ 'gpu_workers' | gpufabric.stack.doctor_layers('fabric') }}"
 """
 
 RETURN = r"""
 _value:
-  description: The layer result.
-  type: dict
+  description: The layers, as [{layer, role}].
+  type: list
+  elements: dict
 """
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
@@ -83,37 +54,25 @@ doctor = deferred("doctor")
 doctor_report = deferred("doctor_report")
 
 
-def doctor_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
-                     module_probe=None, iommu_active=None, unit_failed=False):
-    return doctor.check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist, nm_unmanaged,
-                                  module_probe=module_probe, iommu_active=iommu_active, unit_failed=unit_failed)
-
-
-def doctor_kernel(reading, wanted, iommu=True, verify_iov_bars=True, nic_vendor="15b3", sysfs_root="/sys",
-                  proc_root="/proc"):
-    return doctor.check_kernel(reading or {}, list(wanted or []), bool(iommu), bool(verify_iov_bars), nic_vendor,
-                               sysfs_root, proc_root)
-
-
-def doctor_nic_firmware(checked, pfs, nics, min_fw_version="", left_out=None):
-    return doctor.check_nic_firmware(checked or {}, pfs or [], nics or [], min_fw_version or "", left_out or [])
-
-
-def doctor_rdma_drivers(pfs, nics, loaded, modules, sysfs_root="/sys", vendor="15b3"):
-    return doctor.check_rdma_drivers(pfs or [], nics or [], list(loaded or []), list(modules or []), sysfs_root,
-                                     str(vendor or ""))
-
-
 def kernel_iov_unassigned(nics, nic_vendor="15b3"):
-    return doctor.kernel_iov_unassigned(nics, nic_vendor)
+    from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel
+    return kernel.kernel_iov_unassigned(nics, nic_vendor)
 
 
-def doctor_failed(layers, host_facts, skip_tags=None):
-    return doctor.earlier_failure(layers, host_facts or {}, skip_tags or []) is not None
+def doctor_layers(group=None, scope=None, numbers=None):
+    """[{layer, role}] of the layer registry checked on hosts of inventory
+    ``group``, of ``scope`` (node, switch, fabric, or a list), among
+    ``numbers``."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils import layers
+    return layers.entries(layers.select(group, scope, numbers))
 
 
-def doctor_layer_results(layers, host_facts, skip_tags=None):
-    return doctor.layer_results(layers, host_facts or {}, skip_tags or [])
+def doctor_failed(entries, host_facts, skip_tags=None, given=None):
+    return doctor.earlier_failure(entries, host_facts or {}, skip_tags or [], given) is not None
+
+
+def doctor_layer_results(entries, host_facts, skip_tags=None, given=None):
+    return doctor.layer_results(entries, host_facts or {}, skip_tags or [], given)
 
 
 def doctor_verdict(results):
@@ -124,6 +83,11 @@ def doctor_verdict(results):
 def doctor_table(report, color=False):
     """report: {host: {verdict, layers}} -> list of text lines (ANSI colours with color)."""
     return doctor_report.table(report or {}, bool(color))
+
+
+def doctor_json(report):
+    """report -> report.json text (every record checked)."""
+    return doctor_report.json_report(report or {})
 
 
 def doctor_junit(report, name="gpufabric doctor", timestamp=None):
@@ -149,9 +113,8 @@ def doctor_use_color(value=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"doctor_sriov_vfs": doctor_sriov_vfs, "doctor_kernel": doctor_kernel,
-                "doctor_nic_firmware": doctor_nic_firmware, "doctor_rdma_drivers": doctor_rdma_drivers,
-                "kernel_iov_unassigned": kernel_iov_unassigned, "doctor_failed": doctor_failed,
+        return {"kernel_iov_unassigned": kernel_iov_unassigned, "doctor_layers": doctor_layers,
+                "doctor_failed": doctor_failed,
                 "doctor_layer_results": doctor_layer_results, "doctor_verdict": doctor_verdict,
-                "doctor_table": doctor_table, "doctor_junit": doctor_junit, "doctor_html": doctor_html,
+                "doctor_table": doctor_table, "doctor_json": doctor_json, "doctor_junit": doctor_junit, "doctor_html": doctor_html,
                 "doctor_use_color": doctor_use_color}

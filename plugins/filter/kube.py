@@ -19,7 +19,7 @@ description:
     C(kube_version_errors), C(kube_skew_errors), C(kube_upgrade_errors), C(kube_minor), C(kube_cluster_dns),
     C(kube_config_drift), C(kube_join_parse) (token and CA hash from C(kubeadm token create --print-join-command)),
     C(containerd_config_version), C(kube_object_file) (render mode file names),
-    C(kube_check_container_runtime) (the doctor's layer 10 verdict) and C(kube_check_kubeadm) (layer 11).
+    C(kube_check_kubeadm) (the doctor's layer 11 verdict).
 positional: _input, service_subnet, node_networks
 options:
   _input:
@@ -66,13 +66,6 @@ _value:
 
 import ipaddress
 import re
-
-import yaml
-
-try:
-    import tomllib
-except ImportError:  # ansible-core 2.19 controllers run Python 3.11 or newer
-    tomllib = None
 
 from ansible.errors import AnsibleFilterError
 
@@ -193,33 +186,6 @@ def kube_object_file(obj):
     return "%s-%s%s.yaml" % (obj["kind"].lower(), (ns + "-") if ns else "", meta["name"])
 
 
-def kube_check_container_runtime(facts, settings=None):
-    """The doctor's layer 10 verdict from the gpufabric.stack.container_runtime_facts
-    result (facts) and the role's settings (cni_required, gpu_count,
-    nvidia_mode, nvidia_runtime_path)."""
-    facts = dict(plain_data.plain(facts) or {})
-    facts.update(plain_data.plain(settings) or {})
-    facts["gpu_count"] = int(facts.get("gpu_count") or 0)
-    kubelet = facts.pop("kubelet_config", "") or ""
-    if kubelet.strip():
-        try:
-            doc = yaml.safe_load(kubelet)
-        except yaml.YAMLError as exc:
-            doc = None
-            facts["kubelet_cgroup_driver"] = "unreadable (%s)" % str(exc).splitlines()[0]
-        if isinstance(doc, dict):
-            facts["kubelet_cgroup_driver"] = str(doc.get("cgroupDriver") or "")
-    config_dump = facts.pop("config_dump", "") or ""
-    if config_dump and not facts.get("config_error"):
-        if tomllib is None:
-            raise AnsibleFilterError("kube_check_container_runtime needs Python 3.11 (tomllib) on the controller")
-        try:
-            facts["config"] = tomllib.loads(str(config_dump))
-        except tomllib.TOMLDecodeError as exc:
-            facts["config_error"] = "not TOML: %s" % exc
-    return kube_checks.check_container_runtime(facts)
-
-
 def kube_check_kubeadm(node_name, node, server_version=None, wanted_version=None, kubelet_config=None,
                        wanted_kubelet=None, skip_reason=None, api_error=None):
     return kube_checks.check_kubeadm(node_name, plain_data.first(node), server_version or None, wanted_version or None,
@@ -242,6 +208,5 @@ class FilterModule(object):
             "kube_join_parse": kube_join_parse,
             "containerd_config_version": containerd_config_version,
             "kube_object_file": kube_object_file,
-            "kube_check_container_runtime": kube_check_container_runtime,
             "kube_check_kubeadm": kube_check_kubeadm,
         }

@@ -19,18 +19,37 @@ import re
 import xml.etree.ElementTree as ET
 from html import escape
 
-from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import LAYERS
+from ansible_collections.gpufabric.stack.plugins.module_utils import layers
+from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import LAYERS, record
 
-TITLES = {
-    1: "Rack power and BMC", 2: "BIOS", 3: "Kernel and IOMMU", 4: "NIC firmware", 5: "Drivers and RDMA core",
-    6: "SR-IOV VFs", 7: "RoCE switch fabric", 8: "Host RoCE QoS", 9: "RDMA fabric check",
-    10: "Container runtime and GPU", 11: "Kubernetes", 12: "Primary CNI", 13: "Multus",
-    14: "SR-IOV Network Operator", 15: "NCCL validation",
-}
+TITLES = layers.TITLES
 SYMBOL = {"pass": "ok", "fail": "FAIL", "warn": "warn", "blocked": "blocked", "skipped": "-"}
 GLYPH = {"pass": "\u2713", "fail": "\u2717", "warn": "!", "blocked": "\u2298", "skipped": "\u2013", "none": ""}
 ANSI = {"pass": "32", "fail": "1;31", "warn": "33", "blocked": "90", "skipped": "2"}
 _CTRL_RE = re.compile(u"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def checked(report):
+    """``report`` with every layer of every host checked to be a result
+    record (doctor.record: evidence a list of strings, no other fields);
+    ValueError naming the host and the layer otherwise.  Every writer takes
+    its report through here, so a record made any other way is refused, not
+    printed one character per line."""
+    if not isinstance(report, dict):
+        raise ValueError("the report is not {host: {verdict, layers}}: %r" % (report,))
+    out = {}
+    for host, entry in report.items():
+        if not isinstance(entry, dict):
+            raise ValueError("%s: not {verdict, layers}: %r" % (host, entry))
+        rows = [record(r, "%s: layer %s" % (host, r.get("layer") if isinstance(r, dict) else r))
+                for r in entry.get("layers") or []]
+        out[host] = dict(entry, layers=rows)
+    return out
+
+
+def json_report(report):
+    """report.json: the checked report, as Ansible's to_nice_json writes it."""
+    return json.dumps(checked(report), indent=4, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def _layers(report):
@@ -61,6 +80,7 @@ def table(report, color=False):
     """Hosts x layers as text lines; with ``color`` every cell and the
     verdict carry ANSI colours (green pass, red fail, yellow warn, grey
     blocked/skipped).  Without colour the lines are plain."""
+    report = checked(report)
     layers = _layers(report)
     width = max([len(h) for h in report] + [4])
     head = "%-*s  %s  verdict" % (width, "host", " ".join("L%-6d" % n for n in layers))
@@ -88,6 +108,7 @@ def junit_xml(report, name="gpufabric doctor", timestamp=None):
     ``<testcase>`` per layer.  A failing layer has a ``<failure>`` (message
     = reason, text = evidence and remediation); blocked and skipped layers
     are ``<skipped>``; warnings pass with the warning in ``<system-out>``."""
+    report = checked(report)
     root = ET.Element("testsuites", name=name)
     totals = {"tests": 0, "failures": 0, "skipped": 0}
     for host in sorted(report):
@@ -388,6 +409,7 @@ def html_report(report, switches=None, cabling=None, title="gpufabric doctor", g
     no external references.  ``switches``: the inventory names of the leaf
     switches (their rows are grouped apart); ``cabling``: the cabling plan
     (``gpufabric_cabling``: ``[{node, pf, pci_address, switch, port}]``)."""
+    report = checked(report)
     switches = [s for s in (switches or [])]
     cabling = [c for c in (cabling or []) if isinstance(c, dict) and c.get("node") and c.get("switch")]
     sw_rows = [s for s in switches if s in report] + sorted(

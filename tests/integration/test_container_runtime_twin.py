@@ -34,12 +34,14 @@ CHECK = """
   hosts: gpu_workers
   gather_facts: false
   tasks:
-    - name: Run the checks
-      ansible.builtin.include_role: {name: "gpufabric.stack.{{ item }}", tasks_from: check}
-      loop: [container_runtime, kubeadm]
+    - name: Run the layer 10 check
+      gpufabric.stack.doctor: {layers: [10]}
+      register: layer10
+    - name: Run the layer 11 check
+      ansible.builtin.include_role: {name: gpufabric.stack.kubeadm, tasks_from: check}
     - name: Write the verdicts
       ansible.builtin.copy:
-        content: "{{ [container_runtime_doctor_result, kubeadm_doctor_result] | to_json }}"
+        content: "{{ [layer10.results[0], kubeadm_doctor_result] | to_json }}"
         dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost

@@ -29,15 +29,13 @@ CHECK = """
   hosts: gpu_workers
   gather_facts: false
   tasks:
-    - name: Read the NICs
-      gpufabric.stack.nic_facts: {sysfs_root: "{{ gpufabric_sysfs_root }}", vendor: "15b3"}
-      register: gpufabric_doctor_nics
-    - name: Run the checks
-      ansible.builtin.include_role: {name: "gpufabric.stack.{{ item }}", tasks_from: check}
-      loop: [kernel, nic_firmware, rdma_drivers]
+    - name: Run the checks, each layer on its own
+      gpufabric.stack.doctor: {layers: ["{{ item }}"]}
+      loop: [3, 4, 5]
+      register: checks
     - name: Write the verdicts
       ansible.builtin.copy:
-        content: "{{ [kernel_doctor_result, nic_firmware_doctor_result, rdma_drivers_doctor_result] | to_json }}"
+        content: "{{ checks.results | map(attribute='results') | map('first') | to_json }}"
         dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost

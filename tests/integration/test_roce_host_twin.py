@@ -51,10 +51,11 @@ CHECK = """
   gather_facts: false
   tasks:
     - name: Check the host
-      ansible.builtin.include_role: {name: gpufabric.stack.roce_host, tasks_from: check}
+      gpufabric.stack.doctor: {layers: [8]}
+      register: layer8
     - name: Write the verdict
       ansible.builtin.copy:
-        content: "{{ {'result': roce_host_doctor_result, 'chain': roce_host_chain_result} | to_json }}"
+        content: "{{ {'result': layer8.results[0], 'chain': layer8.details['8'].chain} | to_json }}"
         dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost

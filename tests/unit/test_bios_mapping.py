@@ -6,6 +6,7 @@ import json
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import bios
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import bios as bios_check
 from simlab.bmc import vendors
 
 
@@ -93,43 +94,50 @@ def _answer(vendor, cur, reg=None, pending=None, manufacturer=None):
             "current": cur, "pending": pending or {}, "registry": reg}
 
 
+def bios_doctor(answer, bmc_vendor="auto", cpu_vendor="intel", sriov=True, iommu=True, acs=False):
+    """The layer 2 check (checks/bios.py) on one bios_facts answer."""
+    return bios_check.check({"bmc": answer}, {"bmc_address": "10.0.0.1", "bmc_vendor": bmc_vendor,
+                                              "bios_cpu_vendor": cpu_vendor, "bios_sriov": sriov, "bios_iommu": iommu,
+                                              "bios_acs": acs}, "node01")
+
+
 @pytest.mark.parametrize("vendor,cpu", [("dell", "intel"), ("hpe", "amd"), ("supermicro", "intel")])
 def test_the_doctors_verdict_from_one_answer(vendor, cpu):
     """bios_doctor: factory defaults (SR-IOV off) fail; the plan staged and
     pending warns; applied passes with the vendor and the desired values."""
     cur, reg = _twin(vendor, cpu, "9.9" if vendor == "supermicro" else None)
-    v = bios.bios_doctor(_answer(vendor, cur, reg), "auto", cpu)
+    v = bios_doctor(_answer(vendor, cur, reg), "auto", cpu)
     assert (v["layer"], v["status"], v["reason"]) == (2, "fail", "SR-IOV disabled in BIOS")
     names = bios.bios_state(cur, vendor, cpu, reg)["attributes"]["sriov"]
-    assert v["evidence"] == "current " + json.dumps({n: cur[n] for n in names})
+    assert v["evidence"] == ["current " + json.dumps({n: cur[n] for n in names})]
     plan = bios.bios_plan(cur, vendor, cpu, True, True, False, registry=reg)
-    v = bios.bios_doctor(_answer(vendor, cur, reg, pending=plan["stage"]), "auto", cpu)
+    v = bios_doctor(_answer(vendor, cur, reg, pending=plan["stage"]), "auto", cpu)
     assert (v["status"], v["reason"]) == ("warn", "settings pending a reboot")
-    assert v["evidence"].startswith("pending " + json.dumps(plan["stage"]) + ", current ")
+    assert v["evidence"][0].startswith("pending " + json.dumps(plan["stage"]) + ", current ")
     assert "bios_reboot: true" in v["remediation"]
     after = dict(cur, **plan["stage"])
-    v = bios.bios_doctor(_answer(vendor, after, reg), "auto", cpu)
-    assert v == {"layer": 2, "status": "pass", "reason": "SR-IOV and IOMMU enabled in BIOS",
-                 "evidence": "%s %s" % (vendor, json.dumps(plan["desired"])), "remediation": ""}
+    v = bios_doctor(_answer(vendor, after, reg), "auto", cpu)
+    assert v == {"layer": 2, "name": "bios", "status": "pass", "reason": "SR-IOV and IOMMU enabled in BIOS",
+                 "evidence": ["%s %s" % (vendor, json.dumps(plan["desired"]))], "remediation": ""}
 
 
 def test_the_doctors_verdict_names_vtd_pending_drift_and_an_unreadable_bios():
     cur, _ = _twin("dell")
     on = dict(cur, SriovGlobalEnable="Enabled", ProcVirtualization="Enabled", PcieAcsControl="Disabled")
-    v = bios.bios_doctor(_answer("dell", dict(on, ProcVirtualization="Disabled")))
+    v = bios_doctor(_answer("dell", dict(on, ProcVirtualization="Disabled")))
     assert (v["status"], v["reason"], v["evidence"]) == ("fail", "VT-d disabled",
-                                                         'current {"ProcVirtualization": "Disabled"}')
+                                                         ['current {"ProcVirtualization": "Disabled"}'])
     # VT-d not wanted (the intent is off): its being off is as wanted
-    assert bios.bios_doctor(_answer("dell", dict(on, ProcVirtualization="Disabled")), iommu=False)["status"] == "pass"
+    assert bios_doctor(_answer("dell", dict(on, ProcVirtualization="Disabled")), iommu=False)["status"] == "pass"
     # something pending that the intent does not need
-    v = bios.bios_doctor(_answer("dell", on, pending={"BootMode": "Uefi"}))
-    assert (v["status"], v["evidence"]) == ("warn", 'pending {"BootMode": "Uefi"}')
+    v = bios_doctor(_answer("dell", on, pending={"BootMode": "Uefi"}))
+    assert (v["status"], v["evidence"]) == ("warn", ['pending {"BootMode": "Uefi"}'])
     # ACS wanted on, off in the BIOS: differs from the intent, nothing staged
-    v = bios.bios_doctor(_answer("dell", on), acs=True)
+    v = bios_doctor(_answer("dell", on), acs=True)
     assert (v["status"], v["reason"]) == ("warn", "BIOS differs from intent")
     # bmc_vendor given: the Manufacturer string is not consulted
-    assert bios.bios_doctor(_answer("dell", on, manufacturer="Some OEM"), "dell")["status"] == "pass"
-    v = bios.bios_doctor({"error": "HTTP 401 from https://10.0.0.1/redfish/v1/Systems", "current": {}, "pending": {}})
-    assert v == {"layer": 2, "status": "fail", "reason": "BIOS unreadable",
-                 "evidence": "HTTP 401 from https://10.0.0.1/redfish/v1/Systems",
+    assert bios_doctor(_answer("dell", on, manufacturer="Some OEM"), "dell")["status"] == "pass"
+    v = bios_doctor({"error": "HTTP 401 from https://10.0.0.1/redfish/v1/Systems", "current": {}, "pending": {}})
+    assert v == {"layer": 2, "name": "bios", "status": "fail", "reason": "BIOS unreadable",
+                 "evidence": ["HTTP 401 from https://10.0.0.1/redfish/v1/Systems"],
                  "remediation": "Fix layer 1 first (bmc role check)."}

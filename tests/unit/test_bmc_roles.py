@@ -29,10 +29,11 @@ PLAYBOOK = """
   hosts: nodes
   gather_facts: false
   tasks:
-    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
-    - ansible.builtin.set_fact: {r1: "{{ bmc_doctor_result }}"}
-    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
-    - ansible.builtin.set_fact: {r2: "{{ bios_doctor_result }}"}
+    - gpufabric.stack.doctor: {layers: [1]}
+      register: d1
+    - gpufabric.stack.doctor: {layers: [2]}
+      register: d2
+    - ansible.builtin.set_fact: {r1: "{{ d1.results[0] }}", r2: "{{ d2.results[0] }}"}
 - name: Converge
   hosts: nodes
   gather_facts: false
@@ -41,10 +42,9 @@ PLAYBOOK = """
   hosts: nodes
   gather_facts: false
   tasks:
-    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
-    - ansible.builtin.set_fact: {a1: "{{ bmc_doctor_result }}"}
-    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
-    - ansible.builtin.set_fact: {a2: "{{ bios_doctor_result }}"}
+    - gpufabric.stack.doctor: {layers: [1, 2]}
+      register: d
+    - ansible.builtin.set_fact: {a1: "{{ d.results[0] }}", a2: "{{ d.results[1] }}"}
     - ansible.builtin.copy:
         dest: "{{ out }}/{{ inventory_hostname }}.json"
         content: "{{ {'before': [r1, r2], 'after': [a1, a2], 'system': bmc_system} | to_json }}"
@@ -180,7 +180,7 @@ def test_roles_converge_idempotent_and_doctor(tmp_path):
     # the doctor after faults
     f_smc = json.loads((tmp_path / "out" / "smc1.f.json").read_text())
     assert f_smc[0]["status"] == "pass" and f_smc[1]["reason"] == "SR-IOV disabled in BIOS"
-    assert "SR_IOVSupport_" in f_smc[1]["evidence"]
+    assert "SR_IOVSupport_" in f_smc[1]["evidence"][0]
     f_dell = json.loads((tmp_path / "out" / "dell1.f.json").read_text())
     assert f_dell[0]["reason"] == "BMC unreachable" and f_dell[1]["status"] == "fail"
 
@@ -210,27 +210,26 @@ def test_reset_path_fails_when_the_node_never_boots_again(tmp_path):
     assert "calvin" not in proc.stdout
 
 
-# The doctor reads each BMC once (its read.yml: bios_facts) and both checks
-# judge that answer; the same checks without it read the BMC themselves.
+# The doctor action reads each BMC once, on the controller, for layers 1 and
+# 2 together; each layer alone judges the same.
 READ_ONCE = """
-- name: Each check reading the BMC itself
+- name: Each layer alone
   hosts: nodes
   gather_facts: false
   tasks:
-    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
-    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
-    - ansible.builtin.set_fact: {own: ["{{ bmc_doctor_result }}", "{{ bios_doctor_result }}"]}
+    - gpufabric.stack.doctor: {layers: [1]}
+      register: d1
+    - gpufabric.stack.doctor: {layers: [2]}
+      register: d2
 - name: The doctor's one read
   hosts: nodes
   gather_facts: false
   tasks:
-    - ansible.builtin.include_role: {name: gpufabric.stack.doctor, tasks_from: read}
-      vars: {doctor_gate_layers: [{layer: 1, role: bmc}, {layer: 2, role: bios}]}
-    - ansible.builtin.include_role: {name: gpufabric.stack.bmc, tasks_from: check}
-    - ansible.builtin.include_role: {name: gpufabric.stack.bios, tasks_from: check}
+    - gpufabric.stack.doctor: {layers: [1, 2]}
+      register: once
     - ansible.builtin.copy:
         dest: "{{ out }}/{{ inventory_hostname }}.once.json"
-        content: "{{ {'own': own, 'once': [bmc_doctor_result, bios_doctor_result]} | to_json }}"
+        content: "{{ {'own': [d1.results[0], d2.results[0]], 'once': once.results, 'calls': once.nic_facts_calls} | to_json }}"
       delegate_to: localhost
       changed_when: false
 """
@@ -238,37 +237,32 @@ READ_ONCE = """
 
 @pytest.mark.slow
 @pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
-def test_the_doctors_one_bmc_read_judges_as_the_checks_own_reads(tmp_path):
+def test_the_doctors_one_bmc_read_judges_as_each_layer_alone(tmp_path):
     driver = FakePowerDriver(initial="On", states={"c-dell1": "Off"})
     lab = BmcLab(tmp_path / "lab", SPEC, driver)
     lab.start()
     try:
         faults.inject(tmp_path / "lab", "smc1", "bios-sriov-off")
-        # the node read of the doctor's read.yml runs on this machine: a sysfs without NICs
-        (tmp_path / "sys/bus/pci/devices").mkdir(parents=True)
-        run = _run(tmp_path, lab, READ_ONCE, "-e", f"gpufabric_sysfs_root={tmp_path / 'sys'}")
+        run = _run(tmp_path, lab, READ_ONCE)
         assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-        # wrong credentials, through the doctor's read
+        # wrong credentials, through the doctor's read, at -vvv
         bad = _run(tmp_path, lab, READ_ONCE.replace("dest: \"{{ out }}/{{ inventory_hostname }}.once.json\"",
                                                     "dest: \"{{ out }}/{{ inventory_hostname }}.bad.json\""),
-                   "-e", f"gpufabric_sysfs_root={tmp_path / 'sys'}",
-                   overrides={"smc1": {"bmc_password": "not-the-password"}})
+                   "-vvv", overrides={"smc1": {"bmc_password": "not-the-password"}})
         assert bad.returncode == 0, bad.stdout[-4000:] + bad.stderr[-2000:]
     finally:
         lab.stop()
     res = {n: json.loads((tmp_path / "out" / f"{n}.once.json").read_text()) for n in ("dell1", "smc1")}
-    for n, r in res.items():
-        assert r["once"] == r["own"], n
+    # layers 1 and 2 need no read of the node: no nic_facts execution
+    assert {r["calls"] for r in res.values()} == {0}
     assert res["dell1"]["once"][0]["reason"] == "power off"
-    assert res["smc1"]["once"][0]["status"] == "pass" and "Supermicro" in res["smc1"]["once"][0]["evidence"]
+    # layer 2 above a failing layer 1 is blocked in one call, judged alone
+    assert res["dell1"]["once"][1]["status"] == "blocked" and res["dell1"]["own"][1]["status"] == "fail"
+    assert res["smc1"]["once"] == res["smc1"]["own"]
+    assert res["smc1"]["once"][0]["status"] == "pass" and "Supermicro" in res["smc1"]["once"][0]["evidence"][0]
     assert res["smc1"]["once"][1]["reason"] == "SR-IOV disabled in BIOS"
-    # with the doctor's answer, neither check asked the BMC
-    second = run.stdout.split("PLAY [The doctor's one read]", 1)[1]
-    assert "Query the BMC for inventory and boot order" not in second
-    assert "Read the current and pending BIOS attributes through Redfish" not in second
-    assert _task_hosts(second, "gpufabric.stack.bios : Read the BIOS attributes") == {
-        "dell1": "skipping", "smc1": "skipping"}
     wrong = json.loads((tmp_path / "out" / "smc1.bad.json").read_text())
     assert wrong["once"][0] == wrong["own"][0]
     assert wrong["once"][0]["reason"] == "wrong credentials"
-    assert "not-the-password" not in bad.stdout
+    assert wrong["once"][0]["evidence"] and all(isinstance(e, str) for e in wrong["once"][0]["evidence"])
+    assert "not-the-password" not in bad.stdout + bad.stderr

@@ -6,6 +6,7 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel as kernel_check
 from test_twin_kernel import make
 
 WANTED = ["intel_iommu=on", "iommu=pt"]
@@ -23,7 +24,7 @@ def reading(tmp_path, cmdline, **kw):
 def test_a_healthy_node_passes_with_the_booted_line_and_the_iommus_as_evidence(tmp_path):
     r = reading(tmp_path, "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt")
     assert r["iommus"], "the twin with VT-d on and the flag set has an active IOMMU"
-    v = doctor_filters.doctor_kernel(r, WANTED, sysfs_root=r["sysfs_root"])
+    v = kernel_check.check_kernel(r, WANTED, sysfs_root=r["sysfs_root"])
     assert v["layer"] == 3 and v["name"] == "kernel" and v["status"] == "pass"
     assert v["reason"] == "kernel arguments present and IOMMU active"
     assert v["evidence"][0] == "booted: BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt"
@@ -32,7 +33,7 @@ def test_a_healthy_node_passes_with_the_booted_line_and_the_iommus_as_evidence(t
 
 def test_missing_flags_are_named_in_the_order_wanted(tmp_path):
     r = reading(tmp_path, "BOOT_IMAGE=/vmlinuz ro")
-    v = doctor.check_kernel(r, WANTED + ["pci=realloc"])
+    v = kernel_check.check_kernel(r, WANTED + ["pci=realloc"])
     assert v["status"] == "fail"
     assert v["reason"] == "flag intel_iommu=on iommu=pt pci=realloc missing from /proc/cmdline"
     assert v["evidence"] == ["booted: BOOT_IMAGE=/vmlinuz ro", "wanted: intel_iommu=on iommu=pt pci=realloc"]
@@ -42,17 +43,17 @@ def test_missing_flags_are_named_in_the_order_wanted(tmp_path):
 def test_an_inactive_iommu_points_at_the_bios(tmp_path):
     r = reading(tmp_path, "ro intel_iommu=on iommu=pt", bios={"sriov": True, "iommu": False})
     assert r["iommus"] == []
-    v = doctor.check_kernel(r, WANTED, sysfs_root="/host/sys")
+    v = kernel_check.check_kernel(r, WANTED, sysfs_root="/host/sys")
     assert v["status"] == "fail" and "VT-d off in BIOS (layer 2)" in v["reason"]
     assert v["evidence"][1] == "/host/sys/class/iommu is empty"
     # without the IOMMU wanted there is nothing to say about it
-    assert doctor.check_kernel(r, [], iommu=False)["status"] == "pass"
+    assert kernel_check.check_kernel(r, [], iommu=False)["status"] == "pass"
 
 
 def test_pfs_without_iov_bars_fail_with_the_fix_that_fits_the_booted_line(tmp_path):
     r = reading(tmp_path, "ro intel_iommu=on iommu=pt", faults={"numvfs-enomem": True})
     pfs = sorted(n["pci_address"] for n in r["nics"])
-    v = doctor.check_kernel(r, WANTED, sysfs_root="/sys")
+    v = kernel_check.check_kernel(r, WANTED, sysfs_root="/sys")
     assert v["status"] == "fail"
     assert v["reason"] == ("IOV BARs unassigned on PF %s: not enough MMIO for the VFs (ENOMEM on sriov_numvfs), "
                            "pci=realloc missing from /proc/cmdline" % ", ".join(pfs))
@@ -60,12 +61,12 @@ def test_pfs_without_iov_bars_fail_with_the_fix_that_fits_the_booted_line(tmp_pa
     assert "kernel_pci_realloc: true" in v["remediation"]
     # pci=realloc booted and still no room: the BIOS must give more MMIO
     still = dict(r, cmdline=r["cmdline"] + " pci=realloc")
-    v = doctor.check_kernel(still, WANTED)
+    v = kernel_check.check_kernel(still, WANTED)
     assert v["reason"].endswith("although pci=realloc is set") and "Above 4G" in v["remediation"]
     # not asked to verify, or the PFs are of another vendor: nothing to say
-    assert doctor.check_kernel(r, WANTED, verify_iov_bars=False)["status"] == "pass"
-    assert doctor.check_kernel(r, WANTED, nic_vendor="8086")["status"] == "pass"
-    assert doctor.kernel_iov_unassigned(r["nics"], "0x15B3") == pfs
+    assert kernel_check.check_kernel(r, WANTED, verify_iov_bars=False)["status"] == "pass"
+    assert kernel_check.check_kernel(r, WANTED, nic_vendor="8086")["status"] == "pass"
+    assert kernel_check.kernel_iov_unassigned(r["nics"], "0x15B3") == pfs
 
 
 @pytest.mark.parametrize("nics,unassigned", [
@@ -85,6 +86,6 @@ def test_only_capable_pfs_of_the_vendor_known_to_lack_bars_count(nics, unassigne
 
 
 def test_an_unreadable_command_line_is_a_failing_verdict_not_an_error():
-    v = doctor.check_kernel({"nics": [], "iommus": [], "cmdline": None}, WANTED, proc_root="/host/proc")
+    v = kernel_check.check_kernel({"nics": [], "iommus": [], "cmdline": None}, WANTED, proc_root="/host/proc")
     assert v["status"] == "fail" and v["reason"] == "cannot read /host/proc/cmdline"
     assert "kernel_proc_root" in v["remediation"]

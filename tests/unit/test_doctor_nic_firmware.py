@@ -7,6 +7,7 @@ nic_firmware_selection)."""
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
 from ansible_collections.gpufabric.stack.plugins.filter import sriov as sriov_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
 from test_mlx_config_module import PF0, PF1, _call, agent  # noqa: F401 agent is the twin's mstconfig/mstflint
 from test_twin_kernel import make
 
@@ -26,7 +27,7 @@ def judge(found, entries, num_vfs=0, min_fw_version="", extra_devices=()):
     selection = sriov_filters.nic_firmware_selection(found, entries, num_vfs)
     devices = selection["devices"] + list(extra_devices)
     checked = _call({"devices": devices, "at_least": ["NUM_OF_VFS"]}, check=True) if devices else {"skipped": True}
-    return doctor_filters.doctor_nic_firmware(checked, selection["pfs"], found, min_fw_version)
+    return nic_firmware_check.check_nic_firmware(checked, selection["pfs"], found, min_fw_version)
 
 
 def ready(agent):  # noqa: F811

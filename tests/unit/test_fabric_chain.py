@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter.fabric import fabric_chain
 from ansible_collections.gpufabric.stack.plugins.module_utils import fabric_chain as C
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
 
 INTENT = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp",
           "ecn": {"min_kbytes": 150, "max_kbytes": 1500, "probability": 100}, "host_mtu": 9000, "switch_mtu": 9216}
@@ -181,11 +182,11 @@ def test_firmware_ecn_off_on_an_inbox_host_is_a_warning_not_a_failure():
     res = C.compare(INTENT, CABLING, switches, hosts, nodes=["node01"])
     d = res["differences"]
     assert [(x["field"], x["departs"], x["severity"]) for x in d] == [("ecn", "host", "warn")]
-    r = Q.layer_result("node01", {"drift": [], "gathered": {"a": {}, "b": {}}}, True, chain=res)
+    r = roce_host_check.layer_result("node01", {"drift": [], "gathered": {"a": {}, "b": {}}}, True, chain=res)
     assert (r["status"], r["reason"]) == ("warn", "node01 enp59s0f0np0 ECN on priority 3 off vs leaf1 ethernet 1/1 "
                                                   "ECN marking on TC 3 on")
     # the same with OFED sysfs can be set: a failure
     hosts["node01"] = host(enp59s0f0np0={"driver": "ofed", "ecn": {"source": "sysfs", "roce_np": off, "roce_rp": off}})
     res = C.compare(INTENT, CABLING, switches, hosts, nodes=["node01"])
     assert [x["severity"] for x in res["differences"]] == ["fail"]
-    assert Q.layer_result("node01", {"drift": []}, True, chain=res)["status"] == "fail"
+    assert roce_host_check.layer_result("node01", {"drift": []}, True, chain=res)["status"] == "fail"

@@ -16,6 +16,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.stack.plugins.filter import kube as F
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks as kc
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent as ki
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import container_runtime as container_runtime_check
 
 FIX = Path(__file__).parent / "fixtures" / "kube"
 SCHEMAS = Path(__file__).parent / "schemas"
@@ -195,7 +196,7 @@ def rt_facts(**kw):
 
 
 def check10(facts, **settings):
-    return F.kube_check_container_runtime(facts, dict(SETTINGS, **settings))
+    return container_runtime_check.judge(facts, dict(SETTINGS, **settings))
 
 
 def test_layer10_pass_on_the_captured_dump():

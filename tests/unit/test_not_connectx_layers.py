@@ -12,10 +12,13 @@ The sysfs trees are laid out as a real kernel lays them out
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
-from ansible_collections.gpufabric.stack.plugins.filter import fabric as fabric_filters
 from ansible_collections.gpufabric.stack.plugins.filter import sriov as sriov_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, roce_qos
 from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos_host, sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_drivers as rdma_drivers_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
 from real_sysfs import RealSysfs
 
 IGB = [{"match": {"vendor_device": "8086:10c9"}, "num_vfs": 7}]
@@ -69,7 +72,7 @@ def test_the_doctor_says_layer4_does_not_apply_and_the_report_shows_a_dash(tmp_p
     _, nics = vm_node(tmp_path)
     sel = sriov_filters.nic_firmware_selection(nics, IGB, 16, {}, "15b3")
     # the check's mlx_config query is left out when nothing is selected: no answer
-    res = doctor_filters.doctor_nic_firmware(None, sel["pfs"], nics, "", sel["left_out"])
+    res = nic_firmware_check.check_nic_firmware(None, sel["pfs"], nics, "", sel["left_out"])
     assert res["layer"] == 4 and res["status"] == "skipped"
     assert res["reason"] == "not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)"
     assert res["evidence"] == ["0000:01:00.0 (8086:10c9): not a ConnectX, this layer does not apply"]
@@ -88,7 +91,7 @@ def test_the_doctor_judges_the_connectx_of_a_mixed_node_and_names_the_others(tmp
     sel = sriov.firmware_selection(nics, IGB + [{"match": {"name": "enp59s0f0np0"}, "num_vfs": 8}], 16)
     checked = {"devices": [{"device": "0000:3b:00.0", "fw_version": "28.39.1002", "pending": [], "changed_params": [],
                             "current": {"SRIOV_EN": True, "NUM_OF_VFS": 16}}]}
-    res = doctor.check_nic_firmware(checked, sel["pfs"], nics, "", sel["left_out"])
+    res = nic_firmware_check.check_nic_firmware(checked, sel["pfs"], nics, "", sel["left_out"])
     assert res["status"] == "pass"
     assert res["reason"].endswith("(left out: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))")
     assert "left out: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)" in res["evidence"]
@@ -97,14 +100,14 @@ def test_the_doctor_judges_the_connectx_of_a_mixed_node_and_names_the_others(tmp
     with open(tmp_path / "sys/bus/pci/devices/0000:3b:00.0/sriov_totalvfs", "w") as fh:
         fh.write("4\n")
     nics = sysfs_nic.discover(str(tmp_path / "sys"))
-    res = doctor.check_nic_firmware(checked, sel["pfs"], nics, "", sel["left_out"])
+    res = nic_firmware_check.check_nic_firmware(checked, sel["pfs"], nics, "", sel["left_out"])
     assert res["status"] == "fail" and res["evidence"][-1].startswith("left out: 0000:01:00.0")
 
 
 def test_no_pf_selected_at_all_still_fails_layer4(tmp_path):
     _, nics = vm_node(tmp_path)
     sel = sriov.firmware_selection(nics, [{"match": {"name": "ens9"}, "num_vfs": 7}], 16)
-    res = doctor.check_nic_firmware({}, sel["pfs"], nics, "", sel["left_out"])
+    res = nic_firmware_check.check_nic_firmware({}, sel["pfs"], nics, "", sel["left_out"])
     assert res["status"] == "fail" and res["reason"] == "no PF matches gpufabric_nics"
 
 
@@ -140,8 +143,8 @@ def test_roce_qos_on_an_igb_node_is_not_applicable_and_runs_no_tool(tmp_path, st
     assert module.asked == []
     assert got["changed"] is False and got["commands"] == [] and got["pfs"] == [] and got["drift"] == []
     assert got["not_applicable"] == "not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)"
-    res = fabric_filters.doctor_roce_host(got, "vm01", None, True, "gpufabric-roce-qos",
-                                          {"differences": [], "unchecked": [], "checked": 0})
+    res = roce_host_check.layer_result("vm01", got, None, True, "gpufabric-roce-qos",
+                                       {"differences": [], "unchecked": [], "checked": 0})
     assert res["layer"] == 8 and res["status"] == "skipped"
     assert res["reason"] == "not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)"
     # not 'the boot unit is not enabled': that unit is never installed here
@@ -163,10 +166,10 @@ def test_the_layer8_verdict_of_a_mixed_node_names_the_pfs_left_out():
     check = {"drift": [], "not_settable": [], "notes": [], "gathered": {"enp59s0f0np0": {}},
              "left_out": [{"pci_address": "0000:01:00.0", "vendor_device": "8086:10c9", "name": "enp1s0"}],
              "not_applicable": "", "left_out_text": "left out: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)"}
-    res = roce_qos.layer_result("node01", check, True)
+    res = roce_host_check.layer_result("node01", check, True)
     assert res["status"] == "pass"
     assert res["reason"] == "1 PF(s) match the RoCE intent (left out: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))"
-    res = roce_qos.layer_result("node01", dict(check, drift=["enp59s0f0np0 trust pcp, wanted dscp"]), True)
+    res = roce_host_check.layer_result("node01", dict(check, drift=["enp59s0f0np0 trust pcp, wanted dscp"]), True)
     assert res["status"] == "fail" and res["evidence"][-1].startswith("left out: 0000:01:00.0")
 
 
@@ -178,7 +181,7 @@ MODULES = ["mlx5_core", "mlx5_ib", "ib_uverbs", "rdma_ucm"]
 def test_layer5_selects_igb_pfs_and_asks_them_for_their_driver_only(tmp_path):
     _, nics = vm_node(tmp_path)
     pfs = sriov_filters.sriov_selected_pfs(nics, IGB)
-    res = doctor_filters.doctor_rdma_drivers(pfs, nics, MODULES, MODULES, "/sys", "15b3")
+    res = rdma_drivers_check.check_rdma_drivers(pfs, nics, MODULES, MODULES, "/sys", "15b3")
     assert res["layer"] == 5 and res["status"] == "pass"
     assert res["reason"] == ("modules loaded, every PF bound, every ConnectX with an RDMA device "
                              "(0000:01:00.0 is 8086:10c9, not a ConnectX (15b3))")
@@ -193,14 +196,14 @@ def test_layer5_still_wants_a_driver_on_every_pf_and_an_rdma_device_on_a_connect
     nics = sysfs_nic.discover(t.root)
     entries = IGB + [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8}]
     pfs = sriov.selected_pfs(nics, entries)
-    res = doctor.check_rdma_drivers(pfs, nics, MODULES, MODULES)
+    res = rdma_drivers_check.check_rdma_drivers(pfs, nics, MODULES, MODULES)
     assert (res["status"], res["reason"]) == ("fail", "PF 0000:01:00.0 has no driver bound")
-    res = doctor.check_rdma_drivers(pfs[1:], nics, MODULES, MODULES)
+    res = rdma_drivers_check.check_rdma_drivers(pfs[1:], nics, MODULES, MODULES)
     assert (res["status"], res["reason"]) == ("fail", "PF 0000:3b:00.0 has no RDMA device")
     assert res["evidence"] == ["0000:3b:00.0: driver bound, no infiniband/ entry"]
-    res = doctor.check_rdma_drivers(pfs[1:], nics, MODULES[:1], MODULES, "/host/sys")
+    res = rdma_drivers_check.check_rdma_drivers(pfs[1:], nics, MODULES[:1], MODULES, "/host/sys")
     assert (res["reason"], res["evidence"][0]) == ("module mlx5_ib not loaded", "/host/sys/module/mlx5_ib absent")
-    res = doctor.check_rdma_drivers([], nics, MODULES, MODULES)
+    res = rdma_drivers_check.check_rdma_drivers([], nics, MODULES, MODULES)
     assert (res["reason"], res["evidence"]) == ("no PF matches gpufabric_nics", ["0000:01:00.0", "0000:3b:00.0"])
 
 
@@ -208,11 +211,11 @@ def test_layer5_on_soft_roce_igb_wants_the_rxe_device_when_8086_is_the_rdma_vend
     # the VM inventory: rdma_drivers_vendor 8086, Soft-RoCE (rdma_rxe) over each igb PF
     t, nics = vm_node(tmp_path)
     pfs = sriov.selected_pfs(nics, IGB)
-    res = doctor.check_rdma_drivers(pfs, nics, MODULES, MODULES, "/sys", "8086")
+    res = rdma_drivers_check.check_rdma_drivers(pfs, nics, MODULES, MODULES, "/sys", "8086")
     assert (res["status"], res["reason"]) == ("fail", "PF 0000:01:00.0 has no RDMA device")
     t.rxe("rxe0", "enp1s0")
     nics = sysfs_nic.discover(t.root)
-    res = doctor.check_rdma_drivers(sriov.selected_pfs(nics, IGB), nics, MODULES, MODULES, "/sys", "8086")
+    res = rdma_drivers_check.check_rdma_drivers(sriov.selected_pfs(nics, IGB), nics, MODULES, MODULES, "/sys", "8086")
     assert (res["status"], res["reason"], res["evidence"]) == (
         "pass", "modules loaded, every PF bound with an RDMA device", ["0000:01:00.0 rxe0"])
 
@@ -225,13 +228,13 @@ def test_layer6_on_igb_names_the_vf_driver_and_lists_nics_by_name(tmp_path):
     t.sriov_pf("0000:01:00.0", "enp1s0", numvfs=2, unbound_vfs=(1,))
     t.sriov_pf("0000:02:00.0", "enp2s0", numvfs=2, vf_driver=None, bridge="0000:00:02.1")
     nics = sysfs_nic.discover(t.root)
-    res = doctor.check_sriov_vfs(nics, [{"match": {"name": "enp1s0"}, "num_vfs": 2}], True, True)
+    res = sriov_vfs_check.check_sriov_vfs(nics, [{"match": {"name": "enp1s0"}, "num_vfs": 2}], True, True)
     assert (res["status"], res["reason"]) == ("fail", "pf enp1s0: VF 1 without a netdev")
     assert res["remediation"] == "check sriov_drivers_autoprobe and the VF driver binding (igbvf)"
-    res = doctor.check_sriov_vfs(nics, [{"match": {"name": "enp2s0"}, "num_vfs": 2}], True, True)
+    res = sriov_vfs_check.check_sriov_vfs(nics, [{"match": {"name": "enp2s0"}, "num_vfs": 2}], True, True)
     assert res["remediation"] == ("check sriov_drivers_autoprobe and the VF driver binding "
                                   "(the driver of its VFs, 8086:10ca)")
-    res = doctor.check_sriov_vfs(nics, [{"match": {"name": "ens9"}, "num_vfs": 2}], True, True)
+    res = sriov_vfs_check.check_sriov_vfs(nics, [{"match": {"name": "ens9"}, "num_vfs": 2}], True, True)
     assert res["reason"] == "no PF matches name=ens9"
     assert res["evidence"][0].startswith("PFs: eth0 (0000:00:03.0, 1af4:1041, no SR-IOV), "
                                          "enp1s0 (0000:01:00.0, 8086:10c9, SR-IOV 7 VFs)")

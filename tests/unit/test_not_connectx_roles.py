@@ -51,7 +51,6 @@ PLAY = """
           - {layer: 6, role: sriov_vfs}
           - {layer: 8, role: roce_host}
         doctor_gate_fail: false
-        doctor_read_bmc: false
 
     - name: Report
       ansible.builtin.include_role:

@@ -8,6 +8,7 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
 from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlxconfig_query
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
 from simlab.tools import formats
 
 INTENT = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp",
@@ -255,25 +256,25 @@ def gathered(drift=(), not_settable=(), notes=()):
 
 
 def test_layer_result_names_node_pf_and_pfc_sets():
-    r = Q.layer_result("node02", gathered(["enp59s0f0np0 PFC {4} vs intent {3}"]), True)
+    r = roce_host_check.layer_result("node02", gathered(["enp59s0f0np0 PFC {4} vs intent {3}"]), True)
     assert r["layer"] == 8 and r["name"] == "roce_host" and r["status"] == "fail"
     assert r["reason"] == "node02 enp59s0f0np0 PFC {4} vs intent {3}"
     assert r["remediation"].startswith("run roce_host (tag layer08) on node02")
 
 
 def test_layer_result_orders_causes():
-    assert Q.layer_result("n", {"failed": True, "msg": "n: mlnx_qos not found"})["reason"] == \
+    assert roce_host_check.layer_result("n", {"failed": True, "msg": "n: mlnx_qos not found"})["reason"] == \
         "n: host QoS could not be read: n: mlnx_qos not found"
-    r = Q.layer_result("n", gathered(), False)
+    r = roce_host_check.layer_result("n", gathered(), False)
     assert r["status"] == "fail" and "gpufabric-roce-qos.service is not enabled" in r["reason"]
     chain = {"differences": [{"text": "n p PFC {3} vs leaf1 swp1 PFC {}",
                               "remediation": "run roce_switch (tag layer07) on leaf1"}], "unchecked": [], "checked": 1}
-    r = Q.layer_result("n", gathered(), True, chain=chain)
+    r = roce_host_check.layer_result("n", gathered(), True, chain=chain)
     assert (r["status"], r["reason"], r["remediation"]) == (
         "fail", "n p PFC {3} vs leaf1 swp1 PFC {}", "run roce_switch (tag layer07) on leaf1")
-    r = Q.layer_result("n", gathered(not_settable=["p ECN roce_np on priority 3 off vs intent on (firmware)"]), True)
+    r = roce_host_check.layer_result("n", gathered(not_settable=["p ECN roce_np on priority 3 off vs intent on (firmware)"]), True)
     assert r["status"] == "warn"
-    r = Q.layer_result("n", gathered(notes=["p: inbox"]), True, chain={"differences": [], "checked": 2})
+    r = roce_host_check.layer_result("n", gathered(notes=["p: inbox"]), True, chain={"differences": [], "checked": 2})
     assert r["status"] == "pass" and r["reason"] == "2 PF(s) match the RoCE intent and their switch ports"
     assert r["evidence"] == ["p: inbox"]
-    assert Q.layer_result("n", gathered(), None, persist=False)["status"] == "pass"
+    assert roce_host_check.layer_result("n", gathered(), None, persist=False)["status"] == "pass"

@@ -5,6 +5,7 @@ import errno
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
 from test_twin_kernel import make
 
 
@@ -180,5 +181,5 @@ def test_every_layer_selects_the_pfs_of_gpufabric_nics_by_one_rule():
         assert [p["pci_address"] for p in rdma_pairs.select_pfs(pfs, nics)[0]] == want
         assert rdma_pairs.select_pfs(pfs, nics)[1] == ([] if want else [match])
         assert [p["pci_address"] for p in nccl_validate.select_pfs(pfs, nics)] == want
-        v = doctor.check_sriov_vfs(pfs, nics, unit_enabled=True, udev_rule_present=True)
+        v = sriov_vfs_check.check_sriov_vfs(pfs, nics, unit_enabled=True, udev_rule_present=True)
         assert v["reason"].startswith("no PF matches") != bool(want)

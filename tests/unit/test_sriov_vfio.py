@@ -17,6 +17,7 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sriov, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
 
 
 def pf(numvfs=4, name="enp1s0", address="0000:01:00.0", vfs=None):
@@ -307,7 +308,7 @@ def good_vfs():
 
 
 def check(vfs, probe=OK_PROBE, nics=NICS):
-    return doctor.check_sriov_vfs([pf(vfs=vfs)], nics, True, True, module_probe=probe)
+    return sriov_vfs_check.check_sriov_vfs([pf(vfs=vfs)], nics, True, True, module_probe=probe)
 
 
 def test_doctor_passes_and_lists_the_vfs_for_vms():
@@ -361,7 +362,7 @@ def test_doctor_without_passthrough_intent_still_wants_netdevs():
 
 
 def test_doctor_names_a_failed_boot_unit():
-    r = doctor.check_sriov_vfs([pf(vfs=good_vfs())], NICS, True, True, module_probe=OK_PROBE, unit_failed=True)
+    r = sriov_vfs_check.check_sriov_vfs([pf(vfs=good_vfs())], NICS, True, True, module_probe=OK_PROBE, unit_failed=True)
     assert r["status"] == "fail" and r["reason"].startswith("the VF boot unit gpufabric-sriov.service failed"), r
 
 

@@ -1,0 +1,140 @@
+"""The layer registry (plugins/module_utils/layers.py) is the one list of
+layers: every place that names layers agrees with it, so a layer is added or
+renumbered in the registry, one check file, one role and one docs page.
+
+Held here: the roles and their check (a checks/<role>.py file for a node
+layer, the role's tasks/check.yml for a layer read across hosts, never
+both), site.yml's tags, validate.yml and the rollout's health gate taking
+the layers from the registry, the rollout's default layer lists, the
+README's table, the report's titles, make bench's layer tags and the docs
+pages (one per layer, one template)."""
+
+import glob
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, layers
+from bench import stats
+
+REPO = Path(__file__).resolve().parents[2]
+REGISTRY = layers.REGISTRY
+TEMPLATE = ["What it does", "Variables", "What the doctor checks", "How it fails", "Faults that show it"]
+
+
+def test_numbers_run_from_one_without_gaps_and_roles_are_unique():
+    assert [layer.number for layer in REGISTRY] == list(range(1, len(REGISTRY) + 1))
+    assert len({layer.role for layer in REGISTRY}) == len(REGISTRY)
+    assert all(layer.scope in layers.SCOPES and layer.hosts and layer.reads and layer.title for layer in REGISTRY)
+    assert doctor.LAYERS == layers.NAMES and doctor_report.TITLES == layers.TITLES
+
+
+@pytest.mark.parametrize("layer", REGISTRY, ids=lambda layer: layer.role)
+def test_each_layer_has_a_role_and_one_check(layer):
+    role = REPO / "roles" / layer.role
+    assert (role / "tasks" / "main.yml").is_file() and (role / "meta" / "argument_specs.yml").is_file()
+    check_file = REPO / "plugins" / "module_utils" / "checks" / ("%s.py" % layer.role)
+    check_tasks = role / "tasks" / "check.yml"
+    if layer.scope == "node":
+        assert check_file.is_file() and not check_tasks.exists(), layer
+        module = importlib.import_module("ansible_collections.gpufabric.stack.plugins.module_utils.checks."
+                                         + layer.role)
+        assert module.LAYER == layer.number
+        assert callable(module.check) and callable(module.reads) and module.INTENT
+        # every variable a check judges is one its role knows (defaults, vars or argument_specs)
+        known = set()
+        for path in (role / "defaults" / "main.yml", role / "vars" / "main.yml"):
+            if path.exists():
+                known |= set(yaml.safe_load(path.read_text()) or {})
+        specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        known |= set(specs["main"].get("options") or {})
+        unknown = [n for n in module.INTENT if n not in known and not n.startswith("gpufabric_")]
+        assert not unknown, (layer.role, unknown)
+    else:
+        assert check_tasks.is_file() and not check_file.exists(), layer
+
+
+def test_no_other_role_has_a_check_or_a_check_file_without_a_layer():
+    roles_with_checks = {p.parent.parent.name for p in (REPO / "roles").glob("*/tasks/check.yml")}
+    assert roles_with_checks == {layer.role for layer in REGISTRY if layer.scope != "node"}
+    check_files = {Path(p).stem for p in glob.glob(str(REPO / "plugins/module_utils/checks/*.py"))} - {"__init__"}
+    assert check_files == {layer.role for layer in REGISTRY if layer.scope == "node"}
+
+
+def _site_roles():
+    """{role: tags} of the roles site.yml applies."""
+    out = {}
+    for play in yaml.safe_load((REPO / "playbooks" / "site.yml").read_text()):
+        for entry in play.get("roles") or []:
+            name = entry["role"].split(".")[-1]
+            out.setdefault(name, set()).update(entry.get("tags") or [])
+    return out
+
+
+def test_site_yml_tags_each_layer_by_number_and_role():
+    site = _site_roles()
+    for layer in REGISTRY:
+        assert layer.role in site, layer.role
+        assert {layers.tag(layer.number), layer.role} <= site[layer.role], (layer.role, site[layer.role])
+    tagged = {t for tags in site.values() for t in tags if re.match(r"layer\d\d$", t)}
+    assert tagged == {layers.tag(layer.number) for layer in REGISTRY}
+
+
+def test_validate_yml_and_the_gate_take_the_layers_from_the_registry():
+    text = (REPO / "playbooks" / "validate.yml").read_text()
+    assert not re.search(r"\{\s*layer:\s*\d", text), "validate.yml lists layers by hand"
+    groups = set(re.findall(r"'(\w+)' \| gpufabric\.stack\.doctor_layers", text))
+    assert groups == {g for layer in REGISTRY for g in layer.hosts} | {"leaf_switches"}
+    for group in groups:
+        listed = doctor_filters.doctor_layers(group)
+        assert listed == [{"layer": layer.number, "role": layer.role} for layer in REGISTRY if group in layer.hosts]
+    gate = (REPO / "roles" / "doctor" / "tasks" / "gate.yml").read_text()
+    assert "gpufabric.stack.doctor_layers('node')" in gate
+
+
+def test_the_rollout_lists_name_each_layer_with_its_role():
+    defaults = yaml.safe_load((REPO / "roles" / "rollout" / "defaults" / "main.yml").read_text())
+    lists = [k for k, v in defaults.items() if k.endswith("layers") and isinstance(v, list)]
+    assert lists, "no layer list in the rollout's defaults"
+    for key in lists:
+        for entry in defaults[key]:
+            assert layers.get(entry["layer"]).role == entry["role"], (key, entry)
+    # the layers a rollout applies to a node and drains it for are the registry's drain layers
+    node = [e["layer"] for e in defaults["rollout_layers"]]
+    assert all(layers.get(n).drain for n in node), node
+
+
+def test_the_readme_table_is_the_registry():
+    rows = re.findall(r"^\| (\d+) \| [^|]+ \| `(\w+)`", (REPO / "README.md").read_text(), re.M)
+    assert [(int(n), r) for n, r in rows] == [(layer.number, layer.role) for layer in REGISTRY]
+
+
+def test_bench_asks_for_existing_layers():
+    assert set(stats.REQUESTED_LAYERS) <= set(layers.NAMES)
+
+
+def test_one_docs_page_per_layer_in_one_template():
+    pages = sorted(Path(p).name for p in glob.glob(str(REPO / "docs" / "layers" / "*.md")))
+    assert pages == ["%02d-%s.md" % (layer.number, layer.role.replace("_", "-")) for layer in REGISTRY]
+    for layer in REGISTRY:
+        text = (REPO / "docs" / "layers" / ("%02d-%s.md" % (layer.number, layer.role.replace("_", "-")))).read_text()
+        heads = [h.strip() for h in re.findall(r"^## (.+)$", text, re.M)]
+        at = [heads.index(h) if h in heads else -1 for h in TEMPLATE]
+        assert -1 not in at and at == sorted(at), (layer.role, heads)
+        assert "roles/%s/" % layer.role in text
+
+
+def test_a_string_for_the_evidence_list_is_refused_not_split():
+    with pytest.raises(TypeError, match="layer 1: evidence must be a list of strings"):
+        doctor.result(1, "fail", "power off", "Redfish PowerState of node01 is Off")
+    with pytest.raises(ValueError, match="layer 2 .*not a layer result|node01: layer 2: layer 2: evidence"):
+        doctor_report.junit_xml({"node01": {"verdict": {"status": "fail", "layer": 2}, "layers": [
+            {"layer": 2, "status": "fail", "reason": "VT-d disabled", "evidence": "current {}", "remediation": ""}]}})
+    with pytest.raises(ValueError, match="unknown field"):
+        doctor.record({"layer": 3, "status": "pass", "reason": "ok", "evidence": [], "remediation": "", "x": 1})
+    with pytest.raises(ValueError, match="not a layer"):
+        doctor.result(16, "pass", "ok")

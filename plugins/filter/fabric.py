@@ -19,7 +19,6 @@ description:
     where only the host does, each in cabling order), C(unchecked) (links with an end that was not read) and
     C(checked) (links compared). Each difference has C(text), like
     C(node03 ens2f0np1 PFC {3} vs leaf2 Ethernet1/7 PFC {}), C(departs), C(layer) and C(remediation).
-  - The same plugin file provides C(doctor_roce_host), the doctor's layer 8 verdict.
 positional: _input, intent, switches, hosts
 options:
   _input:
@@ -48,7 +47,7 @@ options:
 EXAMPLES = r"""
 chain: >-
   {{ gpufabric_cabling | gpufabric.stack.fabric_chain(gpufabric_roce, {'leaf1': hostvars['leaf1'].roce_switch_check},
-     {inventory_hostname: roce_host_check}, nodes=[inventory_hostname]) }}
+     {inventory_hostname: roce_qos_gathered}, nodes=[inventory_hostname]) }}
 """
 
 RETURN = r"""
@@ -71,11 +70,6 @@ def fabric_chain(cabling, intent, switches, hosts, nodes=None):
         raise AnsibleFilterError("fabric_chain: %s" % exc)
 
 
-def doctor_roce_host(check, host, unit_enabled=None, persist=True, unit_name="gpufabric-roce-qos", chain=None):
-    """The layer 8 verdict: ``check`` is the registered roce_qos gathered result."""
-    return Q.layer_result(host, check or {}, unit_enabled, persist, unit_name, chain)
-
-
 class FilterModule(object):
     def filters(self):
-        return {"fabric_chain": fabric_chain, "doctor_roce_host": doctor_roce_host}
+        return {"fabric_chain": fabric_chain}

@@ -2,10 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The play's shared reading of the NICs (one nic_facts call per host for
-layers 3, 4, 5 and 9 when nothing changed in between), and
-``mlx_config_checked``: the check-mode answer of mlx_config for the devices
-whose firmware queries a reading holds (nic_facts' ``firmware``), so the
-doctor's layer 4 check makes no call of its own."""
+layers 3, 4, 5 and 9 when nothing changed in between)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -23,7 +20,7 @@ description:
 positional: _input, sysfs_root, vendor
 options:
   _input:
-    description: A nic_facts result (C(gpufabric_nic_reading), or validate.yml's C(gpufabric_doctor_nics)), or none.
+    description: A nic_facts result (C(gpufabric_nic_reading)), or none.
     type: dict
     required: true
   sysfs_root:
@@ -47,11 +44,6 @@ _value:
 """
 
 
-from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
-
-mlx_config = deferred("mlx_config")
-
-
 def nic_reading(reading, sysfs_root, vendor=""):
     if not isinstance(reading, dict) or "nics" not in reading or reading.get("sysfs_root") != sysfs_root:
         return None
@@ -62,37 +54,6 @@ def nic_reading(reading, sysfs_root, vendor=""):
     return result
 
 
-def mlx_config_checked(reading, devices, tool="mstconfig", flint_tool="mstflint", at_least=(), max_num_of_vfs=None,
-                       min_fw_version=""):
-    """What ``gpufabric.stack.mlx_config`` with ``devices`` ([{device,
-    params}]) returns in check mode ({devices: [...]}, plus failed and msg
-    when a device failed), judged from the firmware queries of ``reading`` (a
-    nic_facts result taken with ``firmware``); None when the reading lacks a
-    device or was taken with other tools, and the caller asks the node
-    itself."""
-    if not isinstance(reading, dict) or not isinstance(reading.get("firmware"), list):
-        return None
-    held = dict((r.get("device"), r) for r in reading["firmware"])
-    used = (tool, flint_tool or "")
-    if any(e["device"] not in held or (held[e["device"]].get("tool"), held[e["device"]].get("flint_tool") or "") != used
-           for e in devices or []):
-        return None
-    try:
-        plan = mlx_config.plan_devices(devices, int(mlx_config.MAX_NUM_OF_VFS if max_num_of_vfs is None
-                                                    else max_num_of_vfs))
-    except mlx_config.MlxConfigError as exc:
-        return {"failed": True, "msg": str(exc), "devices": []}
-
-    def judge(device, wanted, entry):
-        if "msg" in held[device]:
-            raise mlx_config.MlxConfigError(held[device]["msg"])
-        checked = mlx_config.check_reading(held[device], wanted, at_least=list(at_least or []),
-                                           min_fw_version=min_fw_version)
-        checked.pop("parsed")
-        entry.update(checked)
-    return mlx_config.run_devices(plan, judge)
-
-
 class FilterModule(object):
     def filters(self):
-        return {"nic_reading": nic_reading, "mlx_config_checked": mlx_config_checked}
+        return {"nic_reading": nic_reading}

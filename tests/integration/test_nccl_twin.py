@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import recap, require_twin, roce_rack
+from report_clicks import CHROMIUM, click_every_cell, junit_lines
 
 pytestmark = pytest.mark.twin
 
@@ -52,6 +53,14 @@ DOCTOR = """
       vars:
         doctor_hosts: "{{ ansible_play_hosts_all }}"
 """
+# Layer 10 as test_container_runtime_twin.py converges it on the GPU nodes.
+RUNTIME = """
+- name: Layer 10 on the GPU nodes
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.container_runtime
+"""
 SOCKET = "NCCL used NET/Socket instead of NET/IB"
 PEER = "all_reduce_perf with node02 failed: node02 used NET/Socket"
 
@@ -63,6 +72,7 @@ def lab(tmp_path_factory):
     work = tmp_path_factory.mktemp("nccl")
     (work / "site.yml").write_text(SITE)
     (work / "doctor.yml").write_text(DOCTOR)
+    (work / "runtime.yml").write_text(RUNTIME)
     t.work = work
     yield t
     t.down()
@@ -154,3 +164,67 @@ def test_socket_fallback_fails_layer15(lab, tmp_path):
     page = (tmp_path / "doctor" / "report.html").read_text()
     assert '<td class="cell fail" id="cell-node02-15"' in page
     assert '<td class="cell warn" id="cell-node01-15"' in page
+
+
+def test_every_layer_reports_through_its_real_check_and_reads_back(lab, tmp_path):
+    """validate.yml on the rack converged through layer 10, with node02's
+    NCCL ranks falling back to sockets: every layer of both nodes has the
+    result of its own check (none blocked; 11-14 skipped by their checks, no
+    cluster), report.xml carries one line per evidence item, and in headless
+    Chromium a click on every cell of report.html shows that cell's reason,
+    evidence and fix."""
+    tags = ",".join("layer%02d" % n for n in range(1, 10))
+    converge = lab.playbook("playbooks/site.yml", "--tags", tags)
+    assert converge.returncode == 0, converge.stdout[-4000:] + converge.stderr[-2000:]
+    runtime = play(lab, "runtime.yml", tmp_path / "converge")
+    assert runtime.returncode == 0, runtime.stdout[-4000:] + runtime.stderr[-2000:]
+    lab.fault("node02", "nccl-socket-fallback")
+    try:
+        proc = lab.playbook("playbooks/validate.yml", "-e", "doctor_report_dir=%s" % tmp_path,
+                            "-e", "nccl_validate_result_file=%s/nccl_validate-last.json" % tmp_path)
+    finally:
+        lab.fault("node02", "clear")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    report = json.loads((tmp_path / "report.json").read_text())
+    for node in ("node01", "node02"):
+        rows = report[node]["layers"]
+        # every layer but the switches' own (7, in the leaf rows)
+        assert [r["layer"] for r in rows] == [n for n in range(1, 16) if n != 7], node
+        assert not [r for r in rows if r["status"] == "blocked"], rows
+        by = dict((r["layer"], r) for r in rows)
+        assert all(by[n]["status"] == "pass" for n in (1, 2, 3, 4, 5, 6, 8, 9, 10)), rows
+        assert all(by[n]["status"] == "skipped" and "kube_control_plane" in by[n]["reason"] for n in (11, 12, 13, 14))
+        for r in rows:
+            assert isinstance(r["evidence"], list) and all(isinstance(e, str) for e in r["evidence"]), r
+    assert report["node02"]["layers"][-1]["status"] == "fail" and report["node02"]["layers"][-1]["reason"] == SOCKET
+    assert report["node01"]["layers"][-1]["status"] == "warn"
+    assert [r["status"] for r in report["leaf1"]["layers"]] == ["pass"]
+
+    # report.xml: one line per evidence item, then the fix
+    lines = junit_lines(tmp_path / "report.xml")
+    for host, entry in report.items():
+        for r in entry["layers"]:
+            kind, got = lines[(host, r["layer"])]
+            fix = ["remediation: " + r["remediation"]] if r["remediation"] else []
+            if r["status"] == "fail":
+                assert (kind, got) == ("failure", r["evidence"] + fix), (host, r)
+            elif r["status"] == "warn":
+                assert (kind, got) == ("system-out", ["warn: " + r["reason"]] + r["evidence"] + fix), (host, r)
+            elif r["status"] == "pass" and (r["evidence"] or fix):
+                assert (kind, got) == ("system-out", r["evidence"] + fix), (host, r)
+    # layer 1's evidence is the BMC's one line, not one character per line
+    kind, got = lines[("node01", 1)]
+    assert len(got) == 1 and got[0].startswith("Dell Inc. PowerEdge") and len(got[0]) > 20, got
+
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (scripts/setup-host.sh installs Debian's chromium package)")
+    clicks = click_every_cell(tmp_path / "report.html", tmp_path)
+    assert len(clicks) == sum(len(e["layers"]) for e in report.values())
+    for host, entry in report.items():
+        for r in entry["layers"]:
+            cell = "cell-%s-%d" % (host, r["layer"])
+            seen = clicks[cell]
+            assert seen["selected"] == cell and seen["hash"] == "#" + cell, seen
+            assert r["reason"] in seen["text"] and r["status"] in seen["text"], (cell, seen)
+            assert seen["evidence"] == r["evidence"], (cell, seen)
+            assert ("fix: " + r["remediation"]) in seen["text"] if r["remediation"] else "fix: " not in seen["text"]

@@ -122,10 +122,12 @@ def _read_all(agent_calls_run, devices, tool="mstconfig", flint_tool="mstflint")
 
 
 def test_the_doctors_reading_is_judged_as_the_module_judges_the_node(agent):
-    """mlx_config_checked over nic_facts' firmware queries gives what the
-    module answers in check mode, through factory, staged, unreadable
-    devices and a value no firmware takes."""
-    from ansible_collections.gpufabric.stack.plugins.filter.nic_reading import mlx_config_checked
+    """The layer 4 check's judgement of nic_facts' firmware queries
+    (checks/nic_firmware.py) gives what the module answers in check mode,
+    through factory, staged, unreadable devices and a value no firmware
+    takes."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.checks.nic_firmware import (
+        checked_from_reading as mlx_config_checked)
     run = lambda argv: module._run(None, argv)  # noqa: E731 the fixture's stand-in for the module's runner
     bad = {"device": "0000:99:00.0", "params": {"SRIOV_EN": True}}
     for devices, apply in ((_devices(8, 4), False), (_devices(8, 4), True), (_devices(8, 16), False),
@@ -139,14 +141,21 @@ def test_the_doctors_reading_is_judged_as_the_module_judges_the_node(agent):
         assert got == want
 
 
-def test_a_reading_that_lacks_a_device_or_used_other_tools_is_not_judged(agent):
-    from ansible_collections.gpufabric.stack.plugins.filter.nic_reading import mlx_config_checked
+def test_a_reading_that_lacks_a_device_or_used_other_tools_fails_that_device(agent):
+    from ansible_collections.gpufabric.stack.plugins.module_utils.checks.nic_firmware import (
+        checked_from_reading as mlx_config_checked)
     run = lambda argv: module._run(None, argv)  # noqa: E731
     reading = _read_all(run, [PF0])
-    assert mlx_config_checked(reading, _devices(8, 4)[:1], "mstconfig", "mstflint")["devices"][0]["device"] == PF0
-    assert mlx_config_checked(reading, _devices(8, 4), "mstconfig", "mstflint") is None        # PF1 not read
-    assert mlx_config_checked(reading, _devices(8, 4)[:1], "mlxconfig", "mstflint") is None    # another tool
-    assert mlx_config_checked(reading, _devices(8, 4)[:1], "mstconfig", "") is None            # no flint query
-    assert mlx_config_checked({"nics": []}, _devices(8, 4), "mstconfig", "mstflint") is None   # no firmware read
+    got = mlx_config_checked(reading, _devices(8, 4)[:1], "mstconfig", "mstflint")
+    assert got["devices"][0]["device"] == PF0 and not got.get("failed")
+
+    def failed(got):
+        return [(d["device"], d["msg"]) for d in got["devices"] if d.get("failed")]
+    assert failed(mlx_config_checked(reading, _devices(8, 4), "mstconfig", "mstflint")) == [
+        (PF1, "%s: the node's read has no firmware query of this PF" % PF1)]                  # PF1 not read
+    assert "read with mstconfig/mstflint, not mlxconfig/mstflint" in failed(
+        mlx_config_checked(reading, _devices(8, 4)[:1], "mlxconfig", "mstflint"))[0][1]      # another tool
+    assert failed(mlx_config_checked(reading, _devices(8, 4)[:1], "mstconfig", ""))            # no flint query
+    assert len(failed(mlx_config_checked({"nics": []}, _devices(8, 4), "mstconfig", "mstflint"))) == 2
     bad = mlx_config_checked(reading, [{"device": PF0, "params": {"NUM_OF_VFS": 500}}], "mstconfig", "mstflint")
     assert bad["failed"] and "500" in bad["msg"] and bad["devices"] == []

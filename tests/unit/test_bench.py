@@ -114,7 +114,7 @@ def test_layers_from_list_tags_and_report():
 
 
 # ---------------------------------------------------------------- targets
-def _results(rerun32=(60.0, 5.0), validate32=(25.0, 5.0), mods=12, changed=(0, 0, 0), cmds=0, shows=2,
+def _results(rerun32=(60.0, 5.0), validate32=(20.0, 5.0), mods=12, changed=(0, 0, 0), cmds=0, shows=2,
              rerun8=40.0, rerun64=100.0):
     def size(n, rerun_med, val_med, ping):
         return {"nodes": n, "measurements": {

@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ PLAY = """- hosts: localhost
     - name: Wait
       gpufabric.stack.wait_for_boot:
         previous: "{previous}"
-        boot_time_command: "cat {marker}"
+        boot_time_command: "{command}"
         sleep: {sleep}
         timeout: {timeout}
       register: waited
@@ -37,10 +36,10 @@ PLAY = """- hosts: localhost
 """
 
 
-def run(tmp_path, previous, sleep=1, timeout=30, check=False):
+def run(tmp_path, previous, sleep=1, timeout=30, check=False, command=None):
     out = tmp_path / "result.json"
     play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(previous=previous, marker=tmp_path / "marker", sleep=sleep,
+    play.write_text(PLAY.format(previous=previous, command=command or "cat %s" % (tmp_path / "marker"), sleep=sleep,
                                 timeout=timeout, out=out))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
@@ -49,35 +48,30 @@ def run(tmp_path, previous, sleep=1, timeout=30, check=False):
     return proc, (json.loads(out.read_text()) if out.exists() else None)
 
 
-def later(seconds, action):
-    t = threading.Timer(seconds, action)
-    t.start()
-    return t
+def answers(tmp_path, *replies):
+    """A boot-time command that answers ``replies`` in turn, one per call
+    (None: the node does not answer), then the last one for ever: the test
+    does not depend on how long ansible-playbook takes to start."""
+    (tmp_path / "replies").write_text("\n".join(r or "-" for r in replies) + "\n")
+    script = tmp_path / "node.sh"
+    script.write_text('n=$(cat "$0.calls" 2>/dev/null || echo 0); echo $((n + 1)) > "$0.calls"\n'
+                      'r=$(sed -n "$((n + 1))p" %s); [ -n "$r" ] || r=$(tail -n 1 %s)\n'
+                      '[ "$r" = "-" ] && exit 1; echo "$r"\n' % (tmp_path / "replies", tmp_path / "replies"))
+    return "sh %s" % script
 
 
 def test_waits_until_the_marker_changes(tmp_path):
-    marker = tmp_path / "marker"
-    marker.write_text("boot-1\n")
-    t = later(2.5, lambda: marker.write_text("boot-2\n"))
-    try:
-        proc, res = run(tmp_path, "boot-1")
-    finally:
-        t.cancel()
+    proc, res = run(tmp_path, "boot-1", command=answers(tmp_path, "boot-1", "boot-1", "boot-2"))
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert res["boot_marker"] == "boot-2" and res["new_boot"] is True
-    assert res["attempts"] >= 2
+    assert res["attempts"] == 3
 
 
 def test_retries_while_the_node_does_not_answer(tmp_path):
-    # no marker file: the command fails, as a node that is down
-    marker = tmp_path / "marker"
-    t = later(2.5, lambda: marker.write_text("boot-2\n"))
-    try:
-        proc, res = run(tmp_path, "boot-1")
-    finally:
-        t.cancel()
+    # the command fails twice, as a node that is down, then answers
+    proc, res = run(tmp_path, "boot-1", command=answers(tmp_path, None, None, "boot-2"))
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert res["boot_marker"] == "boot-2" and res["attempts"] >= 2
+    assert res["boot_marker"] == "boot-2" and res["attempts"] == 3
 
 
 def test_fails_naming_the_host_when_no_new_boot_comes(tmp_path):

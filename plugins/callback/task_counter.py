@@ -103,6 +103,10 @@ def classify(action, result, extra=(), delegated=False):
     the task has delegate_to (the result says so too, except for loops)."""
     counts = dict.fromkeys(HOST_KEYS, 0)
     items = result.get("results") if isinstance(result.get("results"), list) else None
+    # a loop's results carry their loop variable; a module's own "results"
+    # (the doctor action's records, for one) is one execution
+    if items and not all(isinstance(e, dict) and "ansible_loop_var" in e for e in items):
+        items = None
     entries = items if items is not None and items else [result]
     delegated = delegated or bool(result.get("_ansible_delegated_vars"))
     for entry in entries:

@@ -189,12 +189,17 @@ def test_classify_module_controller_and_skipped():
 
 
 def test_classify_counts_loop_items_one_by_one():
-    res = {"results": [{"changed": True}, {"skipped": True}, {"failed": True}], "changed": True}
+    res = {"results": [{"changed": True, "ansible_loop_var": "item"}, {"skipped": True, "ansible_loop_var": "item"},
+                       {"failed": True, "ansible_loop_var": "item"}], "changed": True}
     c = task_counter.classify("ansible.builtin.template", res, delegated=True)
     assert (c["results"], c["module_executions"], c["skipped"], c["changed"], c["failed"], c["delegated"]) == \
         (3, 2, 1, 1, 1, 2)
     empty = {"results": [], "skipped": True}
     assert task_counter.classify("ansible.builtin.stat", empty)["skipped"] == 1
+    # a module's own "results" (the doctor action's per-layer records) is one execution, not a loop
+    own = {"results": [{"layer": 1, "status": "pass"}, {"layer": 2, "status": "fail"}], "changed": False}
+    c = task_counter.classify("gpufabric.stack.doctor", own)
+    assert (c["results"], c["module_executions"], c["failed"]) == (1, 1, 0)
 
 
 def test_classify_delegation_from_the_result():

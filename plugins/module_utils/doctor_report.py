@@ -41,8 +41,7 @@ def checked(report):
     for host, entry in report.items():
         if not isinstance(entry, dict):
             raise ValueError("%s: not {verdict, layers}: %r" % (host, entry))
-        rows = [record(r, "%s: layer %s" % (host, r.get("layer") if isinstance(r, dict) else r))
-                for r in entry.get("layers") or []]
+        rows = [record(r, host) for r in entry.get("layers") or []]
         out[host] = dict(entry, layers=rows)
     return out
 

@@ -1,13 +1,22 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The doctor's node layers on one host in one task: what each layer's check
-wants read (module_utils/checks/<role>.py ``reads``) merged into one
-nic_facts execution on the node and one Redfish read of its BMC made here on
-the controller, then every check judged here, in layer order, against its
-role's intent (the role's defaults, the inventory over them, the role's
-vars over both).  A layer given to --skip-tags is 'skipped' and not read; the
-layers above the first failing one are 'blocked by N' and not judged."""
+"""The doctor: every layer judged by its check file
+(module_utils/checks/<role>.py) against its role's intent (the role's
+defaults, the inventory over them, the role's vars over both), in the
+controller, one record per layer.  Where the reading comes from is the
+layer's scope in the registry (module_utils/layers.py):
+
+- node layers: what each check wants read merged into one nic_facts
+  execution on the node and one Redfish read of its BMC made here; a layer
+  given to --skip-tags is 'skipped' and not read, the layers above the first
+  failing one are 'blocked by N' and not judged;
+- the switch layer: one roce_switch gathered read of the switch;
+- cluster layers: the Kubernetes API read once for the play (the task runs
+  once, delegated to the first kube_control_plane host), every distinct
+  object read once, every host of the play judged;
+- fabric layers: the reading the role's coordination made across nodes
+  (``reading``), judged here."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -16,31 +25,37 @@ __metaclass__ = type
 import importlib
 import os
 
-from ansible.errors import AnsibleError
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, layers, redfish_bios
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, kube_checks, layers, redfish_bios
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = "ansible_collections.gpufabric.stack.plugins.module_utils.checks."
-LIST_OPTIONS = ("units", "files", "probe_modules")
+LIST_OPTIONS = ("units", "files", "contents", "probe_modules")
 DICT_OPTIONS = ("firmware", "qos", "runtime")
 
 ARGS = {
     "layers": {"type": "list", "elements": "int"},
     "skip_tags": {"type": "list", "elements": "str"},
+    "reading": {"type": "dict"},
+    "node_result": {"type": "str", "default": "doctor_node"},
 }
+ERRORS = (AnsibleError, KeyError, TypeError, ValueError)
 
 
 def merge_reads(wanted):
     """The nic_facts calls that answer every layer's ``nic_facts`` wish:
-    {sysfs_root: options}, one call per sysfs root, lists joined; ValueError
-    when two layers want a different option of the same kind (their roles'
-    settings disagree) naming both."""
+    {sysfs_root: options}, one call per sysfs root, lists joined (a wish
+    that names no sysfs_root joins the first call); ValueError when two
+    layers want a different option of the same kind (their roles' settings
+    disagree) naming both."""
     calls = {}
-    for number, wish in wanted:
-        root = wish.get("sysfs_root") or "/sys"
+    rooted = [(n, w) for n, w in wanted if w.get("sysfs_root")]
+    rootless = [(n, w) for n, w in wanted if not w.get("sysfs_root")]
+    for number, wish in rooted + rootless:
+        root = wish.get("sysfs_root") or (sorted(calls)[0] if calls else "/sys")
         call = calls.setdefault(root, {"sysfs_root": root})
         for key, value in wish.items():
             if key == "sysfs_root":
@@ -62,9 +77,24 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _VALID_ARGS = frozenset(ARGS)
 
+    def _host_vars(self, task_vars, host):
+        """The variables of ``host`` as its own task would see them: the
+        task's (play, magic, hostvars) with that host's inventory, facts and
+        registered results over them."""
+        if host == task_vars.get("inventory_hostname"):
+            return task_vars
+        variables = dict(task_vars)
+        variables.update(task_vars["hostvars"].raw_get(host))
+        variables["inventory_hostname"] = host
+        variables["inventory_hostname_short"] = host.split(".")[0]
+        variables["group_names"] = sorted(g for g, members in (task_vars.get("groups") or {}).items()
+                                          if host in members and g != "all")
+        return variables
+
     def _role_intent(self, role, names, task_vars):
         """``names`` of role ``role`` as the role sees them: its defaults,
-        the inventory and play over them, its vars/main.yml over both."""
+        the inventory and play over them, its vars/main.yml over both; a
+        name whose value templates to ``omit`` is left out."""
         base = os.path.join(COLLECTION, "roles", role)
         variables = {}
         path = os.path.join(base, "defaults", "main.yml")
@@ -75,7 +105,13 @@ class ActionModule(ActionBase):
         if os.path.exists(path):
             variables.update(self._loader.load_from_file(path, trusted_as_template=True) or {})
         templar = self._templar.copy_with_new_env(available_variables=variables)
-        intent = dict((name, templar.template(variables[name])) for name in names if name in variables)
+        omit = task_vars.get("omit")
+        intent = {}
+        for name in names:
+            if name in variables:
+                value = templar.template(variables[name])
+                if omit is None or value != omit:
+                    intent[name] = value
         return self._validated(role, intent, task_vars.get("inventory_hostname", "?"))
 
     def _validated(self, role, intent, host):
@@ -108,6 +144,21 @@ class ActionModule(ActionBase):
                                         timeout=int(intent.get("bmc_timeout") or 30))
         return redfish_bios.read_bios(get, address, vendor=intent.get("bmc_vendor") or "auto")
 
+    def _prepare(self, todo, task_vars, host):
+        """(modules, intents, wishes, errors) of the layers ``todo`` on
+        ``host``: each check file, its role's intent, what it wants read, and
+        why a layer cannot be checked (a variable that does not template or
+        has the wrong type; the layers below it still are)."""
+        modules, intents, wishes, errors = {}, {}, {}, {}
+        for layer in todo:
+            module = modules[layer.number] = importlib.import_module(CHECKS + layer.role)
+            try:
+                intents[layer.number] = self._role_intent(layer.role, module.INTENT, task_vars)
+                wishes[layer.number] = module.reads(intents[layer.number], host)
+            except ERRORS as exc:
+                errors[layer.number] = "%s: %s" % (type(exc).__name__, exc)
+        return modules, intents, wishes, errors
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
@@ -115,29 +166,154 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname", "?")
         groups = [g for g, members in (task_vars.get("groups") or {}).items() if host in members]
         if args["layers"] is None:
-            todo = [layer for layer in layers.select(scope="node") if set(layer.hosts) & set(groups)]
+            todo = [layer for layer in layers.select(scope=("node", "switch")) if set(layer.hosts) & set(groups)]
         else:
             try:
                 todo = [layers.get(n) for n in sorted(set(args["layers"]))]
             except ValueError as exc:
                 raise AnsibleError("%s: layers: %s" % (host, exc))
-            other = [layer for layer in todo if layer.scope != "node"]
-            if other:
-                raise AnsibleError("%s: layers: layer %d (%s) is read across hosts, not by this action; its role's "
-                                   "check.yml reads it" % (host, other[0].number, other[0].role))
+        scopes = set(layer.scope for layer in todo)
+        if len(scopes) > 1 and scopes != set(["node", "switch"]):
+            raise AnsibleError("%s: layers: %s are read in different ways (%s); check each kind in its own task"
+                               % (host, ", ".join(str(layer.number) for layer in todo), ", ".join(sorted(scopes))))
         skip = set(task_vars.get("ansible_skip_tags") or []) if args["skip_tags"] is None else set(args["skip_tags"])
-        checked = [layer for layer in todo if layers.tag(layer.number) not in skip]
+        if "fabric" in scopes:
+            if args["reading"] is None or len(todo) != 1:
+                raise AnsibleError("%s: layers: layer %d (%s) is read across nodes by its role's tasks/doctor.yml, "
+                                   "which gives its reading: one layer and its reading per task"
+                                   % (host, todo[0].number, todo[0].role))
+            return self._fabric(result, todo[0], args["reading"], task_vars, host)
+        if args["reading"] is not None:
+            raise AnsibleError("%s: reading: only a fabric layer (%s) is given its reading"
+                               % (host, ", ".join(str(layer.number) for layer in layers.select(scope="fabric"))))
+        if "cluster" in scopes:
+            return self._cluster(result, todo, skip, args["node_result"], task_vars)
+        return self._node(result, todo, skip, task_vars, host, groups, args["layers"] is None, args["node_result"])
 
-        modules, intents, wishes, errors = {}, {}, {}, {}
-        for layer in checked:
-            module = modules[layer.number] = importlib.import_module(CHECKS + layer.role)
+    def _fabric(self, result, layer, reading, task_vars, host):
+        """A fabric layer: its role's coordination read across nodes; the
+        check judges that reading against the role's intent."""
+        module = importlib.import_module(CHECKS + layer.role)
+        try:
+            intent = self._role_intent(layer.role, module.INTENT, task_vars)
+            res = doctor.record(module.check(reading, intent, host), "%s: the layer %d check" % (host, layer.number))
+        except ERRORS as exc:
+            error = "%s: %s" % (type(exc).__name__, exc)
+            res = doctor.result(layer.number, "fail", "the %s check stopped with an error" % layer.role, [error],
+                                "fix the variable the error names for this host")
+            result.update(failed=True, msg="%s: the layer %d (%s) check stopped with an error: %s"
+                          % (host, layer.number, layer.role, error))
+        result.update(changed=False, results=[res])
+        return result
+
+    def _cluster(self, result, todo, skip, node_result, task_vars):
+        """The cluster layers of every host of the play from one read of the
+        API on the first kube_control_plane host (the task runs once,
+        delegated there)."""
+        hostvars = task_vars.get("hostvars") or {}
+        api_host = ((task_vars.get("groups") or {}).get("kube_control_plane") or [""])[0]
+        if api_host and (self._task.delegate_to != api_host or not self._task.run_once):
+            raise AnsibleError("layers %s read the Kubernetes API once for the play on %s: run the task with "
+                               "run_once: true and delegate_to: %s (it is %s, delegated to %r)"
+                               % (", ".join(str(layer.number) for layer in todo), api_host, api_host,
+                                  "run once" if self._task.run_once else "not run once", self._task.delegate_to))
+        checked = [layer for layer in todo if layers.tag(layer.number) not in skip]
+        hosts = [h for h in task_vars.get("ansible_play_batch") or [task_vars.get("inventory_hostname")]
+                 if set(g for g, members in (task_vars.get("groups") or {}).items() if h in members)
+                 & set(g for layer in checked for g in layer.hosts)]
+        prepared = dict((h, self._prepare(checked, self._host_vars(task_vars, h), h)) for h in hosts)
+
+        wanted, queries = {}, {}
+        for h, (_modules, _intents, wishes, _errors) in prepared.items():
+            for wish in wishes.values():
+                config = wish["cluster"]["kubeconfig"]
+                for q in wish["cluster"]["queries"]:
+                    queries.setdefault(config, {})[kube_checks.query_key(q)] = q
+        answers, skipped = {}, {}
+        for config in sorted(queries):
+            if not api_host:
+                skipped[config] = "no kube_control_plane host in the inventory"
+                continue
             try:
-                intents[layer.number] = self._role_intent(layer.role, module.INTENT, task_vars)
-                wishes[layer.number] = module.reads(intents[layer.number], host)
-            except (AnsibleError, KeyError, TypeError, ValueError) as exc:
-                # a variable that does not template or has the wrong type: this
-                # layer cannot be checked; the layers below it still are
-                errors[layer.number] = "%s: %s" % (type(exc).__name__, exc)
+                stat = self._execute_module(module_name="ansible.builtin.stat", module_args={"path": config},
+                                            task_vars=task_vars)
+            except AnsibleConnectionFailure:
+                stat = {"unreachable": True}
+            if stat.get("unreachable"):
+                skipped[config] = "control-plane host %s unreachable" % api_host
+            elif not (stat.get("stat") or {}).get("exists"):
+                skipped[config] = "no cluster: %s not found on %s" % (config, api_host)
+            if config in skipped:
+                continue
+            for key, q in sorted(queries[config].items()):
+                answers[(config, key)] = self._read_api(config, q, task_vars)
+
+        by_host = {}
+        for h in hosts:
+            modules, intents, wishes, errors = prepared[h]
+            node = (hostvars[h].get(node_result) or {}) if h in hostvars else {}
+            records = []
+            for layer in todo:
+                if layer not in checked:
+                    records.append(doctor.result(layer.number, "skipped",
+                                                 "not checked: --skip-tags " + layers.tag(layer.number)))
+                    continue
+                if layer.number in errors:
+                    records.append(doctor.result(layer.number, "fail", "the %s check stopped with an error"
+                                                 % layer.role, [errors[layer.number]],
+                                                 "fix the variable the error names for this host"))
+                    continue
+                config = wishes[layer.number]["cluster"]["kubeconfig"]
+                reading = {"cluster": {"skip": skipped.get(config, ""),
+                                       "answers": dict((key, answers[(config, key)]) for key in queries[config]
+                                                       if (config, key) in answers)},
+                           "nic_facts": node.get("reading") or {}}
+                try:
+                    records.append(doctor.record(modules[layer.number].check(reading, intents[layer.number], h),
+                                                 "%s: the layer %d check" % (h, layer.number)))
+                except ERRORS as exc:
+                    records.append(doctor.result(layer.number, "fail", "the %s check stopped with an error"
+                                                 % layer.role, ["%s: %s" % (type(exc).__name__, exc)],
+                                                 "fix the variable the error names for this host"))
+            by_host[h] = records
+        own = task_vars.get("inventory_hostname")
+        result.update(changed=False, results=by_host.get(own, []), hosts=by_host, api_host=api_host,
+                      api_reads=len(answers))
+        return result
+
+    def _read_api(self, config, q, task_vars):
+        """One read: {resources}, {version} or {error}."""
+        if q["kind"] == kube_checks.VERSION:
+            got = self._execute_module(module_name="kubernetes.core.k8s_cluster_info",
+                                       module_args={"kubeconfig": config}, task_vars=task_vars)
+            if got.get("failed") or got.get("unreachable") or "version" not in got:
+                return {"error": got.get("msg") or "the API read failed"}
+            return {"version": got["version"]}
+        module_args = dict(q, kubeconfig=config)
+        got = self._execute_module(module_name="kubernetes.core.k8s_info", module_args=module_args,
+                                   task_vars=task_vars)
+        if got.get("failed") or got.get("unreachable") or "resources" not in got:
+            return {"error": got.get("msg") or "the API read failed"}
+        return {"resources": got["resources"]}
+
+    def _node(self, result, todo, skip, task_vars, host, groups, whole, node_result):
+        """The node (or switch) layers of this host from one read of it;
+        ``whole`` (no layers asked for: all of the host's) adds to that read
+        what the host's cluster layers read on the node."""
+        checked = [layer for layer in todo if layers.tag(layer.number) not in skip]
+        modules, intents, wishes, errors = self._prepare(checked, task_vars, host)
+        # what the host's cluster layers read on the node comes in the same read
+        cluster = [layer for layer in layers.select(scope="cluster") if whole and set(layer.hosts) & set(groups)
+                   and layers.tag(layer.number) not in skip]
+        extra = []
+        for layer in cluster:
+            module = importlib.import_module(CHECKS + layer.role)
+            try:
+                wish = module.reads(self._role_intent(layer.role, module.INTENT, task_vars), host)
+            except ERRORS:
+                continue  # the cluster task names the error
+            if "nic_facts" in wish:
+                extra.append((layer.number, wish["nic_facts"]))
 
         readings = {}
         if any(w.get("bmc") for w in wishes.values()):
@@ -145,16 +321,28 @@ class ActionModule(ActionBase):
             try:
                 bmc = importlib.import_module(CHECKS + "bmc")
                 readings["bmc"] = self._read_bmc(self._role_intent("bmc", bmc.INTENT, task_vars))
-            except (AnsibleError, KeyError, TypeError, ValueError) as exc:
+            except ERRORS as exc:
                 for n in [n for n in wishes if wishes[n].get("bmc")]:
                     errors[n] = "%s: %s" % (type(exc).__name__, exc)
         if any(w.get("switches") for w in wishes.values()):
             hostvars = task_vars.get("hostvars") or {}
-            readings["switches"] = dict((sw, hostvars[sw]["roce_switch_check"])
-                                        for sw in (task_vars.get("groups") or {}).get("leaf_switches") or []
-                                        if sw in hostvars and "roce_switch_check" in hostvars[sw])
+            readings["switches"] = {}
+            for sw in (task_vars.get("groups") or {}).get("leaf_switches") or []:
+                answer = ((hostvars[sw].get(node_result) or {}) if sw in hostvars else {}).get("switch")
+                if answer:
+                    readings["switches"][sw] = answer
+        for number, wish in sorted(wishes.items()):
+            if "roce_switch" in wish:
+                answer = self._execute_module(module_name="gpufabric.stack.roce_switch",
+                                              module_args=wish["roce_switch"], task_vars=task_vars)
+                if answer.get("unreachable"):
+                    result.update(answer)
+                    return result
+                answer.pop("invocation", None)
+                readings["roce_switch"] = answer
         try:
-            calls = merge_reads([(n, w["nic_facts"]) for n, w in sorted(wishes.items()) if "nic_facts" in w])
+            calls = merge_reads([(n, w["nic_facts"]) for n, w in sorted(wishes.items()) if "nic_facts" in w]
+                                + extra)
         except ValueError as exc:
             raise AnsibleError("%s: %s" % (host, exc))
         kernel_proc = next((w["nic_facts"]["proc_root"] for w in wishes.values()
@@ -205,7 +393,7 @@ class ActionModule(ActionBase):
                 first = res
         default_root = self._templar.template(task_vars.get("gpufabric_sysfs_root")) or "/sys"
         result.update(changed=False, results=results, details=details, reading=answers.get(default_root) or {},
-                      nic_facts_calls=len(answers))
+                      switch=readings.get("roce_switch") or {}, nic_facts_calls=len(answers))
         stopped = [n for n in sorted(errors) if any(r["layer"] == n and r["status"] == "fail" for r in results)]
         if stopped:
             # the results are recorded; the task fails so that the error is seen

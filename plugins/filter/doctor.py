@@ -14,8 +14,8 @@ description:
   - Returns the entries of the layer registry (C(module_utils/layers.py)) checked on hosts of inventory group
     I(_input), of the given I(scope), among I(numbers), lowest first, each as C({layer, role}).
   - The same plugin file provides the doctor's plumbing that validate.yml and the rollout's health gate use
-    C(doctor_failed) (whether a host failed one of the given layers in this run, from the doctor action's results
-    and the checks' own), C(doctor_layer_results) (a host's record per layer, the checks' own, skipped for
+    C(doctor_failed) (whether a host failed one of the given layers in this run, from the doctor action's records
+    of the host, its C(doctor_checked)), C(doctor_layer_results) (a host's record per layer, the checks' own, skipped for
     --skip-tags, blocked above the first failure), C(doctor_verdict) (first failing layer per host, upper layers
     blocked), C(doctor_json) (report.json, every record checked), C(doctor_table) (a hosts x layers text table,
     ANSI colours optional), C(doctor_junit) (JUnit XML, one testsuite per host), C(doctor_html) (a self-contained
@@ -27,8 +27,9 @@ options:
     description: An inventory group (gpu_workers, leaf_switches, kube_control_plane); null for every layer.
     type: str
   scope:
-    description: "C(node) (read on the node by the M(gpufabric.stack.doctor) action), C(switch) or C(fabric) (read
-      across hosts by the role's check.yml), or a list of them; null for all."
+    description: "C(node) (read on the node by the M(gpufabric.stack.doctor) action), C(switch) (read on the switch
+      by it), C(cluster) (read through the Kubernetes API once for the play by it) or C(fabric) (read across nodes by
+      the role's tasks/doctor.yml and judged by it), or a list of them; null for all."
     type: raw
   numbers:
     description: Only these layer numbers.
@@ -67,12 +68,12 @@ def doctor_layers(group=None, scope=None, numbers=None):
     return layers.entries(layers.select(group, scope, numbers))
 
 
-def doctor_failed(entries, host_facts, skip_tags=None, given=None):
-    return doctor.earlier_failure(entries, host_facts or {}, skip_tags or [], given) is not None
+def doctor_failed(entries, skip_tags=None, given=None):
+    return doctor.earlier_failure(entries, skip_tags or [], given) is not None
 
 
-def doctor_layer_results(entries, host_facts, skip_tags=None, given=None):
-    return doctor.layer_results(entries, host_facts or {}, skip_tags or [], given)
+def doctor_layer_results(entries, skip_tags=None, given=None):
+    return doctor.layer_results(entries, skip_tags or [], given)
 
 
 def doctor_verdict(results):

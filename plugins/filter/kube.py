@@ -2,8 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the Kubernetes node layers 10-11: the inventory's Kubernetes
-intent checked before any change (plugins/module_utils/kube_intent.py), the
-doctor's layer 10 and 11 verdicts (plugins/module_utils/kube_checks.py), and
+intent checked before any change (plugins/module_utils/kube_intent.py) and
 the file names of render mode."""
 
 from __future__ import absolute_import, division, print_function
@@ -18,8 +17,7 @@ description:
   - The same plugin file provides C(kube_node_networks) (the node addresses and networks of the inventory), C(kube_address),
     C(kube_version_errors), C(kube_skew_errors), C(kube_upgrade_errors), C(kube_minor), C(kube_cluster_dns),
     C(kube_config_drift), C(kube_join_parse) (token and CA hash from C(kubeadm token create --print-join-command)),
-    C(containerd_config_version), C(kube_object_file) (render mode file names),
-    C(kube_check_kubeadm) (the doctor's layer 11 verdict).
+    C(containerd_config_version), C(kube_object_file) (render mode file names).
 positional: _input, service_subnet, node_networks
 options:
   _input:
@@ -71,7 +69,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
 
-kube_checks = deferred("kube_checks")
 kube_intent = deferred("kube_intent")
 plain_data = deferred("plain_data")
 
@@ -186,13 +183,6 @@ def kube_object_file(obj):
     return "%s-%s%s.yaml" % (obj["kind"].lower(), (ns + "-") if ns else "", meta["name"])
 
 
-def kube_check_kubeadm(node_name, node, server_version=None, wanted_version=None, kubelet_config=None,
-                       wanted_kubelet=None, skip_reason=None, api_error=None):
-    return kube_checks.check_kubeadm(node_name, plain_data.first(node), server_version or None, wanted_version or None,
-                                     plain_data.plain(kubelet_config) or None, plain_data.plain(wanted_kubelet) or None,
-                                     skip_reason or None, api_error or None)
-
-
 class FilterModule(object):
     def filters(self):
         return {
@@ -208,5 +198,4 @@ class FilterModule(object):
             "kube_join_parse": kube_join_parse,
             "containerd_config_version": containerd_config_version,
             "kube_object_file": kube_object_file,
-            "kube_check_kubeadm": kube_check_kubeadm,
         }

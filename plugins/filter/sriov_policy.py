@@ -15,7 +15,7 @@ description:
   - Takes a mapping of node name to that node's gpufabric_nics and returns C(policies) (one
     externallyManaged SriovNetworkNodePolicy per rail and node profile), C(node_labels),
     C(node_label_objects), C(node_resources), C(resources) and C(errors).
-  - The same plugin file provides C(sriov_tenant_errors), C(sriov_tenant_networks), C(sriov_expected_nads),
+  - The same plugin file provides C(sriov_tenant_errors), C(sriov_tenant_networks),
     C(sriov_tenant_namespaces), C(sriov_rdma_shared_config), C(sriov_macvlan_nads) and
     C(sriov_policy_check) (a rendered policy against nic_facts of a node).
 positional: _input, cabling
@@ -87,10 +87,6 @@ def sriov_tenant_networks(tenants, resources, namespace="sriov-network-operator"
     return sp.tenant_networks(plain_data.plain(tenants), plain_data.plain(resources), namespace, link_type, roce_priority, rdma_cni)
 
 
-def sriov_expected_nads(tenants, resources):
-    return sp.expected_nads(plain_data.plain(tenants), plain_data.plain(resources))
-
-
 def sriov_tenant_namespaces(tenants, labels=None):
     return sp.tenant_namespaces(plain_data.plain(tenants), plain_data.plain(labels))
 
@@ -115,7 +111,6 @@ class FilterModule(object):
             "sriov_policy_plan": sriov_policy_plan,
             "sriov_tenant_errors": sriov_tenant_errors,
             "sriov_tenant_networks": sriov_tenant_networks,
-            "sriov_expected_nads": sriov_expected_nads,
             "sriov_tenant_namespaces": sriov_tenant_namespaces,
             "sriov_rdma_shared_config": sriov_rdma_shared_config,
             "sriov_macvlan_nads": sriov_macvlan_nads,

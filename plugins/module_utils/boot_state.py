@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import errno
 import os
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.runtime_facts import last_line, parse_systemctl_show
@@ -46,3 +47,33 @@ def unit_file_states(run, units, systemctl="systemctl", active=None):
 def files_present(paths):
     """{path: exists} for the given absolute paths."""
     return dict((path, os.path.exists(path)) for path in paths if path)
+
+
+CONTENTS_LIMIT = 1 << 20
+
+
+def file_contents(paths, limit=CONTENTS_LIMIT):
+    """{path: text} for small text files (a kubelet configuration): None for
+    a path that does not exist, ``{"error": why}`` for one that cannot be
+    read as UTF-8 text of at most ``limit`` bytes."""
+    out = {}
+    for path in paths:
+        if not path:
+            continue
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limit + 1)
+        except (IOError, OSError) as exc:
+            if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+                out[path] = None
+                continue
+            out[path] = {"error": "%s: %s" % (path, exc.strerror or exc)}
+            continue
+        if len(data) > limit:
+            out[path] = {"error": "%s: larger than %d bytes" % (path, limit)}
+            continue
+        try:
+            out[path] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            out[path] = {"error": "%s: not UTF-8 text" % path}
+    return out

@@ -92,31 +92,29 @@ def _given(given):
     return dict((int(r["layer"]), r) for r in given or [] if isinstance(r, dict) and "layer" in r)
 
 
-def earlier_failure(entries, host_facts, skip_tags=(), given=None):
+def earlier_failure(entries, skip_tags=(), given=None):
     """The first failing result among ``entries`` ([{layer, role}], in the
-    order checked): the doctor action's results (``given``) for its layers,
-    each other check's <role>_doctor_result in the host's facts; None when
-    none failed.  A layer given to --skip-tags is not looked at.  A result
-    left from an earlier check in the same play is never mistaken for this
-    one's: every layer before the first failure ran again, and what comes
-    after it is not looked at."""
+    order checked) in ``given`` (the records of the doctor action's tasks
+    on the host in this run); None when none failed.  A layer given to
+    --skip-tags is not looked at."""
     skip, made = set(skip_tags or []), _given(given)
     for entry in entries or []:
         layer = int(entry["layer"])
         if layer_tag(layer) in skip:
             continue
-        res = made.get(layer) or host_facts.get(str(entry["role"]) + "_doctor_result")
+        res = made.get(layer)
         if isinstance(res, dict) and res.get("status") == "fail":
             return res
     return None
 
 
-def layer_results(entries, host_facts, skip_tags=(), given=None):
+def layer_results(entries, skip_tags=(), given=None):
     """One record per layer of ``entries`` ([{layer, role}]), in their order:
-    'skipped' for those given to --skip-tags, the doctor action's result
-    (``given``) or the check's <role>_doctor_result up to the first failing
-    one, 'blocked by N' after it.  Each goes through ``record``: a check
-    that made something else fails here naming the host's layer."""
+    'skipped' for those given to --skip-tags, the record in ``given`` (the
+    doctor action's, in this run) up to the first failing one, 'blocked by
+    N' after it.  A layer with no record (its check stopped with an error)
+    fails.  Each goes through ``record``: anything else fails here naming
+    the host's layer."""
     skip, out, first, made = set(skip_tags or []), [], None, _given(given)
     for entry in entries or []:
         layer, role = int(entry["layer"]), str(entry["role"])
@@ -125,7 +123,7 @@ def layer_results(entries, host_facts, skip_tags=(), given=None):
         elif first is not None:
             out.append(result(layer, "blocked", "blocked by layer %d" % first["layer"]))
         else:
-            res = made.get(layer) or host_facts.get(role + "_doctor_result")
+            res = made.get(layer)
             if not isinstance(res, dict) or "status" not in res:
                 res = result(layer, "fail", "the %s check stopped with an error" % role, [],
                              "see the failed task of this host in the play's output")

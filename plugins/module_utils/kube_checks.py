@@ -7,8 +7,10 @@ One function per layer check.  Each takes API objects as plain dicts (as
 kubernetes.core.k8s_info returns them in ``resources``, or as
 ``kubectl get -o json`` prints them) and returns the doctor's layer result
 {layer, name, status, reason, evidence, remediation} (see doctor.result).
-The roles' tasks/check.yml read the objects and call these through the
-filters in plugins/filter; unit tests call them on recorded objects.
+The check files of layers 11-14 (checks/kubeadm.py, cni.py, multus.py,
+sriov_operator.py) say which objects they need (``query``); the doctor's
+action reads each distinct one once for the play and hands every check the
+answers (``answer``); unit tests call these on recorded objects.
 
 Plain Python, no Ansible imports.
 """
@@ -20,6 +22,71 @@ __metaclass__ = type
 from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import result
 from ansible_collections.gpufabric.stack.plugins.module_utils.kube_intent import (
     config_drift, parse_version, skew_errors)
+
+# ------------------------------------------------- the cluster's one read
+
+VERSION = "version"
+
+
+def query(kind, api_version="v1", namespace=None, name=None, label_selectors=None):
+    """One read of API objects as kubernetes.core.k8s_info takes it, or
+    ``query(VERSION)`` for the API server's version (k8s_cluster_info)."""
+    if kind == VERSION:
+        return {"kind": VERSION}
+    q = {"kind": kind, "api_version": api_version}
+    if namespace:
+        q["namespace"] = namespace
+    if name:
+        q["name"] = name
+    if label_selectors:
+        q["label_selectors"] = list(label_selectors)
+    return q
+
+
+def query_key(q):
+    """A query as one string (the key of its answer)."""
+    return "|".join("%s=%s" % (k, ",".join(v) if isinstance(v, list) else v) for k, v in sorted(q.items()))
+
+
+def answer(reading, q):
+    """(objects, error) of query ``q`` in a check's cluster reading: the
+    list of objects (for VERSION, the version dict in a list), and '' or
+    the message of a failed read."""
+    got = ((reading.get("cluster") or {}).get("answers") or {}).get(query_key(q))
+    if got is None:
+        return [], "%s was not read" % query_key(q)
+    if got.get("error"):
+        return [], str(got["error"])
+    if q["kind"] == VERSION:
+        return [got.get("version") or {}], ""
+    return list(got.get("resources") or []), ""
+
+
+def first_error(reading, queries):
+    """The message of the first failed read among ``queries``, else ''."""
+    for q in queries:
+        err = answer(reading, q)[1]
+        if err:
+            return err
+    return ""
+
+
+def named(objects, name):
+    """The object of ``objects`` whose metadata.name is ``name``, or None."""
+    for obj in objects or []:
+        if ((obj or {}).get("metadata") or {}).get("name") == name:
+            return obj
+    return None
+
+
+def skipped(layer, reason):
+    """A layer read through the API with no cluster to read (no control-plane
+    host, its kubeconfig missing, the host unreachable)."""
+    if int(layer) == 11:
+        return result(11, "skipped", reason, [], "initialise the cluster: site.yml --tags layer11")
+    return result(layer, "skipped", reason, [],
+                  "initialise the cluster (layer 11), then site.yml --tags layer%02d" % int(layer))
+
 
 # ------------------------------------------------------------------ helpers
 

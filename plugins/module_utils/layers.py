@@ -16,12 +16,14 @@ Fields of a layer:
   (``layerNN``);
 - ``hosts``: the inventory groups the doctor checks it on, as validate.yml
   runs it;
-- ``scope``: where its reading comes from.  ``node``: the node itself, read
-  by the doctor's action plugin in its one read of the node and judged in
-  the controller; ``switch``: a leaf switch (layer 7, on the switches' own
-  play); ``fabric``: more than one host at a time (pairs of nodes, the
-  Kubernetes API on the control plane, an MPI job), read by the role's
-  ``check.yml`` tasks and judged by the same check file;
+- ``scope``: where its reading comes from, all of it judged by the layer's
+  check file (module_utils/checks/<role>.py) in the doctor's action plugin.
+  ``node``: the node itself, in the action's one read of the node;
+  ``switch``: a leaf switch, read by the action on the switches' own play;
+  ``cluster``: the Kubernetes API, read once for the play on the first
+  kube_control_plane host (one action run_once); ``fabric``: more than one
+  node at a time (pairs of nodes, an MPI job), read by the role's
+  coordination (tasks/doctor.yml), which hands its reading to the action;
 - ``reads``: what the check reads (the names of nic_facts' options for node
   layers, for the others a description);
 - ``reboot``: applying the layer can reboot a node; ``drain``: a rollout
@@ -53,12 +55,12 @@ REGISTRY = (
     Layer(9, "rdma_check", "RDMA fabric check", "fabric", GPU,
           ("nics", "ib_write_bw between pairs of nodes"), False, False),
     Layer(10, "container_runtime", "Container runtime and GPU", "node", KUBE_NODES, ("runtime",), False, True),
-    Layer(11, "kubeadm", "Kubernetes", "fabric", KUBE_NODES,
+    Layer(11, "kubeadm", "Kubernetes", "cluster", KUBE_NODES,
           ("the Node and the API server's version", "/var/lib/kubelet/config.yaml"), True, True),
-    Layer(12, "cni", "Primary CNI", "fabric", GPU, ("the Node, the CNI agent pods, the CNI's MTU",), False, False),
-    Layer(13, "multus", "Multus", "fabric", GPU,
+    Layer(12, "cni", "Primary CNI", "cluster", GPU, ("the Node, the CNI agent pods, the CNI's MTU",), False, False),
+    Layer(13, "multus", "Multus", "cluster", GPU,
           ("the Node, the NetworkAttachmentDefinition CRD, the Multus daemonset and pods",), False, False),
-    Layer(14, "sriov_operator", "SR-IOV Network Operator", "fabric", GPU,
+    Layer(14, "sriov_operator", "SR-IOV Network Operator", "cluster", GPU,
           ("the Node, the operator's pods and node state, the NetworkAttachmentDefinitions",), False, False),
     Layer(15, "nccl_validate", "NCCL validation", "fabric", GPU,
           ("an all_reduce_perf run over the nodes, or the last recorded one",), False, False),
@@ -68,7 +70,7 @@ BY_NUMBER = dict((layer.number, layer) for layer in REGISTRY)
 BY_ROLE = dict((layer.role, layer) for layer in REGISTRY)
 NAMES = dict((layer.number, layer.role) for layer in REGISTRY)
 TITLES = dict((layer.number, layer.title) for layer in REGISTRY)
-SCOPES = ("node", "switch", "fabric")
+SCOPES = ("node", "switch", "cluster", "fabric")
 
 
 def tag(number):

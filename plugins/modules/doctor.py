@@ -10,33 +10,51 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: doctor
-short_description: The doctor's node layers on one host, in one read of the node
+short_description: The doctor's check of one or more layers, each judged by its check file
 version_added: "0.1.0"
 description:
-  - Checks the layers of the stack that are judged from the node itself (layers 1-6, 8 and 10; the registry in
-    C(module_utils/layers.py) says which) and returns one result per layer.
-  - Each layer's check file (C(module_utils/checks/<role>.py)) says what it needs read. The action merges those
-    wishes into one M(gpufabric.stack.nic_facts) execution on the node (one per distinct sysfs root) and reads the
-    node's BMC (Redfish system, current and pending BIOS attributes) from the controller, then judges every layer
-    on the controller against its role's intent, as the role itself would see its variables (the role's defaults,
-    the inventory and play variables over them, the role's C(vars/main.yml) over both). No role defaults are
-    copied; a setting changed for a role is the setting its check uses.
-  - Layer 8 compares each cabled PF with its switch port when the leaf switches were checked earlier in the same
-    run (their registered C(roce_switch_check)).
-  - A layer given to C(--skip-tags) (C(layerNN)) is C(skipped) and not read; the layers above the first failing
-    one are C(blocked by N) and not judged. The node is never changed, in check mode or not.
-  - An action plugin; it runs on the controller and uses the host's connection for the one module execution.
+  - Checks layers of the stack and returns one result record per layer. Each layer's check file
+    (C(module_utils/checks/<role>.py)) says what it needs read and judges that reading against its role's intent, as
+    the role itself would see its variables (the role's defaults, the inventory and play variables over them, the
+    role's C(vars/main.yml) over both), typed by the role's argument spec. No role defaults are copied; a setting
+    changed for a role is the setting its check uses. Where the reading comes from is the layer's scope in the
+    registry (C(module_utils/layers.py)).
+  - Node layers (1-6, 8, 10) and the switch layer (7), the default. On a node the wishes of the checks are merged
+    into one M(gpufabric.stack.nic_facts) execution (one per distinct sysfs root), and the node's BMC (Redfish
+    system, current and pending BIOS attributes) is read from the controller; the same read brings what the node's
+    cluster layers read on the node (the kubelet's configuration). On a leaf switch one
+    M(gpufabric.stack.roce_switch) C(gathered) read; layer 8 then compares each cabled PF with its switch port when
+    the switches were checked earlier in the run (their registered I(node_result)). A layer given to
+    C(--skip-tags) (C(layerNN)) is C(skipped) and not read; the layers above the first failing one are C(blocked by
+    N) and not judged.
+  - Cluster layers (11-14). The task runs once (C(run_once)), delegated to the first C(kube_control_plane) host;
+    every distinct API object the checks want is read there once (C(kubernetes.core.k8s_info),
+    C(kubernetes.core.k8s_cluster_info)), and every host of the play batch is judged, each on its own objects. With
+    no control-plane host, no kubeconfig on it or the host unreachable, the layers are C(skipped) with that reason.
+  - Fabric layers (9, 15), read across nodes by the role's C(tasks/doctor.yml), which passes what it read as
+    I(reading); one layer per task.
+  - Nothing is changed, in check mode or not. An action plugin; it runs on the controller and uses the host's (or
+    the delegated host's) connection for its module executions.
 options:
   layers:
     description:
-      - The layer numbers to check, each a node layer of the registry. Default, the registry's node layers of the
-        inventory groups the host is in.
+      - The layer numbers to check, all of one kind (node and switch layers together, or cluster layers, or one
+        fabric layer). Default, the registry's node and switch layers of the inventory groups the host is in.
     type: list
     elements: int
   skip_tags:
     description: Tags whose layers are reported C(skipped). Default, the run's C(--skip-tags).
     type: list
     elements: str
+  reading:
+    description: For a fabric layer, what its role's coordination read across nodes; its check file says the shape.
+    type: dict
+  node_result:
+    description:
+      - The name each host's node or switch check is registered under in the run, where the cluster layers find
+        the node's reading and layer 8 the switches'.
+    type: str
+    default: doctor_node
 author:
   - gpufabric.stack maintainers (@gpufabric)
 """
@@ -50,12 +68,20 @@ EXAMPLES = r"""
   gpufabric.stack.doctor:
     layers: [1, 2, 3, 4, 5, 6]
   register: gate
+
+- name: Read the Kubernetes API once and check layers 11-14 on every node of the play
+  gpufabric.stack.doctor:
+    layers: [11, 12, 13, 14]
+  register: doctor_cluster
+  run_once: true
+  delegate_to: "{{ groups['kube_control_plane'] | first }}"
 """
 
 RETURN = r"""
 results:
   description:
-    - One record per layer asked for, in layer order, each as C(module_utils/doctor.py) C(result) makes it.
+    - One record per layer asked for, in layer order, each as C(module_utils/doctor.py) C(result) makes it; for the
+      cluster layers, those of the host the task ran for.
   returned: success
   type: list
   elements: dict
@@ -73,11 +99,28 @@ details:
   returned: success
   type: dict
 reading:
-  description: The node's nic_facts answer under C(gpufabric_sysfs_root), for the checks that span hosts (layers 9, 15).
-  returned: success
+  description: The node's nic_facts answer under C(gpufabric_sysfs_root), for the checks that span nodes (layers 9,
+    15) and the cluster layers (the kubelet's configuration).
+  returned: node and switch layers
   type: dict
+switch:
+  description: The switch's roce_switch C(gathered) answer (its running configuration and drift), for layer 8.
+  returned: node and switch layers
+  type: dict
+hosts:
+  description: For the cluster layers, the records of every host of the play batch, by host.
+  returned: cluster layers
+  type: dict
+api_host:
+  description: For the cluster layers, the host the API was read on (empty without a kube_control_plane host).
+  returned: cluster layers
+  type: str
+api_reads:
+  description: For the cluster layers, how many API reads were made (each distinct object once).
+  returned: cluster layers
+  type: int
 nic_facts_calls:
   description: How many nic_facts executions the read took (one per distinct sysfs root; 0 when no layer needed one).
-  returned: success
+  returned: node and switch layers
   type: int
 """

@@ -55,6 +55,13 @@ options:
     type: list
     elements: path
     default: []
+  contents:
+    description:
+      - Absolute paths of small text files (at most 1 MiB) to return in RV(contents), for example the kubelet's
+        C(/var/lib/kubelet/config.yaml).
+    type: list
+    elements: path
+    default: []
   probe_modules:
     description:
       - Kernel modules to ask kmod about with C(modprobe -D) (a dry run that ignores whether the module is loaded),
@@ -228,6 +235,12 @@ units_error:
   description: Why RV(units) is empty although I(units) was given, else an empty string.
   returned: always
   type: str
+contents:
+  description: The text of each of I(contents); null for a path that does not exist, C({error}) for one that cannot
+    be read as UTF-8 text of at most 1 MiB.
+  returned: always
+  type: dict
+  sample: {/var/lib/kubelet/config.yaml: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"}
 files:
   description: Whether each of I(files) exists.
   returned: always
@@ -324,6 +337,7 @@ def main():
             proc_root=dict(type="path", default="/proc"),
             units=dict(type="list", elements="str", default=[]),
             files=dict(type="list", elements="path", default=[]),
+            contents=dict(type="list", elements="path", default=[]),
             modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
             probe_modules=dict(type="list", elements="str", default=[]),
             firmware=dict(type="dict", options=dict(
@@ -344,9 +358,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    bad = [f for f in module.params["files"] if not f.startswith("/")]
-    if bad:
-        module.fail_json(msg="files: %s is not an absolute path" % bad[0])
+    for option in ("files", "contents"):
+        bad = [f for f in module.params[option] if not f.startswith("/")]
+        if bad:
+            module.fail_json(msg="%s: %s is not an absolute path" % (option, bad[0]))
     if not module.params["modules_load_dir"].startswith("/"):
         module.fail_json(msg="modules_load_dir: %s is not an absolute path" % module.params["modules_load_dir"])
     try:
@@ -398,6 +413,7 @@ def main():
                      modules=sysfs_nic.modules(module.params["sysfs_root"]),
                      cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
                      units=units, units_error=units_error, units_active=units_active, files=boot_state.files_present(module.params["files"]),
+                     contents=boot_state.file_contents(module.params["contents"]),
                      inspected=inspected, modules_load=modules_load,
                      sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"], **extra)
 

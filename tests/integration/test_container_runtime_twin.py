@@ -37,11 +37,13 @@ CHECK = """
     - name: Run the layer 10 check
       gpufabric.stack.doctor: {layers: [10]}
       register: layer10
-    - name: Run the layer 11 check
-      ansible.builtin.include_role: {name: gpufabric.stack.kubeadm, tasks_from: check}
+    - name: Run the layer 11 check (the cluster's one read)
+      ansible.builtin.include_role: {name: gpufabric.stack.doctor, tasks_from: cluster}
+      vars:
+        doctor_layers: [{layer: 11, role: kubeadm}]
     - name: Write the verdicts
       ansible.builtin.copy:
-        content: "{{ [layer10.results[0], kubeadm_doctor_result] | to_json }}"
+        content: "{{ [layer10.results[0], doctor_cluster_results[0]] | to_json }}"
         dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost

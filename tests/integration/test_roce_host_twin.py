@@ -37,15 +37,17 @@ HOST_ONLY = """
     - role: gpufabric.stack.roce_host
 """
 
-# The doctor's order: the switches first (layer 7 registers roce_switch_check),
-# then the nodes, whose layer 8 check compares each PF with its switch port.
+# The doctor's order: the switches first (the doctor action reads each switch
+# once, registered as doctor_node), then the nodes, whose layer 8 check
+# compares each PF with its switch port.
 CHECK = """
 - name: Layer 7 checks
   hosts: leaf_switches
   gather_facts: false
   tasks:
     - name: Check the switch
-      ansible.builtin.include_role: {name: gpufabric.stack.roce_switch, tasks_from: check}
+      gpufabric.stack.doctor:
+      register: doctor_node
 - name: Layer 8 checks
   hosts: gpu_workers
   gather_facts: false

@@ -28,22 +28,21 @@ def res(layer, status, reason="r"):
 
 
 def test_results_per_layer_skipped_checked_then_blocked():
-    facts = {"kernel_doctor_result": res(3, "pass"), "rdma_drivers_doctor_result": res(5, "fail", "module x"),
-             "sriov_vfs_doctor_result": res(6, "pass", "left from an earlier run")}
-    out = doctor.layer_results(LAYERS, facts)
+    given = [res(3, "pass"), res(5, "fail", "module x"), res(6, "pass", "checked all the same")]
+    out = doctor.layer_results(LAYERS, [], given)
     assert [(r["layer"], r["status"]) for r in out] == [(3, "pass"), (5, "fail"), (6, "blocked")]
     assert out[2]["reason"] == "blocked by layer 5" and out[2]["name"] == "sriov_vfs"
-    assert doctor.earlier_failure(LAYERS[:1], facts) is None
-    assert doctor.earlier_failure(LAYERS[:2], facts)["reason"] == "module x"
+    assert doctor.earlier_failure(LAYERS[:1], [], given) is None
+    assert doctor.earlier_failure(LAYERS[:2], [], given)["reason"] == "module x"
     # a layer given to --skip-tags is neither checked nor looked at
-    out = doctor.layer_results(LAYERS, facts, ["layer05"])
+    out = doctor.layer_results(LAYERS, ["layer05"], given)
     assert [(r["layer"], r["status"]) for r in out] == [(3, "pass"), (5, "skipped"), (6, "pass")]
     assert out[1]["reason"] == "not checked: --skip-tags layer05" and out[1]["name"] == "rdma_drivers"
-    assert doctor.earlier_failure(LAYERS[:2], facts, ["layer05"]) is None
+    assert doctor.earlier_failure(LAYERS[:2], ["layer05"], given) is None
 
 
 def test_a_check_without_a_result_is_that_layers_failure():
-    out = doctor.layer_results(LAYERS, {"kernel_doctor_result": res(3, "pass"), "rdma_drivers_doctor_result": None})
+    out = doctor.layer_results(LAYERS, [], [res(3, "pass")])
     assert [(r["layer"], r["status"]) for r in out] == [(3, "pass"), (5, "fail"), (6, "blocked")]
     assert out[1]["reason"] == "the rdma_drivers check stopped with an error"
 

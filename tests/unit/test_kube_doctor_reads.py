@@ -1,12 +1,14 @@
-"""The doctor's checks of layers 11-14 (tasks/check.yml of kubeadm, cni,
-multus and sriov_operator) run by ansible-playbook against recorded API
-objects: a stand-in for kubernetes.core's k8s_info and k8s_cluster_info
+"""The doctor's checks of layers 11-14 (module_utils/checks/kubeadm.py,
+cni.py, multus.py and sriov_operator.py, read by the doctor action once for
+the play: roles/doctor/tasks/cluster.yml) run by ansible-playbook against
+recorded API objects: a stand-in for kubernetes.core's k8s_info and k8s_cluster_info
 (tests/unit/fixtures/fake_k8s) answers from tests/unit/fixtures/kube and logs
 every call. Two GPU nodes, gpu-a01 (healthy) and gpu-a02 (its CNI not ready,
 its SR-IOV sync failed), and a control-plane host, all local connections.
 
-Each layer reads each kind of object once for the play, on the control-plane
-host, and every node still gets the verdict on its own objects."""
+Each distinct object is read once for the play, on the control-plane host,
+whichever layers want it, and every node still gets the verdict on its own
+objects."""
 
 import json
 import os
@@ -26,16 +28,16 @@ PLAY = """
   hosts: gpu_workers
   gather_facts: false
   tasks:
-    - name: Run the read-only checks
+    - name: Read the cluster once and check layers 11-14 on every node
       ansible.builtin.include_role:
-        name: "gpufabric.stack.{{ item }}"
-        tasks_from: check
-      loop: [kubeadm, cni, multus, sriov_operator]
+        name: gpufabric.stack.doctor
+        tasks_from: cluster
+      vars:
+        doctor_layers: "{{ 'gpu_workers' | gpufabric.stack.doctor_layers('cluster') }}"
 
     - name: Write the results
       ansible.builtin.copy:
-        content: "{{ [kubeadm_doctor_result, cni_doctor_result, multus_doctor_result,
-                       sriov_operator_doctor_result] | to_json }}"
+        content: "{{ doctor_cluster_results | to_json }}"
         dest: "{{ out }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost
@@ -80,15 +82,17 @@ def doctor(tmp_path_factory):
     return results, calls, proc
 
 
-def test_each_kind_is_read_once_for_the_play_and_not_per_node(doctor):
+def test_each_object_is_read_once_for_the_play_and_not_per_node_or_layer(doctor):
     _, calls, _ = doctor
     kinds = Counter(c["kind"] for c in calls)
-    # kubeadm, cni, multus and sriov_operator each list the Nodes once
-    assert kinds["Node"] == 4, calls
+    # kubeadm, cni, multus and sriov_operator all judge the Nodes: one list
+    assert kinds["Node"] == 1, calls
+    # the CNI agents, the Multus pods and the operator's pods: three selections
     assert kinds["Pod"] == 3 and kinds["ClusterInfo"] == 1, calls
     assert kinds["SriovNetworkNodeState"] == 1, calls
+    assert len(calls) == len(set(json.dumps(c, sort_keys=True) for c in calls)), calls
     assert all(not c.get("field_selectors") for c in calls if "field_selectors" in c), calls
-    assert [c["name"] for c in calls if c["kind"] in ("Node", "SriovNetworkNodeState")] == [None] * 5, calls
+    assert [c["name"] for c in calls if c["kind"] in ("Node", "SriovNetworkNodeState")] == [None] * 2, calls
 
 
 def test_every_node_gets_the_verdict_on_its_own_objects(doctor):

@@ -17,6 +17,7 @@ from ansible_collections.gpufabric.stack.plugins.filter import kube as F
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks as kc
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent as ki
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import container_runtime as container_runtime_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kubeadm as kubeadm_check
 
 FIX = Path(__file__).parent / "fixtures" / "kube"
 SCHEMAS = Path(__file__).parent / "schemas"
@@ -307,10 +308,28 @@ def test_kubelet_fixture_matches_the_schema():
     jsonschema.validate(yaml.safe_load(dump("kubelet-config-gpu-worker.yaml")), schema)
 
 
+def layer11(host, nodes, server="v1.34.1", kubelet=None, wanted=None, skip="", errors=None):
+    """Layer 11's check file on the reading the doctor action hands it: the
+    cluster's answers (the API server's version, the Nodes) and the node's
+    kubelet configuration from the node's one read."""
+    answers = {kc.query_key(kc.query(kc.VERSION)): {"version": {"server": {"kubernetes": {"gitVersion": server}}}},
+               kc.query_key(kc.query("Node")): {"resources": nodes}}
+    for kind, error in (errors or {}).items():
+        answers[kc.query_key(kc.query(kind))] = {"error": error}
+    reading = {"cluster": {"skip": skip, "answers": answers},
+               "nic_facts": {"contents": {kubeadm_check.KUBELET_CONFIG: kubelet}}}
+    intent = {"kubeadm_kubeconfig": "/etc/kubernetes/admin.conf", "kubeadm_node_name": host,
+              "kubeadm_kubernetes_version": "1.34.1", "kubeadm_kubelet_effective": wanted or {}}
+    assert kubeadm_check.reads(intent, host) == {
+        "cluster": {"kubeconfig": "/etc/kubernetes/admin.conf", "queries": list(kubeadm_check.QUERIES)},
+        "nic_facts": {"contents": [kubeadm_check.KUBELET_CONFIG]}}
+    return kubeadm_check.check(reading, intent, host)
+
+
 def test_layer11_ready_gpu_worker_passes(wanted_gpu):
-    r = F.kube_check_kubeadm("gpu-a01", [load("node-gpu-a01.json")], server_version="v1.34.1", wanted_version="1.34.1",
-                             kubelet_config=yaml.safe_load(dump("kubelet-config-gpu-worker.yaml")),
-                             wanted_kubelet=wanted_gpu)
+    others = [load("node-gpu-b02-kubelet-stopped.json")]
+    r = layer11("gpu-a01", others + [load("node-gpu-a01.json")], kubelet=dump("kubelet-config-gpu-worker.yaml"),
+                wanted=wanted_gpu)
     assert r["layer"] == 11 and r["name"] == "kubeadm" and r["status"] == "pass", r
     assert "kubelet topologyManagerPolicy: single-numa-node" in r["evidence"]
     assert "kubelet cpuManagerPolicy: static" in r["evidence"]
@@ -328,15 +347,27 @@ def test_layer11_gpu_worker_without_the_topology_manager_fails(wanted_gpu):
 
 
 def test_layer11_skipped_without_a_cluster():
-    r = F.kube_check_kubeadm("node01", None, skip_reason="no cluster: /etc/kubernetes/admin.conf not found on node01")
-    assert r["status"] == "skipped" and "admin.conf not found" in r["reason"]
+    r = layer11("node01", [], skip="no cluster: /etc/kubernetes/admin.conf not found on node01")
+    assert r["status"] == "skipped" and r["reason"] == "no cluster: /etc/kubernetes/admin.conf not found on node01"
+    assert r["remediation"] == "initialise the cluster: site.yml --tags layer11"
 
 
 def test_layer11_unregistered_node_and_api_errors():
-    r = F.kube_check_kubeadm("gpu-a07", [], server_version="v1.34.1")
+    r = layer11("gpu-a07", [load("node-gpu-a01.json")])
     assert r["status"] == "fail" and r["reason"] == "node gpu-a07 is not registered in the cluster"
-    r = F.kube_check_kubeadm("gpu-a01", [], api_error="Failed to import the required Python library (kubernetes)")
-    assert r["status"] == "fail" and "kubernetes" in r["reason"]
+    r = layer11("gpu-a01", [], errors={"Node": "Failed to import the required Python library (kubernetes)"})
+    assert r["status"] == "fail" and r["reason"] == "Kubernetes API: Failed to import the required Python library (kubernetes)"
+
+
+def test_layer11_judges_the_kubelet_configuration_the_node_read_returned(wanted_gpu):
+    live = yaml.safe_load(dump("kubelet-config-gpu-worker.yaml"))
+    live.pop("topologyManagerPolicy")
+    r = layer11("gpu-a01", [load("node-gpu-a01.json")], kubelet=yaml.safe_dump(live), wanted=wanted_gpu)
+    assert r["status"] == "fail", r
+    assert r["reason"] == "kubelet topologyManagerPolicy is unset (default), the inventory wants single-numa-node"
+    # not read (no kubelet configuration on the node): the Node alone is judged
+    r = layer11("gpu-a01", [load("node-gpu-a01.json")], kubelet=None, wanted=wanted_gpu)
+    assert r["status"] == "pass" and not any(e.startswith("kubelet cpuManagerPolicy") for e in r["evidence"]), r
 
 
 def test_layer11_kubelet_stopped_fails():

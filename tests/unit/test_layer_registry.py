@@ -2,9 +2,9 @@
 layers: every place that names layers agrees with it, so a layer is added or
 renumbered in the registry, one check file, one role and one docs page.
 
-Held here: the roles and their check (a checks/<role>.py file for a node
-layer, the role's tasks/check.yml for a layer read across hosts, never
-both), site.yml's tags, validate.yml and the rollout's health gate taking
+Held here: the roles and their check (a checks/<role>.py file of one shape
+for every layer, no role's tasks/check.yml, a tasks/doctor.yml for a layer
+read across nodes and only for one), site.yml's tags, validate.yml and the rollout's health gate taking
 the layers from the registry, the rollout's default layer lists, the
 README's table, the report's titles, make bench's layer tags and the docs
 pages (one per layer, one template)."""
@@ -38,31 +38,40 @@ def test_each_layer_has_a_role_and_one_check(layer):
     role = REPO / "roles" / layer.role
     assert (role / "tasks" / "main.yml").is_file() and (role / "meta" / "argument_specs.yml").is_file()
     check_file = REPO / "plugins" / "module_utils" / "checks" / ("%s.py" % layer.role)
-    check_tasks = role / "tasks" / "check.yml"
-    if layer.scope == "node":
-        assert check_file.is_file() and not check_tasks.exists(), layer
-        module = importlib.import_module("ansible_collections.gpufabric.stack.plugins.module_utils.checks."
-                                         + layer.role)
-        assert module.LAYER == layer.number
-        assert callable(module.check) and callable(module.reads) and module.INTENT
-        # every variable a check judges is one its role knows (defaults, vars or argument_specs)
-        known = set()
-        for path in (role / "defaults" / "main.yml", role / "vars" / "main.yml"):
-            if path.exists():
-                known |= set(yaml.safe_load(path.read_text()) or {})
-        specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-        known |= set(specs["main"].get("options") or {})
-        unknown = [n for n in module.INTENT if n not in known and not n.startswith("gpufabric_")]
-        assert not unknown, (layer.role, unknown)
-    else:
-        assert check_tasks.is_file() and not check_file.exists(), layer
+    assert check_file.is_file() and not (role / "tasks" / "check.yml").exists(), layer
+    # only a layer read across nodes has coordination of its own for the doctor
+    assert (role / "tasks" / "doctor.yml").is_file() == (layer.scope == "fabric"), layer
+    module = importlib.import_module("ansible_collections.gpufabric.stack.plugins.module_utils.checks." + layer.role)
+    assert module.LAYER == layer.number
+    assert callable(module.check) and callable(module.reads) and module.INTENT
+    # every variable a check judges is one its role knows (defaults, vars or argument_specs)
+    known = set()
+    for path in (role / "defaults" / "main.yml", role / "vars" / "main.yml"):
+        if path.exists():
+            known |= set(yaml.safe_load(path.read_text()) or {})
+    specs = yaml.safe_load((role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    known |= set(specs["main"].get("options") or {})
+    unknown = [n for n in module.INTENT if n not in known and not n.startswith("gpufabric_")]
+    assert not unknown, (layer.role, unknown)
 
 
-def test_no_other_role_has_a_check_or_a_check_file_without_a_layer():
-    roles_with_checks = {p.parent.parent.name for p in (REPO / "roles").glob("*/tasks/check.yml")}
-    assert roles_with_checks == {layer.role for layer in REGISTRY if layer.scope != "node"}
+def test_no_role_has_a_check_yml_and_no_check_file_lacks_a_layer():
+    assert sorted((REPO / "roles").glob("*/tasks/check.yml")) == []
+    doctor_tasks = {p.parent.parent.name for p in (REPO / "roles").glob("*/tasks/doctor.yml")}
+    assert doctor_tasks == {layer.role for layer in REGISTRY if layer.scope == "fabric"}
     check_files = {Path(p).stem for p in glob.glob(str(REPO / "plugins/module_utils/checks/*.py"))} - {"__init__"}
-    assert check_files == {layer.role for layer in REGISTRY if layer.scope == "node"}
+    assert check_files == {layer.role for layer in REGISTRY}
+
+
+def test_no_layer_hands_its_result_over_in_a_fact_of_its_own():
+    """The records come from the doctor action alone: no <role>_doctor_result
+    fact, no gpufabric_doctor_nics, anywhere in the roles or playbooks."""
+    found = []
+    for path in sorted(list((REPO / "roles").rglob("*.yml")) + list((REPO / "playbooks").rglob("*.yml"))):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\w+_doctor_result\b|gpufabric_doctor_nics", line):
+                found.append("%s:%d: %s" % (path.relative_to(REPO), n, line.strip()))
+    assert not found, "\n".join(found)
 
 
 def _site_roles():
@@ -93,7 +102,7 @@ def test_validate_yml_and_the_gate_take_the_layers_from_the_registry():
         listed = doctor_filters.doctor_layers(group)
         assert listed == [{"layer": layer.number, "role": layer.role} for layer in REGISTRY if group in layer.hosts]
     gate = (REPO / "roles" / "doctor" / "tasks" / "gate.yml").read_text()
-    assert "gpufabric.stack.doctor_layers('node')" in gate
+    assert "gpufabric.stack.doctor_layers('node')" in gate and "gpufabric.stack.doctor_layers('cluster')" in gate
 
 
 def test_the_rollout_lists_name_each_layer_with_its_role():

@@ -305,15 +305,8 @@ class ActionModule(ActionBase):
         # what the host's cluster layers read on the node comes in the same read
         cluster = [layer for layer in layers.select(scope="cluster") if whole and set(layer.hosts) & set(groups)
                    and layers.tag(layer.number) not in skip]
-        extra = []
-        for layer in cluster:
-            module = importlib.import_module(CHECKS + layer.role)
-            try:
-                wish = module.reads(self._role_intent(layer.role, module.INTENT, task_vars), host)
-            except ERRORS:
-                continue  # the cluster task names the error
-            if "nic_facts" in wish:
-                extra.append((layer.number, wish["nic_facts"]))
+        extra = [(layer.number, dict(importlib.import_module(CHECKS + layer.role).NODE_READS)) for layer in cluster
+                 if getattr(importlib.import_module(CHECKS + layer.role), "NODE_READS", None)]
 
         readings = {}
         if any(w.get("bmc") for w in wishes.values()):

@@ -2,11 +2,12 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that map the BIOS intent (SR-IOV, IOMMU, ACS) to vendor attributes
-(module_utils/bios_attributes.py):
+(module_utils/bios_attributes.py). Documented in bios_vendor.yml and
+bios_plan.yml.
 
-``bios_vendor``   Redfish Manufacturer/Vendor string -> dell | hpe | supermicro
-``bios_plan``     intent + current/pending attributes (+ registry) -> what to stage
-``bios_state``    current attributes (+ registry) -> which switches are on
+Each filter imports its module_utils when it is called: Ansible imports every
+filter file of the collection in each worker that looks up one of its filters,
+and bios_attributes pulls in the Redfish client.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,30 +16,24 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
 
-B = deferred("bios_attributes")
-
-
-def _call(fn, *args, **kwargs):
+def bios_vendor(name):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attributes
     try:
-        return getattr(B, fn)(*args, **kwargs)
-    except B.BiosError as exc:
+        return bios_attributes.bios_vendor(name)
+    except bios_attributes.BiosError as exc:
         raise AnsibleFilterError(str(exc))
 
 
-def bios_vendor(name):
-    return _call("bios_vendor", name)
-
-
 def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=False, registry=None, pending=None):
-    return _call("bios_plan", current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry, pending=pending)
-
-
-def bios_state(current, vendor, cpu_vendor="intel", registry=None):
-    return _call("bios_state", current, vendor, cpu_vendor, registry=registry)
+    from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attributes
+    try:
+        return bios_attributes.bios_plan(current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry,
+                                         pending=pending)
+    except bios_attributes.BiosError as exc:
+        raise AnsibleFilterError(str(exc))
 
 
 class FilterModule(object):
     def filters(self):
-        return {"bios_vendor": bios_vendor, "bios_plan": bios_plan, "bios_state": bios_state}
+        return {"bios_vendor": bios_vendor, "bios_plan": bios_plan}

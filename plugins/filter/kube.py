@@ -3,78 +3,26 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the Kubernetes node layers 10-11: the inventory's Kubernetes
 intent checked before any change (plugins/module_utils/kube_intent.py) and
-the file names of render mode."""
+the file names of render mode. Each filter is documented in
+plugins/filter/<name>.yml.
+
+Each filter imports its module_utils when it is called: Ansible imports every
+filter file of the collection in each worker that looks up one of its filters.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
-
-DOCUMENTATION = r"""
-name: kube_network_errors
-short_description: Errors of the cluster's address plan (pod and service CIDRs against each other and the node networks)
-description:
-  - Returns a list of messages, each naming the inventory variable and its value; empty when the plan is sound.
-  - The same plugin file provides C(kube_node_networks) (the node addresses and networks of the inventory), C(kube_address),
-    C(kube_version_errors), C(kube_skew_errors), C(kube_upgrade_errors), C(kube_minor), C(kube_cluster_dns),
-    C(kube_config_drift), C(kube_join_parse) (token and CA hash from C(kubeadm token create --print-join-command)),
-    C(containerd_config_version), C(kube_object_file) (render mode file names).
-positional: _input, service_subnet, node_networks
-options:
-  _input:
-    description: The pod network CIDR.
-    type: str
-    required: true
-  service_subnet:
-    description: The service network CIDR.
-    type: str
-    required: true
-  node_networks:
-    description: Entries {variable, value} with the networks and addresses of the nodes (see C(kube_node_networks)).
-    type: list
-    elements: dict
-    default: []
-  node_count:
-    description: Number of Kubernetes nodes, each needing a per-node pod CIDR block.
-    type: int
-    default: 0
-  node_cidr_mask_size:
-    description: Prefix length of the per-node pod CIDR blocks.
-    type: int
-    default: 24
-  pod_variable:
-    description: Name of the pod CIDR variable in messages.
-    type: str
-    default: gpufabric_kube_pod_cidr
-  service_variable:
-    description: Name of the service CIDR variable in messages.
-    type: str
-    default: gpufabric_kube_service_cidr
-"""
-
-EXAMPLES = r"""
-errors: "{{ '10.244.0.0/16' | gpufabric.stack.kube_network_errors('10.96.0.0/12', [{'variable': 'x', 'value': '10.10.0.0/24'}]) }}"
-"""
-
-RETURN = r"""
-_value:
-  description: Error messages; empty when the address plan is sound.
-  type: list
-  elements: str
-"""
 
 import ipaddress
 import re
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
-
-kube_intent = deferred("kube_intent")
-plain_data = deferred("plain_data")
-
 
 def kube_network_errors(pod_subnet, service_subnet, node_networks=None, node_count=0, node_cidr_mask_size=24,
                         pod_variable="gpufabric_kube_pod_cidr", service_variable="gpufabric_kube_service_cidr"):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent, plain_data
     return kube_intent.network_errors(pod_subnet, service_subnet, plain_data.plain(node_networks or []), node_count,
                                       node_cidr_mask_size, pod_variable, service_variable)
 
@@ -103,10 +51,12 @@ class _HostView(object):
             value = self.hv[key]
         except (KeyError, AttributeError):
             return default
+        from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data
         return plain_data.plain(value)
 
 
 def kube_node_networks(hostvars, hosts, extra_networks=None, extra_variable="gpufabric_node_networks"):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent, plain_data
     return kube_intent.node_networks(_Vars(hostvars), list(hosts or []), plain_data.plain(extra_networks or []), extra_variable)
 
 
@@ -119,18 +69,22 @@ def kube_address(value):
 
 
 def kube_version_errors(version, variable="gpufabric_kube_version"):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
     return kube_intent.version_errors(version, variable)
 
 
 def kube_skew_errors(server_version, kubelet_version, node="", kubelet_variable="kubelet"):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
     return kube_intent.skew_errors(server_version, kubelet_version, node, kubelet_variable)
 
 
 def kube_upgrade_errors(server_version, wanted_version, variable="gpufabric_kube_version"):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
     return kube_intent.upgrade_errors(server_version, wanted_version, variable)
 
 
 def kube_minor(version):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
     try:
         return kube_intent.minor(version)
     except ValueError as exc:
@@ -138,6 +92,7 @@ def kube_minor(version):
 
 
 def kube_cluster_dns(service_subnet):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
     try:
         return kube_intent.cluster_dns(service_subnet)
     except ValueError as exc:
@@ -145,6 +100,7 @@ def kube_cluster_dns(service_subnet):
 
 
 def kube_config_drift(live, wanted, keys):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent, plain_data
     return kube_intent.config_drift(plain_data.plain(live), plain_data.plain(wanted), plain_data.plain(keys))
 
 
@@ -175,6 +131,7 @@ def containerd_config_version(version_output):
 def kube_object_file(obj):
     """Render mode: the file one Kubernetes object is written to,
     <kind>-<name>.yaml or <kind>-<namespace>-<name>.yaml (kind lower case)."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data
     obj = plain_data.plain(obj) or {}
     meta = obj.get("metadata") or {}
     if not obj.get("kind") or not meta.get("name"):

@@ -1,51 +1,21 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters that turn the inventory's NIC intent into module arguments:
-``sriov_module_pfs`` (a gpufabric_nics entry as a pfs entry of sriov_vf),
-``sriov_selected_pfs`` (the PFs gpufabric_nics selects) and
-``nic_firmware_selection`` (the PFs layer 4 sets and their mlx_config
-devices)."""
+"""Filters that turn the inventory's NIC intent into module arguments
+(module_utils/sriov.py): ``sriov_module_pfs`` (a gpufabric_nics entry as a
+pfs entry of sriov_vf), ``sriov_selected_pfs`` (the PFs gpufabric_nics
+selects) and ``nic_firmware_selection`` (the PFs layer 4 sets and their
+mlx_config devices). Each filter is documented in plugins/filter/<name>.yml.
+
+Each filter imports its module_utils when it is called: Ansible imports every
+filter file of the collection in each worker that looks up one of its filters.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = r"""
-name: sriov_module_pfs
-short_description: One gpufabric_nics entry as a pfs entry of gpufabric.stack.sriov_vf
-description:
-  - Flattens C(match) (name, pci_address or vendor_device) into the entry and keeps num_vfs, vf_mtu,
-    vf_defaults and vfs.
-  - The same plugin file provides C(sriov_selected_pfs) (nic_facts' nics and gpufabric_nics -> the nics that an
-    entry's C(match) selects by name, PCI address, short or full, or vendor:device, in their order) and
-    C(nic_firmware_selection) (nic_facts' nics, gpufabric_nics, the least NUM_OF_VFS, extra firmware params
-    and the PCI vendor the firmware tools know, C(15b3) -> C(pfs) [{pci_address, num_vfs}] and C(devices)
-    [{device, params}] for C(gpufabric.stack.mlx_config), the selected PFs of other vendors in C(left_out)
-    [{pci_address, vendor_device, name}], and C(not_applicable) (why the layer does not apply, when every
-    selected PF is of another vendor) or C(left_out_text) (naming those left out, when some are)).
-positional: _input
-options:
-  _input:
-    description: One entry of gpufabric_nics.
-    type: dict
-    required: true
-"""
-
-EXAMPLES = r"""
-pfs: "{{ gpufabric_nics | map('gpufabric.stack.sriov_module_pfs') | list }}"
-"""
-
-RETURN = r"""
-_value:
-  description: The pfs entry.
-  type: dict
-"""
-
 from ansible.errors import AnsibleFilterError
-from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
-
-sriov = deferred("sriov")
 
 KEEP = ("num_vfs", "vf_mtu", "vf_defaults", "vfs", "vf_drivers")
 
@@ -66,10 +36,12 @@ def sriov_module_pfs(entry):
 
 
 def sriov_selected_pfs(nics, entries):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
     return sriov.selected_pfs(nics or [], entries or [])
 
 
 def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None, vendor="15b3"):
+    from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
     return sriov.firmware_selection(nics or [], entries or [], int(num_vfs or 0), extra_params or {},
                                     "" if vendor is None else str(vendor))
 

@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The BIOS intent (SR-IOV, IOMMU, ACS) mapped to each vendor's attributes,
-for the bios role (filters bios_vendor, bios_plan, bios_state) and the
+for the bios role (filters bios_vendor, bios_plan) and the
 doctor's layer 2 check (checks/bios.py).
 
 Vendor names (see docs/layers/02-bios.md):

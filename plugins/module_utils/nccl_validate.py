@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Layer 15, NCCL validation: the NCCL environment and the all-reduce job
 derived from the fabric intent and nic_facts, the expected bus bandwidth,
-the gate on a run's output, and the doctor's verdict.
+the gate on a run's output, and which node of a run the log's lines
+belong to.  The layer 15 verdict on a run is checks/nccl_validate.py.
 
 Plain standard-library Python (the filters in plugins/filter/nccl.py call
 it; unit tests call it without Ansible).  Results are JSON-serialisable.
@@ -16,10 +17,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers
-from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import result as _result
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov import selected_pfs
 
-LAYER = 15
 MODES = ("hosts", "k8s", "render")
 # ``timeout`` exits 124 when it stopped the command, 137 when it had to
 # kill it after --kill-after.
@@ -279,44 +278,11 @@ def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit
     return g
 
 
-REMEDIATION = {
-    "socket": "NCCL found no usable RDMA device: check that NCCL_IB_HCA names devices present on every node "
-              "(layers 5-6), that NCCL_IB_DISABLE is not set and that the RoCE v2 GID index exists (show_gids); "
-              "layer 9 (pairwise ib_write_bw) names the node and the pair",
-    "timeout": "a rank hangs: run layer 9 (pairwise ib_write_bw) to find the pair, check that every node "
-               "reaches the others over NCCL_SOCKET_IFNAME, then raise nccl_validate_timeout if the sizes are large",
-    "no_rows": "the job failed before any result: read the NCCL WARN lines in the evidence; layers 7-9 "
-               "(MTU, PFC, links) are the usual cause",
-    "incomplete": "the job stopped mid-run: read the NCCL WARN lines; check layers 7-9 and the GPUs",
-    "no_transport": "run with NCCL_DEBUG=INFO (nccl_validate_debug) so the transport can be checked",
-    "wrong": "wrong results: check GPUDirect RDMA (ACS on PCIe switches, layer 3), GPU health (dcgmi diag) "
-             "and rerun",
-    "error": "wrong results: check GPUDirect RDMA (ACS on PCIe switches, layer 3), GPU health and rerun",
-    "out_of_bounds": "wrong results: check GPU health (dcgmi diag) and rerun",
-    "avg_failed": "unset NCCL_TESTS_MIN_BW or read the busbw of the largest size",
-    "below": "a lossy or slow path: check PFC/ECN/DSCP on switch ports and hosts (layers 7-8; a lossy path "
-             "delivers well under line rate), that NCCL_IB_HCA covers every rail, and layer 9's pairwise figures",
-    "exit_code": "read the launcher's output; the MPI job failed after the test finished",
-    "no_output": "mpirun or all_reduce_perf could not start: check nccl_validate_mpirun/binary, "
-                 "SSH between the nodes and the host names in the job",
-    "problem": "fix what the evidence names (lower layers), then rerun layer 15",
-}
-
-
-PEER_SOCKET_REMEDIATION = ("this node's ranks used NET/IB: fix the NCCL transport on %s (its layer 15 verdict "
-                           "names the cause: no usable RDMA device in NCCL_IB_HCA, NCCL_IB_DISABLE or no RoCE v2 "
-                           "GID there; layers 5-6 and show_gids), then rerun layer 15")
-
-
-def _env_line(env):
-    return "NCCL env: " + " ".join("%s=%s" % kv for kv in env.items())
-
-
 def _short(name):
     return str(name).split(".")[0]
 
 
-def _log_host(host, run_plan, logged):
+def log_host(host, run_plan, logged):
     """The name ``host``'s ranks print in their NCCL_DEBUG prefix (the
     node's hostname): the inventory name, the name mpirun reaches it by, or
     either without its domain.  ``None`` when the log has no line of it."""
@@ -328,82 +294,18 @@ def _log_host(host, run_plan, logged):
     return next((k for k in logged if _short(k) in short), None)
 
 
-def _socket_hosts(host, run_plan, by_host):
+def socket_hosts(host, run_plan, by_host):
     """``(own, peers)``: whether ``host``'s ranks used NET/Socket (``None``
     when the log does not show its ranks), and the other nodes of the run
     whose ranks did, by inventory name (a logged name that is no node of
     the plan as printed)."""
     nodes = run_plan.get("hosts") or []
-    keys = dict((h, _log_host(h, run_plan, by_host)) for h in nodes)
-    mine = keys.get(host) if host in keys else _log_host(host, run_plan, by_host)
+    keys = dict((h, log_host(h, run_plan, by_host)) for h in nodes)
+    mine = keys.get(host) if host in keys else log_host(host, run_plan, by_host)
     own = None if mine is None else "Socket" in by_host[mine]
     named = dict((k, h) for h, k in keys.items() if k is not None)
     peers = [named.get(k, k) for k, seen in by_host.items() if "Socket" in seen and k != mine]
     return own, peers
-
-
-def doctor_result(host, run_plan, gate=None):
-    """The layer 15 verdict for ``host`` from a plan (``plan()``) and the gate
-    of the run (``gate_output()``), or from the plan alone when it has
-    problems or nothing to run.
-
-    The run is one collective, so a failing gate fails every node of it,
-    except when NCCL fell back to sockets on some nodes only (each process
-    picks its network): the nodes whose ranks used ``NET/Socket`` fail with
-    the socket reason, a node whose own ranks used ``NET/IB`` gets ``warn``
-    naming the peers that broke the job.  Nodes the log does not name (a
-    log without NCCL_DEBUG=INFO prefixes, pods named differently) fail."""
-    name_ev = list(run_plan.get("evidence") or [])
-    nodes = run_plan.get("hosts") or []
-    if run_plan.get("skip"):
-        return _result(LAYER, "skipped", run_plan["skip"], ["nodes in the run: %s" % (", ".join(nodes) or "none")])
-    if run_plan.get("problems"):
-        return _result(LAYER, "fail", run_plan["problems"][0], run_plan["problems"] + name_ev, REMEDIATION["problem"])
-    if gate is None:
-        return _result(LAYER, "skipped", "no NCCL run recorded", [], "run site.yml --tags layer15")
-    ev = ["nodes: %s (%s ranks)" % (", ".join(nodes), run_plan.get("np")), _env_line(run_plan.get("env") or {})]
-    if gate.get("largest_size") is not None:
-        ev.append("largest size %d B: busbw out-of-place %s, in-place %s GB/s" % (
-            gate["largest_size"], gate.get("busbw_oop"), gate.get("busbw_ip")))
-    if gate.get("threshold") is not None:
-        ev.append("gate %.2f GB/s = %.2f x %.2f GB/s expected" % (
-            gate["threshold"], gate.get("efficiency", 0), gate.get("expected_busbw_gbs") or 0))
-    ev += name_ev
-    parsed = gate.get("parsed") or {}
-    # which network this node's ranks and the others' used (NCCL_DEBUG prefixes)
-    by_host = parsed.get("transports_by_host") or {}
-    logged = _log_host(host, run_plan, by_host)
-    own, peers = _socket_hosts(host, run_plan, by_host)
-    if parsed:
-        if parsed.get("avg_busbw") is not None:
-            ev.append("# Avg bus bandwidth %s GB/s (mean over every size; not gated)" % parsed["avg_busbw"])
-        seen = by_host.get(logged) if logged else None
-        if seen:
-            ev.append("%s: NCCL transport %s" % (host, "/".join("NET/" + t for t in seen)))
-        if own is False and peers and gate.get("kind") == "socket":
-            for p in peers:
-                pk = _log_host(p, run_plan, by_host) or p
-                ev.append("%s: NCCL transport %s" % (p, "/".join("NET/" + t for t in by_host.get(pk) or [])))
-        key = logged or host
-        mine = (parsed.get("net_lines_by_host") or {}).get(key) or \
-            [ln for ln in parsed.get("net_lines") or [] if ln.startswith(key + ":")]
-        ev += (mine or parsed.get("net_lines") or [])[:4]
-        # the node's own warnings and failures when the log has some
-        warns = parsed.get("nccl_warnings") or []
-        ev += ["NCCL WARN " + w for w in ([w for w in warns if w.startswith(key + ": ")] or warns)[:4]]
-        fails = parsed.get("test_failures") or []
-        ev += ([t for t in fails if t.startswith((key + ": ", ".. %s pid " % key))] or fails)[:2]
-    ev += ["output: " + ln for ln in gate.get("output_tail") or []]
-    if gate.get("passed"):
-        return _result(LAYER, "pass", gate["reason"], ev)
-    if gate.get("kind") == "socket" and own is not None:
-        if own:
-            return _result(LAYER, "fail", perf_parsers.SOCKET_REASON, ev, REMEDIATION["socket"])
-        if peers:
-            names = ", ".join(peers)
-            return _result(LAYER, "warn", "all_reduce_perf with %s failed: %s used NET/Socket" % (names, names), ev,
-                           PEER_SOCKET_REMEDIATION % names)
-    return _result(LAYER, "fail", gate["reason"], ev, REMEDIATION.get(gate.get("kind"), REMEDIATION["problem"]))
 
 
 def vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, namespace=None):

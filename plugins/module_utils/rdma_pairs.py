@@ -19,7 +19,9 @@ and the messages.
 * ``pair_result``: parse the client's output, apply the gate (share of the
   slower end's line rate) and word the result naming both nodes, both PFs
   and the switch ports between them.
-* ``summary`` and ``doctor_result``: a node's results and its layer 9 verdict.
+* ``summary``: a node's results (its PFs, the pairs it sent on, its own
+  failures and warnings); the layer 9 verdict on them is
+  checks/rdma_check.py.
 
 Plain Python, no Ansible imports; results are JSON-serialisable.
 """
@@ -35,8 +37,6 @@ try:
 except ImportError:  # pragma: no cover - imported outside a collection tree
     from . import perf_parsers, rdma_tools, sriov
 
-LAYER = 9
-NAME = "rdma_check"
 PAIR_MODES = ("ring", "all")
 DEFAULT_SHARE = 0.90
 
@@ -131,7 +131,9 @@ def _pf_label(p):
     return "%s %s" % (p["node"], p["pf"])
 
 
-def _where(p):
+def cabled_port(p):
+    """The switch port a PF (a link_check entry) is cabled to, or 'no cabling
+    entry'."""
     if p.get("switch"):
         return "%s %s" % (p["switch"], p["port"])
     return "no cabling entry"
@@ -194,7 +196,7 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
         port_state = link.get("state") if link else rdma.get("state")
         phys = link.get("physical_state") if link else SYSFS_PHYS_STATE.get(rdma.get("phys_state"), rdma.get("phys_state"))
         ev.append("%s %s (%s, %s, cabled to %s): operstate %s, speed %s, RDMA port %s/%s" % (
-            node, name, pf["pci_address"], dev or "no RDMA device", _where(entry), pf.get("operstate"),
+            node, name, pf["pci_address"], dev or "no RDMA device", cabled_port(entry), pf.get("operstate"),
             "%d Mb/s" % pf["speed_mbps"] if pf.get("speed_mbps") else "unknown", port_state, phys))
         if line_rate_mbps and cause_is_link_up(pf):
             ev.append("%s %s: gated against rdma_check_line_rate_mbps %d Mb/s, not the link speed" % (
@@ -485,7 +487,7 @@ def pair_result(pair, client_job, server_job=None, share=DEFAULT_SHARE, listenin
 
 def _pf_failure(p):
     return "%s (%s, %s, cabled to %s): %s" % (_pf_label(p), p["pci_address"], p.get("rdma_device") or "no RDMA device",
-                                              _where(p), p["cause"])
+                                              cabled_port(p), p["cause"])
 
 
 def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=True):
@@ -511,59 +513,3 @@ def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=Tru
         "links": links.get("pfs") or [], "pairs": pairs or [], "failures": failures, "warnings": warnings,
         "passed": not failures,
     }
-
-
-def _remediation(results):
-    errors = [e for e in results.get("failures") or [] if "gpufabric_" in e]
-    if errors:
-        return "fix gpufabric_nics / gpufabric_cabling for this host in the inventory"
-    for p in results.get("links") or []:
-        if p.get("kind") == "link":
-            if "layer 5" in p["cause"] or "layer 4" in p["cause"]:
-                return "the PF is not usable for RoCE: see the layer named in the reason and run its role"
-            return ("check the cable and transceiver of %s %s and the switch port %s (is it up, is it the "
-                    "port the cabling plan names?); `ip link show %s` and `rdma link show` on %s" % (
-                        p["node"], p["pf"], _where(p), p["pf"], p["node"]))
-        if p.get("kind") == "gid":
-            return ("give %s an IPv4 address (RoCE v2 GIDs follow the netdev's addresses) or set "
-                    "rdma_check_gid_index / rdma_check_addresses; `show_gids` lists the table" % p["pf"])
-    for p in results.get("pairs") or []:
-        if p["status"] == "fail" and p.get("bw_gbps") is not None:
-            c, s = p["client"], p["server"]
-            return ("the pair runs lossy: check the RoCE chain on both ends, host QoS of %s %s and %s %s "
-                    "(layer 8: trust dscp, PFC on the RoCE priority; mlnx_qos -i <pf>) and switch ports %s %s "
-                    "and %s %s (layer 7); validate.yml names the first link that differs" % (
-                        c["node"], c["pf"], s["node"], s["pf"], c.get("switch"), c.get("port"),
-                        s.get("switch"), s.get("port")))
-        if p["status"] == "fail":
-            return ("ib_write_bw could not run over the pair: check that perftest is installed on both nodes, "
-                    "the server address is reachable, and the switch MTU fits the RoCE MTU (layer 7)")
-    return ""
-
-
-def doctor_result(results):
-    """The doctor's layer 9 result from a node's ``summary``."""
-    evidence = []
-    for p in results.get("links") or []:
-        evidence += p.get("evidence") or []
-    for p in results.get("pairs") or []:
-        evidence.append(p["message"])
-        evidence += p.get("evidence") or []
-    evidence += results.get("warnings") or []
-    base = {"layer": LAYER, "name": NAME, "evidence": evidence}
-    if results.get("failures"):
-        base.update(status="fail", reason=results["failures"][0], remediation=_remediation(results))
-        return base
-    if results.get("warnings"):
-        base.update(status="warn", reason=results["warnings"][0],
-                    remediation="the pairs named were not measured; fix the other end and run the check again")
-        return base
-    links = results.get("links") or []
-    pairs = [p for p in results.get("pairs") or [] if p["status"] == "pass"]
-    reason = "%d PF(s) up with a RoCE v2 GID" % len(links)
-    if results.get("bandwidth_tested", True):
-        reason += "; %d pair(s) at or above %g%% of line rate" % (len(pairs), round(results["gate_share"] * 100, 2))
-    else:
-        reason += "; pairwise bandwidth not tested (turned off)"
-    base.update(status="pass", reason=reason, remediation="")
-    return base

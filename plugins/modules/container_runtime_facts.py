@@ -17,8 +17,8 @@ description:
     (C(ctr version), only when the unit is active), dumps the configuration it loads
     (C(containerd config dump)), and reads the kernel modules, sysctls, active swap, the kubelet's
     configuration, the CNI plugin directory and the NVIDIA container runtime binary.
-  - The doctor's layer 10 check (role C(gpufabric.stack.container_runtime), C(tasks/check.yml)) turns the
-    result into a verdict with the C(gpufabric.stack.kube_check_container_runtime) filter.
+  - The doctor's layer 10 check (C(plugins/module_utils/checks/container_runtime.py)) judges the same reading,
+    made by M(gpufabric.stack.nic_facts)'s I(runtime) option in the doctor's one read of the node.
   - Read-only; safe in check mode. A missing command is reported in the result, not as a failure.
 options:
   gather_subset:

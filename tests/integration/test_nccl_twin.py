@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import recap, require_twin, roce_rack
+from conftest import recap, require_twin, roce_rack, task_lines
 from report_clicks import CHROMIUM, click_every_cell, junit_lines
 
 pytestmark = pytest.mark.twin
@@ -31,10 +31,10 @@ DOCTOR = """
   hosts: gpu_workers
   gather_facts: false
   tasks:
-    - name: Read the NICs once for every layer
-      gpufabric.stack.nic_facts:
-        sysfs_root: "{{ gpufabric_sysfs_root | default('/sys') }}"
-      register: gpufabric_doctor_nics
+    - name: Read the node once, as validate.yml does (its NICs come with layer 5)
+      gpufabric.stack.doctor:
+        layers: [5]
+      register: doctor_node
 
     - name: Layer 15
       ansible.builtin.include_role:
@@ -112,6 +112,9 @@ def test_doctor_layer15_passes_on_a_healthy_rack(lab, tmp_path):
         assert (r["layer"], r["name"], r["status"]) == (15, "nccl_validate", "pass"), r
         assert r["reason"].startswith("busbw ") and "node01, node02 (16 ranks)" in r["evidence"][0]
         assert report[node]["verdict"]["status"] == "pass"
+    # the run's PFs come from the doctor's one read of each node
+    assert task_lines(proc.stdout, "Read the NICs of the node, unless the doctor's reading of it is given") == [
+        "skipping: [node01]", "skipping: [node02]"]
 
 
 def test_socket_fallback_fails_layer15(lab, tmp_path):

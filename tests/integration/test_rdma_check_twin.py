@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack
+from conftest import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack, task_lines
 
 pytestmark = pytest.mark.twin
 
@@ -41,10 +41,10 @@ PLAY = """
             mode: "0644"
           delegate_to: localhost
 
-    - name: Read the NICs once, as validate.yml does
-      gpufabric.stack.nic_facts:
-        sysfs_root: "{{ gpufabric_sysfs_root }}"
-      register: gpufabric_doctor_nics
+    - name: Read the node once, as validate.yml does (its NICs come with layer 5)
+      gpufabric.stack.doctor:
+        layers: [5]
+      register: doctor_node
 
     - name: The doctor's layer 9
       ansible.builtin.include_role:
@@ -135,6 +135,9 @@ def test_healthy_chain_passes_the_gate(lab, calls):
         d = doctor[node]
         assert d["status"] == "pass" and d["name"] == "rdma_check", d
         assert d["reason"] == "2 PF(s) up with a RoCE v2 GID; 2 pair(s) at or above 90% of line rate"
+    # the doctor's layer 9 takes the NICs from the doctor's one read of the node
+    assert task_lines(stdout, "Read the NICs, unless the doctor's reading of the node is given") == [
+        "skipping: [node01]", "skipping: [node02]"]
     assert stray_servers(lab[0]) == {}
 
 

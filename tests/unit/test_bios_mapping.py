@@ -6,6 +6,7 @@ import json
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import bios
+from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attributes
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import bios as bios_check
 from simlab.bmc import vendors
 
@@ -20,13 +21,13 @@ def _twin(vendor, cpu="intel", version=None):
                                         ("supermicro", "amd")])
 def test_plan_applied_turns_switches_on(vendor, cpu):
     cur, reg = _twin(vendor, cpu, "9.9" if vendor == "supermicro" else None)
-    assert bios.bios_state(cur, vendor, cpu, reg)["sriov"] is False
+    assert bios_attributes.bios_state(cur, vendor, cpu, reg)["sriov"] is False
     plan = bios.bios_plan(cur, vendor, cpu, True, True, False, registry=reg)
     assert plan["reset_needed"] and plan["stage"]
     after = dict(cur, **plan["stage"])
     # the twin's firmware model agrees with the filter's reading
     assert vendors.effective(vendor, after) == {"sriov": True, "iommu": True, "acs": False}
-    st = bios.bios_state(after, vendor, cpu, reg)
+    st = bios_attributes.bios_state(after, vendor, cpu, reg)
     assert (st["sriov"], st["iommu"], st["acs"]) == (True, True, False)
     again = bios.bios_plan(after, vendor, cpu, True, True, False, registry=reg)
     assert again["stage"] == {} and again["reset_needed"] is False
@@ -85,7 +86,7 @@ def test_acs_optional():
     del cur["PcieAcsControl"]
     plan = bios.bios_plan(cur, "dell", "intel", acs=False)
     assert plan["skipped"] == ["acs"] and "PcieAcsControl" not in plan["desired"]
-    assert bios.bios_state(cur, "dell")["acs"] is None
+    assert bios_attributes.bios_state(cur, "dell")["acs"] is None
 
 
 def _answer(vendor, cur, reg=None, pending=None, manufacturer=None):
@@ -108,7 +109,7 @@ def test_the_doctors_verdict_from_one_answer(vendor, cpu):
     cur, reg = _twin(vendor, cpu, "9.9" if vendor == "supermicro" else None)
     v = bios_doctor(_answer(vendor, cur, reg), "auto", cpu)
     assert (v["layer"], v["status"], v["reason"]) == (2, "fail", "SR-IOV disabled in BIOS")
-    names = bios.bios_state(cur, vendor, cpu, reg)["attributes"]["sriov"]
+    names = bios_attributes.bios_state(cur, vendor, cpu, reg)["attributes"]["sriov"]
     assert v["evidence"] == ["current " + json.dumps({n: cur[n] for n in names})]
     plan = bios.bios_plan(cur, vendor, cpu, True, True, False, registry=reg)
     v = bios_doctor(_answer(vendor, cur, reg, pending=plan["stage"]), "auto", cpu)

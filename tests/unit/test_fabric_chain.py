@@ -5,7 +5,6 @@ import copy
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.filter.fabric import fabric_chain
 from ansible_collections.gpufabric.stack.plugins.module_utils import fabric_chain as C
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
 
@@ -164,14 +163,14 @@ def test_pf_found_by_pci_address_when_the_name_differs():
     assert [d["text"] for d in res["differences"]] == ["node01 ens2f0np0 PFC {} vs leaf1 ethernet 1/1 PFC {3}"]
 
 
-def test_filter_accepts_bare_models_and_reports_bad_intent():
+def test_compare_accepts_bare_models_and_reports_bad_intent():
+    from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
     switches, hosts = healthy()
     bare_sw = dict((k, v["gathered"]) for k, v in switches.items())
     bare_hosts = dict((k, v["gathered"]) for k, v in hosts.items())
-    assert fabric_chain(CABLING, INTENT, bare_sw, bare_hosts)["checked"] == 4
-    from ansible.errors import AnsibleFilterError
-    with pytest.raises(AnsibleFilterError, match="priority 9"):
-        fabric_chain(CABLING, dict(INTENT, priority=9), bare_sw, bare_hosts)
+    assert C.compare(INTENT, CABLING, bare_sw, bare_hosts)["checked"] == 4
+    with pytest.raises(Q.RoceQosError, match="priority 9"):
+        C.compare(dict(INTENT, priority=9), CABLING, bare_sw, bare_hosts)
 
 
 def test_firmware_ecn_off_on_an_inbox_host_is_a_warning_not_a_failure():

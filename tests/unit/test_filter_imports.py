@@ -1,6 +1,7 @@
 """Looking up one filter of the collection loads every filter file (Ansible's
 Jinja plugin loader does, in each worker process); those files must not import
-the module_utils behind them until a filter that needs them is called. Run in a
+the module_utils behind them until a filter that needs them is called (each
+filter function imports what it uses). Run in a
 fresh interpreter through Ansible's own filter loader, as a worker does."""
 
 import json
@@ -9,8 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from ansible_collections.gpufabric.stack.plugins.module_utils.deferred import deferred
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / ".build"
@@ -47,22 +46,10 @@ def test_one_lookup_loads_every_filter_file(worker):
 
 
 def test_filter_files_import_no_module_utils_until_called(worker):
-    assert worker["module_utils"] == ["deferred"]
+    assert worker["module_utils"] == []
     assert "ansible.module_utils.urls" not in worker["new"]
 
 
 def test_a_filter_call_imports_only_what_it_uses(worker):
     assert worker["changes"] == ["/etc/x.conf: absent"]
-    assert worker["after_call"] == ["deferred", "host_files"]
-
-
-def test_deferred_imports_on_first_use():
-    mod = deferred("plain_data")
-    name = "ansible_collections.gpufabric.stack.plugins.module_utils.plain_data"
-    assert repr(mod) == "<deferred %s>" % name
-    assert mod.plain({"a": [1]}) == {"a": [1]}
-    assert repr(mod) == "<deferred %s (imported)>" % name
-    with pytest.raises(AttributeError):
-        mod.no_such_name
-    with pytest.raises(ImportError):
-        deferred("no_such_module").anything
+    assert worker["after_call"] == ["host_files"]

@@ -174,7 +174,8 @@ def test_render_applies_nothing(rendered):
     _, workers, proc = rendered
     assert "UNREACHABLE" not in proc.stdout
     tasks = sections(proc.stdout)
-    facts = tasks["gpufabric.stack.nccl_validate : Read the NICs of the node"]
+    facts = tasks["gpufabric.stack.nccl_validate : Read the NICs of the node, unless the doctor's reading of it is "
+                  "given"]
     assert len(facts) == len(workers) and all(line.startswith("skipping:") for line in facts)
     assert not [t for t in tasks if "Run all_reduce_perf" in t or "Apply the MPIJob" in t]
     changed = [(t, line) for t, lines in tasks.items() for line in lines if line.startswith("changed")]
@@ -196,7 +197,7 @@ def test_bad_input_fails_before_rendering(tmp_path, extra, message):
     assert not (tmp_path / "out").exists()
 
 
-CHECK = """
+DOCTOR = """
 - name: Layer 15 check
   hosts: nodes
   gather_facts: false
@@ -204,10 +205,10 @@ CHECK = """
     - name: Check
       ansible.builtin.include_role:
         name: gpufabric.stack.nccl_validate
-        tasks_from: check
+        tasks_from: doctor
     - name: Keep the verdict
       ansible.builtin.copy:
-        content: "{{ nccl_validate_doctor_result | to_json }}"
+        content: "{{ doctor_fabric.results | to_json }}"
         dest: "{{ out }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost
@@ -218,13 +219,15 @@ CHECK = """
 def test_check_reads_the_last_run_in_k8s_mode(tmp_path, recorded):
     """Where the doctor does not run the test (k8s mode) it gates the last
     recorded run: nodes of that run get its verdict, others and a rack with
-    no recorded run are skipped."""
+    no recorded run are skipped, and so is a node without GPUs (the first
+    of the play), whatever was recorded."""
     import json
     from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
     (tmp_path / "hosts.yml").write_text(
-        "all:\n  children:\n    nodes:\n      hosts:\n        gpu-a01: {ansible_connection: local}\n"
+        "all:\n  children:\n    nodes:\n      hosts:\n        cpu-a00: {ansible_connection: local, gpu_count: 0}\n"
+        "        gpu-a01: {ansible_connection: local}\n"
         "        gpu-a02: {ansible_connection: local}\n        gpu-a03: {ansible_connection: local}\n")
-    (tmp_path / "check.yml").write_text(CHECK)
+    (tmp_path / "doctor.yml").write_text(DOCTOR)
     last = tmp_path / "last.json"
     if recorded:
         plan = NV.plan({"gpu-a01": {"pfs": None, "nics": []}, "gpu-a02": {"pfs": None, "nics": []}},
@@ -236,17 +239,29 @@ def test_check_reads_the_last_run_in_k8s_mode(tmp_path, recorded):
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
                ANSIBLE_NOCOLOR="1", PYTHONPATH=str(REPO))
     proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(tmp_path / "hosts.yml"),
-                           str(tmp_path / "check.yml"), "-e", "out=%s" % tmp_path, "-e", "nccl_validate_mode=k8s",
+                           str(tmp_path / "doctor.yml"), "-e", "out=%s" % tmp_path, "-e", "nccl_validate_mode=k8s",
                            "-e", "nccl_validate_result_file=%s" % last, "-e", '{"gpufabric_roce": {"dscp": 26}}',
                            "-e", "ansible_python_interpreter=%s" % sys.executable],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    got = {h: json.loads((tmp_path / ("%s.json" % h)).read_text()) for h in ("gpu-a01", "gpu-a02", "gpu-a03")}
+    got = {}
+    for h in ("cpu-a00", "gpu-a01", "gpu-a02", "gpu-a03"):
+        (got[h],) = json.loads((tmp_path / ("%s.json" % h)).read_text())   # one record, the action's
     assert all(r["layer"] == 15 and r["name"] == "nccl_validate" for r in got.values())
+    cpu = got.pop("cpu-a00")
+    assert (cpu["status"], cpu["reason"]) == ("skipped", "not applicable: cpu-a00 has no GPUs "
+                                                         "(nccl_validate_gpus_per_node 0)")
+    assert cpu["evidence"] == ["nccl_validate_gpus_per_node=0 (gpu_count)"]
+    assert cpu["remediation"] == "none; layer 15 runs on GPU nodes"
     if recorded:
         assert got["gpu-a01"]["status"] == got["gpu-a02"]["status"] == "fail"
         assert got["gpu-a01"]["reason"] == "NCCL used NET/Socket instead of NET/IB"
-        assert got["gpu-a03"]["status"] == "skipped" and "not in the last NCCL run" in got["gpu-a03"]["reason"]
+        assert got["gpu-a03"]["status"] == "skipped"
+        assert got["gpu-a03"]["reason"] == "not in the last NCCL run (gpu-a01, gpu-a02)"
+        assert got["gpu-a03"]["evidence"] == [str(last)]
+        assert got["gpu-a03"]["remediation"] == "run site.yml --tags layer15"
     else:
         assert {r["status"] for r in got.values()} == {"skipped"}
         assert got["gpu-a01"]["reason"] == "no NCCL run recorded"
+        assert got["gpu-a01"]["evidence"] == ["%s does not exist" % last]
+        assert got["gpu-a01"]["remediation"] == "run site.yml --tags layer15"

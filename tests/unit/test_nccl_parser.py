@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from conftest import REAL_OUTPUTS, SHARED
 from ansible_collections.gpufabric.stack.plugins.filter import nccl as F
 from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nccl_validate as C15
 from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
 
 # file -> (rows, avg busbw, largest size, oop busbw, ip busbw, format, redop column, root column, #wrong of the largest)
@@ -380,29 +381,36 @@ def test_vf_resources():
                                                                                        "team-a-gpu-rail1"]
 
 
+def verdict(plan, host, gate=None):
+    """``host``'s layer 15 record for a run of this play (``plan``, ``gate``),
+    by the layer's check as the doctor action calls it."""
+    return C15.check({"run": {"plan": plan, "gate": gate}, "file": None, "mode": plan["mode"]},
+                     {"nccl_validate_gpus_per_node": 8}, host)
+
+
 def test_doctor_verdicts():
     nodes = {"node01": node(), "node02": node()}
     plan = F.nccl_plan(nodes, ROCE)
-    ok = F.nccl_doctor_result(plan, "node01", F.nccl_gate(_twin_log("IB"), plan["expected_busbw_gbs"],
+    ok = verdict(plan, "node01", F.nccl_gate(_twin_log("IB"), plan["expected_busbw_gbs"],
                                                            require_ib=True))
     assert ok["layer"] == 15 and ok["name"] == "nccl_validate" and ok["status"] == "pass"
     assert any(e.startswith("NCCL env: NCCL_IB_HCA==rocep59s0f0:1") and "NCCL_IB_TC=106" in e for e in ok["evidence"])
     assert "node01: NCCL transport NET/IB" in ok["evidence"]
-    sock = F.nccl_doctor_result(plan, "node02", F.nccl_gate(_twin_log("Socket"), 100.0, require_ib=True))
+    sock = verdict(plan, "node02", F.nccl_gate(_twin_log("Socket"), 100.0, require_ib=True))
     assert sock["status"] == "fail" and sock["reason"] == "NCCL used NET/Socket instead of NET/IB"
     assert "NCCL_IB_HCA" in sock["remediation"]
     assert [e for e in sock["evidence"] if e.startswith("node02:") and "NET/Socket : Using" in e]
     # every node on sockets (NCCL_IB_DISABLE=1): every node fails
     both = F.nccl_gate(_twin_log("Socket"), 100.0, require_ib=True)
-    assert [F.nccl_doctor_result(plan, h, both)["status"] for h in ("node01", "node02")] == ["fail", "fail"]
+    assert [verdict(plan, h, both)["status"] for h in ("node01", "node02")] == ["fail", "fail"]
     down = node()
     down["pfs"][0]["speed_mbps"] = None
     bad = F.nccl_plan({"node01": node(), "node02": down}, ROCE)
-    r = F.nccl_doctor_result(bad, "node01")
+    r = verdict(bad, "node01")
     assert r["status"] == "fail" and r["reason"] == "node02: pf enp59s0f0np0 (0000:3b:00.0): link down, no speed"
-    one = F.nccl_doctor_result(F.nccl_plan({"node01": node()}, ROCE), "node01")
+    one = verdict(F.nccl_plan({"node01": node()}, ROCE), "node01")
     assert one["status"] == "skipped"
-    assert F.nccl_doctor_result(plan, "node01")["status"] == "skipped"
+    assert verdict(plan, "node01")["status"] == "skipped"
 
 
 def _mixed_job(hosts=("node01", "node02"), socket=("node02",)):
@@ -425,16 +433,16 @@ def test_doctor_names_the_node_that_fell_back_to_sockets():
     rc, text = _mixed_job()
     gate = F.nccl_gate(text, plan["expected_busbw_gbs"], require_ib=True, exit_code=rc)
     assert gate["kind"] == "socket" and not gate["passed"]
-    bad = F.nccl_doctor_result(plan, "node02", gate)
+    bad = verdict(plan, "node02", gate)
     assert (bad["status"], bad["reason"]) == ("fail", "NCCL used NET/Socket instead of NET/IB")
-    assert bad["remediation"] == NV.REMEDIATION["socket"]
+    assert bad["remediation"] == C15.REMEDIATION["socket"]
     assert "node02: NCCL transport NET/Socket" in bad["evidence"]
     own = [e for e in bad["evidence"] if re.match(r"^node0\d:\d+:\d+ \[0\] NCCL INFO ", e)]
     assert own and all(e.startswith("node02:") for e in own)
     assert any("NET/IB : No device found." in e for e in own) and any("NET/Socket : Using" in e for e in own)
     warns = [e for e in bad["evidence"] if e.startswith("NCCL WARN ")]
     assert warns == ["NCCL WARN node02: socketFinalizeAccept: wrong type 4 != 3"]
-    ok = F.nccl_doctor_result(plan, "node01", gate)
+    ok = verdict(plan, "node01", gate)
     assert (ok["status"], ok["reason"]) == ("warn", "all_reduce_perf with node02 failed: node02 used NET/Socket")
     assert "node02" in ok["remediation"] and ok["remediation"].startswith("this node's ranks used NET/IB")
     assert "node01: NCCL transport NET/IB" in ok["evidence"] and "node02: NCCL transport NET/Socket" in ok["evidence"]
@@ -443,14 +451,14 @@ def test_doctor_names_the_node_that_fell_back_to_sockets():
     # the recorded run (JSON) gives the same verdicts
     import json
     again = json.loads(json.dumps({"plan": plan, "gate": gate}))
-    assert F.nccl_doctor_result(again["plan"], "node01", again["gate"])["status"] == "warn"
+    assert verdict(again["plan"], "node01", again["gate"])["status"] == "warn"
 
 
 def test_doctor_peer_verdicts_on_three_nodes_and_other_names():
     plan = F.nccl_plan({h: node() for h in ("node01", "node02", "node03")}, ROCE)
     rc, text = _mixed_job(("node01", "node02", "node03"), ("node02", "node03"))
     gate = F.nccl_gate(text, plan["expected_busbw_gbs"], require_ib=True, exit_code=rc)
-    got = {h: F.nccl_doctor_result(plan, h, gate) for h in plan["hosts"]}
+    got = {h: verdict(plan, h, gate) for h in plan["hosts"]}
     assert {h: r["status"] for h, r in got.items()} == {"node01": "warn", "node02": "fail", "node03": "fail"}
     assert got["node01"]["reason"] == "all_reduce_perf with node02, node03 failed: node02, node03 used NET/Socket"
     # the log names the nodes by their host names: the inventory name, the
@@ -459,10 +467,10 @@ def test_doctor_peer_verdicts_on_three_nodes_and_other_names():
                      ROCE)
     rc, text = _mixed_job()
     gate = F.nccl_gate(text, fq["expected_busbw_gbs"], require_ib=True, exit_code=rc)
-    assert F.nccl_doctor_result(fq, "gpu-b", gate)["status"] == "fail"
-    warn = F.nccl_doctor_result(fq, "gpu-a", gate)
+    assert verdict(fq, "gpu-b", gate)["status"] == "fail"
+    warn = verdict(fq, "gpu-a", gate)
     assert warn["status"] == "warn" and warn["reason"] == "all_reduce_perf with gpu-b failed: gpu-b used NET/Socket"
     # a log that names none of the run's nodes (pods): every node fails with the gate's reason
     pods = F.nccl_plan({"gpu-a": node(), "gpu-b": node()}, ROCE)
-    assert {F.nccl_doctor_result(pods, h, gate)["reason"] for h in ("gpu-a", "gpu-b")} == {gate["reason"]}
+    assert {verdict(pods, h, gate)["reason"] for h in ("gpu-a", "gpu-b")} == {gate["reason"]}
     assert gate["reason"] == "NCCL used NET/Socket instead of NET/IB on some ranks"

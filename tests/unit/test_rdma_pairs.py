@@ -1,11 +1,13 @@
 """Layer 9 logic without Ansible: PF link/GID verdicts, the pairs plan over
-the cabling, perftest command lines, the gate, messages, the doctor result."""
+the cabling, perftest command lines, the gate, messages, the layer's record
+(checks/rdma_check.py)."""
 
 import json
 
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs as RP
+from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_check as C9
 from ansible_collections.gpufabric.stack.plugins.module_utils.sysfs_nic import gid_ipv4, roce_v2_index
 from simlab.tools import formats
 
@@ -93,7 +95,7 @@ def test_link_down_names_pf_port_and_cause():
     assert down["gid_ok"] and not down["link_ok"]
     s = RP.summary(res, [], [])
     assert s["failures"] == ["node02 enp59s0f0np0 (0000:3b:00.0, rocep59s0f0, cabled to leaf1 swp2): " + down["cause"]]
-    d = RP.doctor_result(s)
+    d = C9.verdict(s)
     assert d["status"] == "fail" and d["layer"] == 9 and d["name"] == "rdma_check"
     assert "enp59s0f0np0" in d["reason"] and "link down" in d["reason"]
     assert "leaf1 swp2" in d["remediation"]
@@ -144,7 +146,7 @@ def test_inventory_errors_name_host_and_variable():
     assert any("node03: no PF matches gpufabric_nics entry name=ens9" in e for e in res["errors"])
     assert "node03: PF enp59s0f0np0 (0000:3b:00.0) has no entry in gpufabric_cabling" in res["errors"]
     assert not res["pfs"][0]["ok"] and res["pfs"][0]["switch"] is None
-    assert "gpufabric_cabling" in RP.doctor_result(RP.summary(res))["remediation"]
+    assert "gpufabric_cabling" in C9.verdict(RP.summary(res))["remediation"]
 
 
 def test_cabling_matches_by_name_when_no_address():
@@ -326,22 +328,22 @@ def test_summary_and_doctor_for_the_three_outcomes():
     s2 = RP.summary(ls[1], by_client["node02"], plan["untested"])
     # node01 is healthy: its blocked pair towards node02 is a warning naming the pair
     assert s1["passed"] and s1["failures"] == []
-    d1 = RP.doctor_result(s1)
+    d1 = C9.verdict(s1)
     assert d1["status"] == "warn" and "node01 enp59s0f0np0 -> node02 enp59s0f0np0" in d1["reason"]
     assert "link down" in d1["reason"]
     # node02 fails on its own PF, not on the pair it could not send on
     assert not s2["passed"] and len(s2["failures"]) == 1 and "link down" in s2["failures"][0]
-    assert RP.doctor_result(s2)["status"] == "fail"
+    assert C9.verdict(s2)["status"] == "fail"
     healthy = links(["node01", "node02"])
     plan = RP.plan_pairs(healthy)
     mine = [RP.pair_result(p, job(perftest_output(391.0))) for p in plan["rounds"][0] if p["client"]["node"] == "node01"]
-    d = RP.doctor_result(RP.summary(healthy[0], mine, plan["untested"]))
+    d = C9.verdict(RP.summary(healthy[0], mine, plan["untested"]))
     assert d["status"] == "pass" and d["reason"] == "2 PF(s) up with a RoCE v2 GID; 2 pair(s) at or above 90% of line rate"
     slow = [RP.pair_result(mine[0], job(perftest_output(150.0)))]
-    d = RP.doctor_result(RP.summary(healthy[0], slow))
+    d = C9.verdict(RP.summary(healthy[0], slow))
     assert d["status"] == "fail" and "is under the gate" in d["reason"]
     assert "leaf1 swp1" in d["remediation"] and "leaf1 swp2" in d["remediation"] and "layer 8" in d["remediation"]
-    off = RP.doctor_result(RP.summary(healthy[0], [], [], bandwidth=False))
+    off = C9.verdict(RP.summary(healthy[0], [], [], bandwidth=False))
     assert off["status"] == "pass" and off["reason"].endswith("pairwise bandwidth not tested (turned off)")
     json.dumps(d)
 

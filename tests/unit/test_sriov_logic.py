@@ -164,7 +164,7 @@ def test_every_layer_selects_the_pfs_of_gpufabric_nics_by_one_rule():
     nccl_validate select with sriov's rule: a netdev name as the kernel spells
     it (a PCI domain other than 0 gives enP<domain>...), a PCI address full or
     short and vendor:device in any case."""
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, nccl_validate, rdma_pairs
+    from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate, rdma_pairs
 
     pfs = [{"name": "enP2p1s0f0np0", "pci_address": "0002:01:00.0", "vendor_device": "15b3:1021",
             "sriov": {"numvfs": 0, "totalvfs": 16}, "vfs": []},

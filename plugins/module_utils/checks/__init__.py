@@ -6,8 +6,14 @@ the same shape:
 
 - ``INTENT``: the role variables the check judges against (resolved from the
   role's defaults and the inventory by the doctor);
-- ``reads(intent)``: for a node layer, what the doctor's one read of the node
-  must hold for it (nic_facts options, or ``bmc``);
+- ``reads(intent, host)``: what the check needs read;
 - ``check(reading, intent, host)``: a pure function from that reading and
   the intent to one result record (module_utils/doctor.py ``result``).
+
+A layer's scope in the registry says where its reading comes from: the node
+(``reads`` names nic_facts options or ``bmc``), the switch (roce_switch's
+options), the cluster (``{"cluster": {"kubeconfig", "queries"}}``, each
+query a kube_checks.query; ``NODE_READS``, nic_facts options a cluster
+check also wants from each node's one read) or the fabric (the role's
+tasks/doctor.yml reads across nodes and gives the action its reading).
 """

@@ -18,11 +18,13 @@ LAYER = 11
 INTENT = ("kubeadm_kubeconfig", "kubeadm_node_name", "kubeadm_kubernetes_version", "kubeadm_kubelet_effective")
 KUBELET_CONFIG = "/var/lib/kubelet/config.yaml"
 QUERIES = (query(VERSION), query("Node"))
+# what the check reads on the node, in the doctor's one read of it
+NODE_READS = {"contents": [KUBELET_CONFIG]}
 
 
 def reads(intent, host):
     return {"cluster": {"kubeconfig": intent["kubeadm_kubeconfig"], "queries": list(QUERIES)},
-            "nic_facts": {"contents": [KUBELET_CONFIG]}}
+            "nic_facts": dict(NODE_READS)}
 
 
 def kubelet_config(reading):

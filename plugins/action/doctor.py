@@ -43,6 +43,9 @@ ARGS = {
     "node_result": {"type": "str", "default": "doctor_node"},
 }
 ERRORS = (AnsibleError, KeyError, TypeError, ValueError)
+# A role's defaults, vars and argument specs as loaded in this task: the
+# cluster layers resolve four roles' intents for every host of the play.
+_LOADED = {}
 
 
 def merge_reads(wanted):
@@ -91,19 +94,25 @@ class ActionModule(ActionBase):
                                           if host in members and g != "all")
         return variables
 
+    def _load(self, path, trusted=False):
+        """The YAML file at ``path`` ({} when absent), loaded once per task."""
+        key = (path, trusted)
+        if key not in _LOADED:
+            data = {}
+            if os.path.exists(path):
+                data = (self._loader.load_from_file(path, trusted_as_template=True) if trusted
+                        else self._loader.load_from_file(path)) or {}
+            _LOADED[key] = data
+        return _LOADED[key]
+
     def _role_intent(self, role, names, task_vars):
         """``names`` of role ``role`` as the role sees them: its defaults,
         the inventory and play over them, its vars/main.yml over both; a
         name whose value templates to ``omit`` is left out."""
         base = os.path.join(COLLECTION, "roles", role)
-        variables = {}
-        path = os.path.join(base, "defaults", "main.yml")
-        if os.path.exists(path):
-            variables.update(self._loader.load_from_file(path, trusted_as_template=True) or {})
+        variables = dict(self._load(os.path.join(base, "defaults", "main.yml"), trusted=True))
         variables.update(task_vars)
-        path = os.path.join(base, "vars", "main.yml")
-        if os.path.exists(path):
-            variables.update(self._loader.load_from_file(path, trusted_as_template=True) or {})
+        variables.update(self._load(os.path.join(base, "vars", "main.yml"), trusted=True))
         templar = self._templar.copy_with_new_env(available_variables=variables)
         omit = task_vars.get("omit")
         intent = {}
@@ -118,8 +127,8 @@ class ActionModule(ActionBase):
         """``intent`` checked and typed by the role's own argument spec (its
         main entry point's options of these names); AnsibleError naming the
         host, the role and every bad variable otherwise."""
-        path = os.path.join(COLLECTION, "roles", role, "meta", "argument_specs.yml")
-        specs = (self._loader.load_from_file(path) or {}).get("argument_specs") or {} if os.path.exists(path) else {}
+        specs = self._load(os.path.join(COLLECTION, "roles", role, "meta", "argument_specs.yml")).get(
+            "argument_specs") or {}
         options = (specs.get("main") or {}).get("options") or {}
         spec = dict((name, dict((k, v) for k, v in options[name].items()
                                 if k not in ("required", "description", "default", "version_added")))
@@ -160,6 +169,7 @@ class ActionModule(ActionBase):
         return modules, intents, wishes, errors
 
     def run(self, tmp=None, task_vars=None):
+        _LOADED.clear()
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         _valid, args = self.validate_argument_spec(argument_spec=ARGS)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import test_nccl_parser as N15
 import test_rdma_pairs as R9
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
 from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
@@ -177,19 +178,9 @@ def node(speed=400000):
 
 
 def log(transport, hosts=("node01", "node02")):
-    """all_reduce_perf output in the twin's format, NCCL_DEBUG=INFO;
-    ``transport`` the network of every host, or {host: network}."""
-    from simlab.tools import formats
-    rows = formats.nccl_rows([1 << 30, 1 << 31, 1 << 32], 90.5, 16)
-    lines = []
-    for i, h in enumerate(hosts):
-        if (transport.get(h, "IB") if isinstance(transport, dict) else transport) == "IB":
-            lines += formats.nccl_net_info_lines(h, 100 + i, "IB", ["rocep59s0f0", "rocep134s0f0"],
-                                                 "enp59s0f0np0:172.30.0.%d<0>" % (i + 1))
-        else:
-            lines += formats.nccl_net_info_lines(h, 100 + i, "Socket", oob="enp59s0f0np0:172.30.0.%d<0>" % (i + 1))
-    return formats.all_reduce_perf({"ngpus": 1, "min_bytes": 1 << 30, "max_bytes": 1 << 32}, rows,
-                                   transport_lines=lines, nranks=16)
+    """all_reduce_perf output in the twin's format, NCCL_DEBUG=INFO (the
+    NCCL parser tests' builder)."""
+    return N15._twin_log(transport, hosts)
 
 
 def run15(transport="IB", expected=None, nodes=None):

@@ -274,8 +274,11 @@ class ActionModule(ActionBase):
                                                  "fix the variable the error names for this host"))
                     continue
                 config = wishes[layer.number]["cluster"]["kubeconfig"]
-                reading = {"cluster": {"skip": skipped.get(config, ""),
-                                       "answers": dict((key, answers[(config, key)]) for key in queries[config]
+                if config in skipped:
+                    # no cluster to read: the same record for every cluster layer
+                    records.append(kube_checks.skipped(layer.number, skipped[config]))
+                    continue
+                reading = {"cluster": {"answers": dict((key, answers[(config, key)]) for key in queries[config]
                                                        if (config, key) in answers)},
                            "nic_facts": node.get("reading") or {}}
                 try:

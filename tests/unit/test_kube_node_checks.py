@@ -308,7 +308,7 @@ def test_kubelet_fixture_matches_the_schema():
     jsonschema.validate(yaml.safe_load(dump("kubelet-config-gpu-worker.yaml")), schema)
 
 
-def layer11(host, nodes, server="v1.34.1", kubelet=None, wanted=None, skip="", errors=None):
+def layer11(host, nodes, server="v1.34.1", kubelet=None, wanted=None, errors=None):
     """Layer 11's check file on the reading the doctor action hands it: the
     cluster's answers (the API server's version, the Nodes) and the node's
     kubelet configuration from the node's one read."""
@@ -316,7 +316,7 @@ def layer11(host, nodes, server="v1.34.1", kubelet=None, wanted=None, skip="", e
                kc.query_key(kc.query("Node")): {"resources": nodes}}
     for kind, error in (errors or {}).items():
         answers[kc.query_key(kc.query(kind))] = {"error": error}
-    reading = {"cluster": {"skip": skip, "answers": answers},
+    reading = {"cluster": {"answers": answers},
                "nic_facts": {"contents": {kubeadm_check.KUBELET_CONFIG: kubelet}}}
     intent = {"kubeadm_kubeconfig": "/etc/kubernetes/admin.conf", "kubeadm_node_name": host,
               "kubeadm_kubernetes_version": "1.34.1", "kubeadm_kubelet_effective": wanted or {}}
@@ -347,9 +347,10 @@ def test_layer11_gpu_worker_without_the_topology_manager_fails(wanted_gpu):
 
 
 def test_layer11_skipped_without_a_cluster():
-    r = layer11("node01", [], skip="no cluster: /etc/kubernetes/admin.conf not found on node01")
+    r = kc.skipped(11, "no cluster: /etc/kubernetes/admin.conf not found on node01")
     assert r["status"] == "skipped" and r["reason"] == "no cluster: /etc/kubernetes/admin.conf not found on node01"
     assert r["remediation"] == "initialise the cluster: site.yml --tags layer11"
+    assert kc.skipped(12, "x")["remediation"] == "initialise the cluster (layer 11), then site.yml --tags layer12"
 
 
 def test_layer11_unregistered_node_and_api_errors():

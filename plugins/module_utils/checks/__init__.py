@@ -13,7 +13,8 @@ the same shape:
 A layer's scope in the registry says where its reading comes from: the node
 (``reads`` names nic_facts options or ``bmc``), the switch (roce_switch's
 options), the cluster (``{"cluster": {"kubeconfig", "queries"}}``, each
-query a kube_checks.query; ``NODE_READS``, nic_facts options a cluster
+query a kube_checks.query; with no cluster to read the action records the
+layer skipped without calling the check; ``NODE_READS``, nic_facts options a cluster
 check also wants from each node's one read) or the fabric (the role's
 tasks/doctor.yml reads across nodes and gives the action its reading).
 """

@@ -35,9 +35,6 @@ def reads(intent, host):
 
 
 def check(reading, intent, host):
-    cluster = reading.get("cluster") or {}
-    if cluster.get("skip"):
-        return kube_checks.skipped(LAYER, cluster["skip"])
     plugin = intent["cni_plugin"]
     nodes_q, pods_q, mtu_q = queries(intent)
     settings = kube_net.cni_settings(plugin, intent.get("cni_encapsulation"), intent.get("cni_underlay_mtu"),

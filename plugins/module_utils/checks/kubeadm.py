@@ -42,9 +42,6 @@ def kubelet_config(reading):
 
 
 def check(reading, intent, host):
-    cluster = reading.get("cluster") or {}
-    if cluster.get("skip"):
-        return kube_checks.skipped(LAYER, cluster["skip"])
     node_name = intent.get("kubeadm_node_name") or host
     version = kube_checks.answer(reading, QUERIES[0])[0]
     server = (((version[0] if version else {}).get("server") or {}).get("kubernetes") or {}).get("gitVersion") or ""

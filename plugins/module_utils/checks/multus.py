@@ -30,9 +30,6 @@ def reads(intent, host):
 
 
 def check(reading, intent, host):
-    cluster = reading.get("cluster") or {}
-    if cluster.get("skip"):
-        return kube_checks.skipped(LAYER, cluster["skip"])
     qs = queries(intent)
     got = [kube_checks.answer(reading, q)[0] for q in qs]
     return kube_checks.check_multus(host, kube_checks.named(got[0], host), (got[1] or [None])[0],

@@ -40,9 +40,6 @@ def reads(intent, host):
 
 
 def check(reading, intent, host):
-    cluster = reading.get("cluster") or {}
-    if cluster.get("skip"):
-        return kube_checks.skipped(LAYER, cluster["skip"])
     qs = queries(intent)
     got = [kube_checks.answer(reading, q)[0] for q in qs]
     prefix = intent["sriov_operator_resource_prefix"]

@@ -100,8 +100,9 @@ class ActionModule(ActionBase):
         if key not in _LOADED:
             data = {}
             if os.path.exists(path):
-                data = (self._loader.load_from_file(path, trusted_as_template=True) if trusted
-                        else self._loader.load_from_file(path)) or {}
+                # parsed here once per task and only read: neither the loader's cache nor its deep copy
+                data = self._loader.load_from_file(path, cache="none", unsafe=True,
+                                                   trusted_as_template=trusted) or {}
             _LOADED[key] = data
         return _LOADED[key]
 
@@ -142,9 +143,15 @@ class ActionModule(ActionBase):
         out.update(checked.validated_parameters)
         return out
 
+    def _run_module(self, **kwargs):
+        """_execute_module, counted in the result's module_executions."""
+        self._module_executions += 1
+        return self._execute_module(**kwargs)
+
     def _read_bmc(self, intent):
         """bios_facts' answer, read here (the controller, as a delegated
-        bios_facts would): the system, the BIOS attributes or the error."""
+        bios_facts would): the system, the BIOS attributes or the error.
+        An HTTPS read from this process: no module execution."""
         if not intent.get("bmc_address"):
             return {}
         address = redfish_bios.bmc_address(intent["bmc_address"])
@@ -170,8 +177,13 @@ class ActionModule(ActionBase):
 
     def run(self, tmp=None, task_vars=None):
         _LOADED.clear()
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
+        self._module_executions = 0
+        result = self._run(super(ActionModule, self).run(tmp, task_vars), task_vars)
+        # what the gpufabric.stack.task_counter callback counts for this task
+        result["module_executions"] = self._module_executions
+        return result
+
+    def _run(self, result, task_vars):
         _valid, args = self.validate_argument_spec(argument_spec=ARGS)
         host = task_vars.get("inventory_hostname", "?")
         groups = [g for g, members in (task_vars.get("groups") or {}).items() if host in members]
@@ -245,8 +257,8 @@ class ActionModule(ActionBase):
                 skipped[config] = "no kube_control_plane host in the inventory"
                 continue
             try:
-                stat = self._execute_module(module_name="ansible.builtin.stat", module_args={"path": config},
-                                            task_vars=task_vars)
+                stat = self._run_module(module_name="ansible.builtin.stat", module_args={"path": config},
+                                        task_vars=task_vars)
             except AnsibleConnectionFailure:
                 stat = {"unreachable": True}
             if stat.get("unreachable"):
@@ -297,14 +309,14 @@ class ActionModule(ActionBase):
     def _read_api(self, config, q, task_vars):
         """One read: {resources}, {version} or {error}."""
         if q["kind"] == kube_checks.VERSION:
-            got = self._execute_module(module_name="kubernetes.core.k8s_cluster_info",
-                                       module_args={"kubeconfig": config}, task_vars=task_vars)
+            got = self._run_module(module_name="kubernetes.core.k8s_cluster_info",
+                                   module_args={"kubeconfig": config}, task_vars=task_vars)
             if got.get("failed") or got.get("unreachable") or "version" not in got:
                 return {"error": got.get("msg") or "the API read failed"}
             return {"version": got["version"]}
         module_args = dict(q, kubeconfig=config)
-        got = self._execute_module(module_name="kubernetes.core.k8s_info", module_args=module_args,
-                                   task_vars=task_vars)
+        got = self._run_module(module_name="kubernetes.core.k8s_info", module_args=module_args,
+                               task_vars=task_vars)
         if got.get("failed") or got.get("unreachable") or "resources" not in got:
             return {"error": got.get("msg") or "the API read failed"}
         return {"resources": got["resources"]}
@@ -339,8 +351,8 @@ class ActionModule(ActionBase):
                     readings["switches"][sw] = answer
         for number, wish in sorted(wishes.items()):
             if "roce_switch" in wish:
-                answer = self._execute_module(module_name="gpufabric.stack.roce_switch",
-                                              module_args=wish["roce_switch"], task_vars=task_vars)
+                answer = self._run_module(module_name="gpufabric.stack.roce_switch",
+                                          module_args=wish["roce_switch"], task_vars=task_vars)
                 if answer.get("unreachable"):
                     result.update(answer)
                     return result
@@ -357,8 +369,8 @@ class ActionModule(ActionBase):
         for root, options in sorted(calls.items()):
             if kernel_proc and "proc_root" not in options:
                 options["proc_root"] = kernel_proc
-            answer = self._execute_module(module_name="gpufabric.stack.nic_facts", module_args=options,
-                                          task_vars=task_vars)
+            answer = self._run_module(module_name="gpufabric.stack.nic_facts", module_args=options,
+                                      task_vars=task_vars)
             if answer.get("unreachable"):
                 result.update(answer)
                 return result

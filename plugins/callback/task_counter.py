@@ -21,7 +21,8 @@ description:
     action that only runs on the controller (C(set_fact), C(debug), C(assert), C(fail), C(meta), the includes,
     C(validate_argument_spec), C(add_host), C(group_by), C(set_stats), C(include_vars), C(pause) and the
     actions listed in O(controller_actions)) is counted as a C(controller action) instead. A skipped result is
-    neither.
+    neither. A result that says how many modules its action executed (an integer C(module_executions), as
+    C(gpufabric.stack.doctor) returns) counts that many, and one that executed none is a controller action.
   - On a real rack every module execution on a host is at least one SSH round trip (one with pipelining), so
     their number per host bounds how fast a run that changes nothing can be.
   - Records the wall time of every task (from its start to the start of the next one, as
@@ -122,8 +123,14 @@ def classify(action, result, extra=(), delegated=False):
             counts["failed"] += 1
         if entry.get("unreachable"):
             counts["unreachable"] += 1
-        if is_controller_action(action, extra):
+        ran = entry.get("module_executions")
+        if is_controller_action(action, extra) or ran == 0:
             counts["controller_actions"] += 1
+        elif isinstance(ran, int) and not isinstance(ran, bool):
+            # an action that says how many modules it executed (gpufabric.stack.doctor)
+            counts["module_executions"] += ran
+            if delegated or entry.get("_ansible_delegated_vars"):
+                counts["delegated"] += ran
         else:
             counts["module_executions"] += 1
             if delegated or entry.get("_ansible_delegated_vars"):

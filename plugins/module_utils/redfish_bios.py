@@ -25,7 +25,7 @@ import json
 import re
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError
-from ansible.module_utils.urls import open_url
+from ansible.module_utils.urls import Request, make_context
 
 
 def bmc_address(baseuri):
@@ -33,16 +33,21 @@ def bmc_address(baseuri):
     return re.sub(r"/.*$", "", re.sub(r"^https?://", "", str(baseuri)))
 
 
-def https_getter(address, username, password, validate_certs=False, timeout=30, opener=open_url):
-    """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth."""
+def https_getter(address, username, password, validate_certs=False, timeout=30):
+    """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth. The
+    reads of one getter share one request object and its TLS context: the CA
+    store (which open_url loads for every request) is loaded once."""
     root = "https://" + address
+    shared = {}
 
     def get(path):
         try:
-            resp = opener(root + path, method="GET",
-                          headers={"Accept": "application/json", "OData-Version": "4.0"},
-                          url_username=username, url_password=password, force_basic_auth=True,
-                          validate_certs=validate_certs, timeout=timeout)
+            if "request" not in shared:
+                shared["request"] = Request(context=make_context(validate_certs=validate_certs))
+            resp = shared["request"].open("GET", root + path,
+                                          headers={"Accept": "application/json", "OData-Version": "4.0"},
+                                          url_username=username, url_password=password, force_basic_auth=True,
+                                          validate_certs=validate_certs, timeout=timeout)
             status = resp.getcode()
             raw = resp.read()
         except HTTPError as exc:

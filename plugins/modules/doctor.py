@@ -123,4 +123,12 @@ nic_facts_calls:
   description: How many nic_facts executions the read took (one per distinct sysfs root; 0 when no layer needed one).
   returned: node and switch layers
   type: int
+module_executions:
+  description:
+    - How many modules the task executed on the host or delegated (nic_facts, roce_switch, the API reads and the
+      control-plane C(stat)); 0 for a fabric layer, which judges a reading it is given. The Redfish read of the BMC
+      is made from the task's own process on the controller and runs no module. The
+      C(gpufabric.stack.task_counter) callback counts this figure for the task.
+  returned: always
+  type: int
 """

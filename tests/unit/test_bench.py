@@ -207,6 +207,19 @@ def test_classify_delegation_from_the_result():
     assert c["delegated"] == 1
 
 
+def test_classify_takes_the_number_an_action_says_it_executed():
+    # the doctor action: one nic_facts and the Redfish read on a node, none for a fabric layer's verdict
+    c = task_counter.classify("gpufabric.stack.doctor", {"changed": False, "module_executions": 2})
+    assert c["module_executions"] == 2 and c["controller_actions"] == 0
+    c = task_counter.classify("gpufabric.stack.doctor", {"changed": False, "module_executions": 0})
+    assert c["module_executions"] == 0 and c["controller_actions"] == 1
+    c = task_counter.classify("gpufabric.stack.doctor", {"module_executions": 3}, delegated=True)
+    assert c["module_executions"] == 3 and c["delegated"] == 3
+    # a module's own key of another type is not a count
+    c = task_counter.classify("some.module", {"module_executions": True})
+    assert c["module_executions"] == 1
+
+
 def test_roce_switch_record():
     rec = task_counter.roce_switch_record({"commands": ["a", "b"], "show_commands": 3, "changed": True,
                                            "invocation": {"module_args": {"state": "merged", "password": "x"}}})

@@ -1,9 +1,9 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The play's shared reading of the NICs (one nic_facts call per host for
-layers 3, 4, 5 and 9 when nothing changed in between). Documented in
-nic_reading.yml."""
+"""A nic_facts answer as a layer sees it: the PFs of one vendor under one
+sysfs root, or None. Documented in nic_reading.yml; the play's reading itself
+is kept by the nic_facts action (module_utils/nic_reading.py)."""
 
 from __future__ import absolute_import, division, print_function
 

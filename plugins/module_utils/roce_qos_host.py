@@ -27,10 +27,12 @@ TOOL_DIRS = ["/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/local/bin", "/usr/bi
 class Host(object):
     """Runs the tools and sysfs reads and writes for one host."""
 
-    def __init__(self, module, node):
+    def __init__(self, module, node, queries=None):
         self.module = module
         self.node = node
         self.bins = {}
+        # {pci: output of `mlxconfig -d <pci> -e q`} this module run already has
+        self.queries = dict(queries or {})
 
     def bin(self, tool):
         if tool not in self.bins:
@@ -56,7 +58,16 @@ class Host(object):
             raise Q.RoceQosError("%s: %s: 'echo %s > %s' failed: %s" % (self.node, pf, value, path, exc.strerror))
 
     def firmware(self, pci):
-        """Firmware ECN parameters of the inbox driver's PF, or None."""
+        """Firmware ECN parameters of the inbox driver's PF, or None. A whole
+        query of the PF this module run already made answers without a new
+        one when it has the parameters."""
+        if pci in self.queries:
+            try:
+                known = Q.firmware_ecn(parse_mlxconfig_query(self.queries[pci]))
+            except ValueError:
+                known = None
+            if known is not None:
+                return known
         for tool in ("mstconfig", "mlxconfig"):
             path = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
             if not path:
@@ -71,16 +82,19 @@ class Host(object):
         return None
 
 
-def selection(node, sysfs_root, specs):
+def selection(node, sysfs_root, specs, found=None):
     """``{pfs, left_out, not_applicable, left_out_text}``: the PFs that
     ``specs`` select, those that are ConnectX (15b3) in ``pfs``, each with its
     netdev, Ethernet link and RDMA device or a failure naming the PF, and the
     others in ``left_out`` (sriov.vendor_selection): the host RoCE QoS tools
-    (mlnx_qos, cma_roce_*) and the firmware ECN parameters are ConnectX's."""
-    try:
-        found = sysfs_nic.discover(sysfs_root)
-    except sysfs_nic.SysfsError as exc:
-        raise Q.RoceQosError("%s: %s" % (node, exc))
+    (mlnx_qos, cma_roce_*) and the firmware ECN parameters are ConnectX's.
+    ``found``: the sysfs_nic.discover answer of ``sysfs_root`` when the
+    caller already has it."""
+    if found is None:
+        try:
+            found = sysfs_nic.discover(sysfs_root)
+        except sysfs_nic.SysfsError as exc:
+            raise Q.RoceQosError("%s: %s" % (node, exc))
     if not specs:
         raise Q.RoceQosError("%s: pfs is empty: nothing selects a PF" % node)
     hit, seen = [], set()
@@ -135,11 +149,14 @@ def pf_info(pf, state, want):
             "boot_lines": Q.boot_lines(want, ofed, params) if want else []}
 
 
-def online(module, p):
+def online(module, p, found=None, queries=None):
+    """The module's run on the host. ``found`` (the NICs of p's sysfs root)
+    and ``queries`` (firmware queries by PCI address) are what a caller that
+    read them already hands over, so that they are not read twice."""
     node = p["node"]
     want = Q.normalise_intent(p["config"], node) if p["config"] is not None else None
-    host = Host(module, node)
-    chosen = selection(node, p["sysfs_root"], p["pfs"])
+    host = Host(module, node, queries)
+    chosen = selection(node, p["sysfs_root"], p["pfs"], found)
     pfs = chosen["pfs"]
     scope = {"left_out": chosen["left_out"], "not_applicable": chosen["not_applicable"],
              "left_out_text": chosen["left_out_text"]}

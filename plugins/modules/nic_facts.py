@@ -26,7 +26,27 @@ description:
     reads what M(gpufabric.stack.container_runtime_facts) reads, so the doctor (validate.yml) reads all of a GPU
     node's layers in one call.
   - Read-only; safe in check mode.
+  - The action of the same name keeps every answer as the host fact C(gpufabric_nic_reading), the play's reading
+    of the host's NICs. With I(reuse) a task takes that reading, without executing anything on the host, when it
+    was read with the options the task gives (the same I(sysfs_root) and I(vendor) in any case); a task after a
+    change to what sysfs shows drops it with I(forget).
 options:
+  reuse:
+    description:
+      - Answer from the play's reading of the host (the fact C(gpufabric_nic_reading)) when it was read with every
+        option this task gives and the same I(sysfs_root) and I(vendor); read the host otherwise. The answer then
+        says RV(reused).
+      - Handled by the action; the module itself always reads.
+    type: bool
+    default: false
+  forget:
+    description:
+      - Drop the play's reading of the host and read nothing; a layer that changed what sysfs shows (NIC firmware,
+        VFs, host QoS, a boot) does this, so that the next layer reads again. Takes no other option.
+      - Handled by the action.
+    type: bool
+    default: false
+
   sysfs_root:
     description:
       - Where sysfs is mounted. C(/sys) on a host; the rack twin serves its own tree elsewhere.
@@ -156,6 +176,17 @@ author:
 """
 
 EXAMPLES = r"""
+- name: Read the NICs, or take the reading an earlier layer of this play made
+  gpufabric.stack.nic_facts:
+    sysfs_root: /sys
+    reuse: true
+  register: nics
+
+- name: Drop the play's reading after the VFs changed
+  gpufabric.stack.nic_facts:
+    forget: true
+  when: vfs_result is changed
+
 - name: Read the NICs of a GPU node
   gpufabric.stack.nic_facts:
     vendor: "15b3"
@@ -168,6 +199,19 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+reused:
+  description: Whether the answer is the play's reading of the host (I(reuse)) rather than a new read.
+  returned: always, except with I(forget)
+  type: bool
+forgotten:
+  description: True when I(forget) dropped the play's reading.
+  returned: with I(forget)
+  type: bool
+module_executions:
+  description: How many module executions the task took on the host (0 for a reading reused or forgotten, 1 otherwise);
+    the C(gpufabric.stack.task_counter) callback counts this figure.
+  returned: always
+  type: int
 nics:
   description: One entry per PF, sorted by PCI address.
   returned: always
@@ -354,6 +398,9 @@ def main():
                 firmware_query=dict(type="bool", default=True),
             )),
             runtime=dict(type="dict", options=runtime_facts.OPTIONS),
+            # the action's (plugins/action/nic_facts.py); a module run always reads
+            reuse=dict(type="bool", default=False),
+            forget=dict(type="bool", default=False),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,
@@ -367,12 +414,11 @@ def main():
     try:
         inspected = host_files.inspected(module)
         modules_load = host_files.inspect_dir(module.params["modules_load_dir"])
-        nics = sysfs_nic.discover(module.params["sysfs_root"])
+        found = sysfs_nic.discover(module.params["sysfs_root"])
     except (sysfs_nic.SysfsError, host_files.HostFilesError) as exc:
         module.fail_json(msg=str(exc))
     vendor = module.params["vendor"].lower().replace("0x", "")
-    if vendor:
-        nics = [n for n in nics if n["vendor"] == vendor]
+    nics = [n for n in found if n["vendor"] == vendor] if vendor else found
     iommus = sysfs_nic.iommus(module.params["sysfs_root"])
     units, units_error, units_active = {}, "", {}
     if module.params["units"]:
@@ -401,8 +447,12 @@ def main():
                                               for pf in qos["pfs"]])
         pfs = [dict((k, pf.get(k)) for k in roce_qos_host.PF_SPEC) for pf in qos["pfs"]]
         try:
+            # the NICs and the firmware queries read above, not read again
             extra["qos"] = roce_qos_host.online(module, dict(qos, pfs=pfs, state="gathered",
-                                                             sysfs_root=module.params["sysfs_root"]))
+                                                             sysfs_root=module.params["sysfs_root"]),
+                                                found=found,
+                                                queries=dict((r["device"], r["query"])
+                                                             for r in extra.get("firmware") or [] if "query" in r))
         except RoceQosError as exc:
             extra["qos"] = {"failed": True, "msg": str(exc)}
     if module.params["runtime"] is not None:

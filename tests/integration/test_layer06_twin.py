@@ -2,6 +2,7 @@
 the doctor's verdicts, bad input."""
 
 import copy
+import json
 
 import pytest
 import yaml
@@ -22,6 +23,45 @@ def test_nic_facts_on_a_live_node(twin):
     pf = res["nics"][0]
     assert pf["vendor_device"] == "15b3:1021" and pf["sriov"]["totalvfs"] == 16
     assert pf["rdma"]["roce_v2_gid_index"] == 3 and res["iommu_active"] is True
+
+
+def test_the_plays_reading_of_the_nics_is_taken_until_forgotten(twin, tmp_path):
+    """The nic_facts action keeps every answer as the play's reading of the
+    host; a task with reuse takes it (no execution on the node) when it was
+    read with the options the task gives, and forget drops it."""
+    out = tmp_path / "reading.json"
+    read = {"sysfs_root": SYSFS, "reuse": True}
+    tasks = [
+        {"gpufabric.stack.nic_facts": read, "register": "first"},
+        {"gpufabric.stack.nic_facts": read, "register": "second"},
+        {"gpufabric.stack.nic_facts": dict(read, units=["gpufabric-sriov.service"]), "register": "other"},
+        {"gpufabric.stack.nic_facts": {"forget": True, "sysfs_root": SYSFS}, "register": "bad",
+         "ignore_errors": True},
+        {"gpufabric.stack.nic_facts": {"forget": True}, "register": "forgot"},
+        {"ansible.builtin.set_fact": {"kept_after_forget": "{{ ansible_facts.gpufabric_nic_reading }}"}},
+        {"gpufabric.stack.nic_facts": read, "register": "after"},
+        {"ansible.builtin.copy": {"dest": str(out), "content": "{{ {'first': first, 'second': second, "
+                                  "'other': other, 'bad': bad, 'forgot': forgot, 'kept': kept_after_forget, "
+                                  "'after': after, 'fact': ansible_facts.gpufabric_nic_reading} | to_json }}"},
+         "delegate_to": "localhost"},
+    ]
+    play = tmp_path / "reading.yml"
+    play.write_text(yaml.safe_dump([{"hosts": "node01", "gather_facts": False, "tasks": tasks}]))
+    twin.playbook(str(play), check=True)
+    got = json.loads(out.read_text())
+    first, second, other, after = got["first"], got["second"], got["other"], got["after"]
+    assert first["reused"] is False and first["module_executions"] == 1
+    assert second["reused"] is True and second["module_executions"] == 0
+    assert second["nics"] == first["nics"] and second["cmdline"] == first["cmdline"]
+    # a task that wants more than the reading has reads again, and its answer is the play's reading now
+    assert other["reused"] is False and other["units"] == {"gpufabric-sriov.service": other["units"][
+        "gpufabric-sriov.service"]}
+    assert got["bad"]["failed"] is True
+    assert got["bad"]["msg"] == "node01: forget drops the play's reading and reads nothing; it takes no other " \
+                                "option, got sysfs_root"
+    assert got["forgot"]["forgotten"] is True and got["kept"] is None
+    assert after["reused"] is False and after["nics"] == first["nics"]
+    assert got["fact"]["options"]["sysfs_root"] == SYSFS and "invocation" not in got["fact"]
 
 
 def test_sriov_vf_module_check_mode_apply_idempotence_and_errors(twin):
@@ -135,7 +175,6 @@ def test_vfs_for_vms_on_vfio_pci_and_a_shared_iommu_group_named(twin):
     vfio-pci, vfs.json names the H100 below the same PCIe switch, the doctor
     passes; iommu-shared-group is named at layer 6 with the group's members;
     the inventory without vf_drivers gives the VFs back to mlx5_core."""
-    import json
     nics = yaml.safe_load((twin.inventory / "group_vars/gpu_workers.yml").read_text())["gpufabric_nics"]
     vms = copy.deepcopy(nics)
     for entry in vms:

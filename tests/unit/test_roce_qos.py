@@ -278,3 +278,34 @@ def test_layer_result_orders_causes():
     assert r["status"] == "pass" and r["reason"] == "2 PF(s) match the RoCE intent and their switch ports"
     assert r["evidence"] == ["p: inbox"]
     assert roce_host_check.layer_result("n", gathered(), None, persist=False)["status"] == "pass"
+
+
+class _ToolModule(object):
+    """What roce_qos_host.Host needs of an AnsibleModule: records the tools run."""
+
+    def __init__(self, out):
+        self.ran, self.out = [], out
+
+    def get_bin_path(self, tool, required=False, opt_dirs=None):
+        return "/usr/bin/" + tool
+
+    def run_command(self, argv, **kw):
+        self.ran.append(argv)
+        return 0, self.out, ""
+
+
+def test_the_firmware_ecn_comes_from_the_query_the_module_run_already_made():
+    from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos_host
+    whole = FW_QUERY.format(mask=0xf7, dscp=46)
+    module = _ToolModule(FW_QUERY.format(mask=255, dscp=48))
+    host = roce_qos_host.Host(module, "node01", {"0000:3b:00.0": whole})
+    fw = host.firmware("0000:3b:00.0")
+    # nic_facts' firmware read of the PF answers: no second query, its values (not the tool's)
+    assert module.ran == [] and fw["mask"] == 0xf7 and fw["cnp_dscp"] == 46
+    # another PF, or a query without the ECN parameters, is asked of the tool
+    assert host.firmware("0000:86:00.0")["mask"] == 255 and len(module.ran) == 1
+    bare = "\n".join(line for line in whole.splitlines() if "ROCE_CC" not in line)
+    host = roce_qos_host.Host(module, "node01", {"0000:3b:00.0": bare})
+    assert host.firmware("0000:3b:00.0")["mask"] == 255 and len(module.ran) == 2
+    assert module.ran[-1][1:] == ["-d", "0000:3b:00.0", "-e", "q", "ROCE_CC_PRIO_MASK_P1", "CNP_DSCP_P1",
+                                  "CNP_802P_PRIO_P1"]

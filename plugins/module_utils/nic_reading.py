@@ -1,0 +1,63 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The play's reading of a host's NICs, kept by the gpufabric.stack.nic_facts
+action as the host fact ``gpufabric_nic_reading``: which reading a task that
+asks for one may take instead of reading again. Plain Python; the action
+(plugins/action/nic_facts.py) is the only writer of the fact."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+FACT = "gpufabric_nic_reading"
+# options of the action only: the module never sees them
+ACTION_OPTIONS = ("reuse", "forget")
+# what the module's answer carries that is not part of the reading
+NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg", "reused", "module_executions")
+
+
+def kept(answer, options, run):
+    """The reading to keep from a nic_facts ``answer`` to the task
+    ``options`` (the module arguments as the task gave them) in the
+    ansible-playbook run ``run``: the answer without its bookkeeping, with the
+    options it was read with and the run; None for an answer that is no
+    reading (failed, unreachable, skipped)."""
+    if not isinstance(answer, dict) or answer.get("failed") or answer.get("unreachable") or answer.get("skipped") \
+            or "nics" not in answer:
+        return None
+    reading = dict((k, v) for k, v in answer.items() if k not in NOT_READING and not k.startswith("_ansible"))
+    given = dict(((answer.get("invocation") or {}).get("module_args") or {}))
+    given.update(options)
+    reading["options"] = given
+    reading["run"] = run
+    return reading
+
+
+def answers(reading, options, run):
+    """True when ``reading`` (the kept fact, or None) answers a task asking
+    with ``options`` in the run ``run``: it was read in this run (a fact
+    cache keeps facts between runs; an earlier run's reading never answers),
+    every option the task gives has the value the reading was taken with (the
+    extra reads it wants, its proc root), and the sysfs root and the vendor
+    filter are the same, given or not (the module's defaults count)."""
+    if not isinstance(reading, dict) or "nics" not in reading or not run or reading.get("run") != run:
+        return False
+    taken = dict(DEFAULTS, **(reading.get("options") or {}))
+    want = dict((k, v) for k, v in options.items() if k not in ACTION_OPTIONS)
+    for name in ("sysfs_root", "vendor"):
+        want.setdefault(name, DEFAULTS[name])
+    return all(_normal(taken.get(name)) == _normal(value) for name, value in want.items())
+
+
+# the module's defaults of the options a reading is compared on
+DEFAULTS = {"sysfs_root": "/sys", "proc_root": "/proc", "vendor": "", "units": [], "files": [], "contents": [],
+            "probe_modules": [], "modules_load_dir": "/etc/modules-load.d", "inspect_files": [],
+            "inspect_units": []}
+
+
+def _normal(value):
+    """Paths compare without a trailing slash; anything else as given."""
+    if isinstance(value, str) and len(value) > 1:
+        return value.rstrip("/")
+    return value

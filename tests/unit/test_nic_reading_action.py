@@ -1,0 +1,65 @@
+"""The play's reading of a host's NICs (module_utils/nic_reading.py, kept by
+the gpufabric.stack.nic_facts action): which task may take it instead of
+reading again."""
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import nic_reading as R
+
+RUN = "4242:1234567"
+ANSWER = {"changed": False, "nics": [{"pci_address": "0000:3b:00.0", "vendor": "15b3"}], "cmdline": "ro quiet",
+          "sysfs_root": "/run/simlab/sys", "proc_root": "/run/simlab/proc", "modules_load": {},
+          "invocation": {"module_args": {"sysfs_root": "/run/simlab/sys", "proc_root": "/run/simlab/proc",
+                                         "vendor": "", "inspect_files": ["/etc/default/grub.d/gpufabric.cfg"],
+                                         "units": [], "files": []}}}
+
+
+def keep():
+    return R.kept(ANSWER, {"sysfs_root": "/run/simlab/sys", "proc_root": "/run/simlab/proc",
+                           "inspect_files": ["/etc/default/grub.d/gpufabric.cfg"]}, RUN)
+
+
+def test_the_kept_reading_is_the_answer_with_the_options_it_was_read_with():
+    got = keep()
+    assert got["nics"] == ANSWER["nics"] and got["cmdline"] == "ro quiet"
+    assert "invocation" not in got and "changed" not in got
+    assert got["options"]["inspect_files"] == ["/etc/default/grub.d/gpufabric.cfg"]
+    assert got["options"]["vendor"] == ""
+
+
+def test_no_reading_is_kept_from_a_failure_or_a_skip():
+    assert R.kept({"failed": True, "msg": "no sysfs"}, {}, RUN) is None
+    assert R.kept({"unreachable": True}, {}, RUN) is None
+    assert R.kept({"skipped": True, "changed": False}, {}, RUN) is None
+    assert R.kept(None, {}, RUN) is None
+
+
+def test_a_later_layer_under_the_same_sysfs_takes_it():
+    got = keep()
+    # layers 4, 5 and 9 give the sysfs root only
+    assert R.answers(got, {"sysfs_root": "/run/simlab/sys"}, RUN)
+    assert R.answers(got, {"sysfs_root": "/run/simlab/sys/", "reuse": True}, RUN)
+    # layer 3's second read gives the proc root too
+    assert R.answers(got, {"sysfs_root": "/run/simlab/sys", "proc_root": "/run/simlab/proc"}, RUN)
+
+
+def test_a_task_that_wants_something_else_reads_again():
+    got = keep()
+    assert not R.answers(got, {"sysfs_root": "/sys"}, RUN)
+    assert not R.answers(got, {}, RUN)  # /sys by default
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys", "proc_root": "/proc"}, RUN)
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys", "vendor": "15b3"}, RUN)
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys", "units": ["gpufabric-sriov.service"]}, RUN)
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys", "inspect_files": ["/etc/other"]}, RUN)
+
+
+def test_no_reading_or_a_forgotten_one_answers_nothing():
+    assert not R.answers(None, {"sysfs_root": "/sys"}, RUN)
+    assert not R.answers({}, {"sysfs_root": "/sys"}, RUN)
+    assert not R.answers({"msg": "x"}, {"sysfs_root": "/sys"}, RUN)
+
+
+def test_a_reading_of_an_earlier_run_answers_nothing():
+    # a fact cache (fact_caching = jsonfile) keeps the fact between runs
+    got = keep()
+    assert got["run"] == RUN
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys"}, "4343:7654321")
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys"}, "")

@@ -218,3 +218,21 @@ def test_doctor_role_writes_three_reports(tmp_path, color):
     assert ansi is color
     # the table is printed either way (the plain one through debug, which may fold long lines)
     assert re.search(r"layer\s+6: pf enp59s0f0np0: 4 VFs, inventory wants 8", proc.stdout)
+
+
+def test_the_report_action_replaces_a_file_only_when_its_content_differs(tmp_path):
+    from ansible_collections.gpufabric.stack.plugins.action import doctor_report as action
+    files = action.contents(rack(), "rack r0", ["leaf-r0"], [], "generated 2026-11-27 10:00 UTC")
+    assert sorted(files) == ["report.html", "report.json", "report.xml"]
+    assert json.loads(files["report.json"]) == json.loads(doctor_report.json_report(rack()))
+    path = tmp_path / "report.json"
+    assert action.write(str(path), files["report.json"]) is True
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    assert action.write(str(path), files["report.json"]) is False
+    assert action.write(str(path), files["report.json"] + " ") is True
+    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
+    # a record the writers refuse: nothing to write
+    bad = rack()
+    bad["gpu-a01"]["layers"][0]["evidence"] = "one string"
+    with pytest.raises(ValueError):
+        action.contents(bad, "rack r0", [], [], "")

@@ -1,0 +1,127 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Build the doctor's report of the play's hosts from their records
+(doctor_results) and write it (report.json, report.xml, report.html) on the
+controller, in the task's own process: no module runs anywhere. The writers
+are module_utils/doctor_report.py's; a file is replaced only when its content
+differs, through a temporary file in the same directory."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+import os
+import re
+import tempfile
+
+from ansible.plugins.action import ActionBase
+from jinja2 import Environment
+from jinja2.filters import do_truncate
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report
+
+ARGS = {
+    "hosts": {"type": "list", "elements": "str"},
+    "report": {"type": "dict"},
+    "dest": {"type": "path", "required": True},
+    "title": {"type": "str", "default": "gpufabric doctor"},
+    "switches": {"type": "list", "elements": "str", "default": []},
+    "cabling": {"type": "list", "elements": "dict", "default": []},
+}
+
+
+def host_entry(host, hostvars):
+    """{verdict, layers} of ``host`` from its variables: its records
+    (doctor_results, which the doctor's layers.yml sets), or, when it has
+    none, a failing layer 1 with what Ansible said about the connection
+    (validate.yml's first check registers doctor_node even when the host is
+    unreachable)."""
+    results = hostvars.get("doctor_results")
+    if results is not None:
+        checked, rows = doctor.verdict([doctor.record(r, "%s: a record of doctor_results" % host)
+                                        for r in results])
+        return {"verdict": checked, "layers": rows}
+    message = (hostvars.get("doctor_node") or {}).get("msg")
+    evidence = []
+    if message is not None:
+        evidence = ["%s to %s: %s" % (hostvars.get("ansible_connection") or "ssh", hostvars.get("ansible_host") or host,
+                                      do_truncate(Environment(), re.sub(r"\s+", " ", str(message)), 400))]
+    return {"verdict": {"status": "fail", "layer": 1, "reason": "host unreachable: no layer could be checked"},
+            "layers": [doctor.result(1, "fail", "host unreachable", evidence,
+                                     "check power and the BMC (layer 1), then the connection settings")]}
+
+
+def contents(report, title, switches, cabling, generated):
+    """{file name: text} of the three reports (ValueError for a record the
+    writers refuse)."""
+    return {
+        "report.json": doctor_report.json_report(report),
+        "report.xml": doctor_report.junit_xml(report, title),
+        "report.html": doctor_report.html_report(report, switches, cabling, title, generated),
+    }
+
+
+def write(path, text, mode=0o644):
+    """Replace ``path`` with ``text`` unless it holds that already; True when
+    written."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "rb") as handle:
+            if handle.read() == data:
+                return False
+    except (IOError, OSError):
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return True
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _VALID_ARGS = frozenset(ARGS)
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        del tmp
+        _valid, args = self.validate_argument_spec(argument_spec=ARGS, mutually_exclusive=[["hosts", "report"]],
+                                                   required_one_of=[["hosts", "report"]])
+        report = args["report"]
+        if args["hosts"] is not None:
+            hostvars = task_vars.get("hostvars") or {}
+            try:
+                report = dict((h, host_entry(h, hostvars[h] if h in hostvars else {})) for h in args["hosts"])
+            except (TypeError, ValueError) as exc:
+                result.update(failed=True, msg="the doctor's report: %s" % exc)
+                return result
+        generated = "generated " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        try:
+            files = contents(report, args["title"], args["switches"], args["cabling"], generated)
+        except ValueError as exc:
+            result.update(failed=True, msg="the doctor's report: %s" % exc)
+            return result
+        dest = args["dest"]
+        paths = [os.path.join(dest, name) for name in sorted(files)]
+        if self._task.check_mode:
+            changed = [p for p in paths if not os.path.exists(p) or open(p, "rb").read() != files[os.path.basename(p)]
+                       .encode("utf-8")]
+        else:
+            try:
+                if not os.path.isdir(dest):
+                    os.makedirs(dest, 0o755)
+                changed = [p for p in paths if write(p, files[os.path.basename(p)])]
+            except (IOError, OSError) as exc:
+                result.update(failed=True, msg="cannot write the doctor's report in %s: %s" % (dest, exc))
+                return result
+        result.update(changed=bool(changed), report=report, files=paths, written=changed, module_executions=0)
+        return result

@@ -4,8 +4,9 @@
 """Build the doctor's report of the play's hosts from their records
 (doctor_results) and write it (report.json, report.xml, report.html) on the
 controller, in the task's own process: no module runs anywhere. The writers
-are module_utils/doctor_report.py's; a file is replaced only when its content
-differs, through a temporary file in the same directory."""
+are module_utils/doctor_report.py's; the files are compared and written by
+module_utils/host_files.py (replaced only when they differ, through a
+temporary file in the same directory)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,13 +15,12 @@ __metaclass__ = type
 import datetime
 import os
 import re
-import tempfile
 
 from ansible.plugins.action import ActionBase
 from jinja2 import Environment
 from jinja2.filters import do_truncate
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, host_files
 
 ARGS = {
     "hosts": {"type": "list", "elements": "str"},
@@ -63,27 +63,14 @@ def contents(report, title, switches, cabling, generated):
     }
 
 
-def write(path, text, mode=0o644):
-    """Replace ``path`` with ``text`` unless it holds that already; True when
-    written."""
-    data = text.encode("utf-8")
-    try:
-        with open(path, "rb") as handle:
-            if handle.read() == data:
-                return False
-    except (IOError, OSError):
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return True
+def planned(dest, texts):
+    """(files, plan) for host_files.apply: the reports ``texts`` ({file name:
+    text}) in the directory ``dest`` of the controller, mode 0644, owner and
+    group left as the controller's user makes them."""
+    files = host_files.normalize([{"path": os.path.normpath(os.path.abspath(os.path.join(dest, name))),
+                                   "content": text, "mode": "0644", "owner": None, "group": None}
+                                  for name, text in sorted(texts.items())])
+    return files, host_files.plan(files)
 
 
 class ActionModule(ActionBase):
@@ -106,22 +93,18 @@ class ActionModule(ActionBase):
                 return result
         generated = "generated " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
         try:
-            files = contents(report, args["title"], args["switches"], args["cabling"], generated)
+            texts = contents(report, args["title"], args["switches"], args["cabling"], generated)
         except ValueError as exc:
             result.update(failed=True, msg="the doctor's report: %s" % exc)
             return result
-        dest = args["dest"]
-        paths = [os.path.join(dest, name) for name in sorted(files)]
-        if self._task.check_mode:
-            changed = [p for p in paths if not os.path.exists(p) or open(p, "rb").read() != files[os.path.basename(p)]
-                       .encode("utf-8")]
-        else:
-            try:
-                if not os.path.isdir(dest):
-                    os.makedirs(dest, 0o755)
-                changed = [p for p in paths if write(p, files[os.path.basename(p)])]
-            except (IOError, OSError) as exc:
-                result.update(failed=True, msg="cannot write the doctor's report in %s: %s" % (dest, exc))
-                return result
-        result.update(changed=bool(changed), report=report, files=paths, written=changed, module_executions=0)
+        try:
+            files, plan = planned(args["dest"], texts)
+            changed = [p["path"] for p in plan if p["state"] != "unchanged"]
+            if not self._task.check_mode:
+                host_files.apply(files, plan)
+        except (host_files.HostFilesError, IOError, OSError) as exc:
+            result.update(failed=True, msg="cannot write the doctor's report in %s: %s" % (args["dest"], exc))
+            return result
+        result.update(changed=bool(changed), report=report, files=[f["path"] for f in files], written=changed,
+                      module_executions=0)
         return result

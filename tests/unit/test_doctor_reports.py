@@ -220,17 +220,23 @@ def test_doctor_role_writes_three_reports(tmp_path, color):
     assert re.search(r"layer\s+6: pf enp59s0f0np0: 4 VFs, inventory wants 8", proc.stdout)
 
 
-def test_the_report_action_replaces_a_file_only_when_its_content_differs(tmp_path):
+def test_the_report_action_writes_through_host_files_only_what_differs(tmp_path):
     from ansible_collections.gpufabric.stack.plugins.action import doctor_report as action
-    files = action.contents(rack(), "rack r0", ["leaf-r0"], [], "generated 2026-11-27 10:00 UTC")
-    assert sorted(files) == ["report.html", "report.json", "report.xml"]
-    assert json.loads(files["report.json"]) == json.loads(doctor_report.json_report(rack()))
-    path = tmp_path / "report.json"
-    assert action.write(str(path), files["report.json"]) is True
-    assert oct(path.stat().st_mode & 0o777) == "0o644"
-    assert action.write(str(path), files["report.json"]) is False
-    assert action.write(str(path), files["report.json"] + " ") is True
-    assert [p.name for p in tmp_path.iterdir()] == ["report.json"]  # no temporary file left
+    from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
+    texts = action.contents(rack(), "rack r0", ["leaf-r0"], [], "generated 2026-11-27 10:00 UTC")
+    assert sorted(texts) == ["report.html", "report.json", "report.xml"]
+    assert json.loads(texts["report.json"]) == json.loads(doctor_report.json_report(rack()))
+    # a report directory as the role's default gives it (playbook_dir/../reports), not there yet
+    dest = str(tmp_path / "playbooks" / ".." / "reports")
+    files, plan = action.planned(dest, texts)
+    assert [f["path"] for f in files] == [str(tmp_path / "reports" / n) for n in sorted(texts)]
+    assert [p["state"] for p in plan] == ["created"] * 3
+    host_files.apply(files, plan)
+    assert oct((tmp_path / "reports" / "report.json").stat().st_mode & 0o777) == "0o644"
+    files, plan = action.planned(dest, texts)
+    assert [p["state"] for p in plan] == ["unchanged"] * 3
+    files, plan = action.planned(dest, dict(texts, **{"report.html": texts["report.html"] + " "}))
+    assert [p["path"] for p in plan if p["state"] != "unchanged"] == [str(tmp_path / "reports" / "report.html")]
     # a record the writers refuse: nothing to write
     bad = rack()
     bad["gpu-a01"]["layers"][0]["evidence"] = "one string"

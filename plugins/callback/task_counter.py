@@ -123,11 +123,12 @@ def classify(action, result, extra=(), delegated=False):
             counts["failed"] += 1
         if entry.get("unreachable"):
             counts["unreachable"] += 1
+        # an action that says how many modules it executed (gpufabric.stack.doctor)
         ran = entry.get("module_executions")
+        ran = ran if isinstance(ran, int) and not isinstance(ran, bool) else None
         if is_controller_action(action, extra) or ran == 0:
             counts["controller_actions"] += 1
-        elif isinstance(ran, int) and not isinstance(ran, bool):
-            # an action that says how many modules it executed (gpufabric.stack.doctor)
+        elif ran is not None:
             counts["module_executions"] += ran
             if delegated or entry.get("_ansible_delegated_vars"):
                 counts["delegated"] += ran

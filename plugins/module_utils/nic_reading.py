@@ -13,8 +13,9 @@ __metaclass__ = type
 FACT = "gpufabric_nic_reading"
 # options of the action only: the module never sees them
 ACTION_OPTIONS = ("reuse", "forget")
-# what the module's answer carries that is not part of the reading
-NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg", "reused", "module_executions")
+# what the module's answer carries that is not part of the reading (ansible_facts: the
+# interpreter Ansible discovered)
+NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg")
 
 
 def kept(answer, options, run):
@@ -43,17 +44,14 @@ def answers(reading, options, run):
     filter are the same, given or not (the module's defaults count)."""
     if not isinstance(reading, dict) or "nics" not in reading or not run or reading.get("run") != run:
         return False
-    taken = dict(DEFAULTS, **(reading.get("options") or {}))
-    want = dict((k, v) for k, v in options.items() if k not in ACTION_OPTIONS)
-    for name in ("sysfs_root", "vendor"):
-        want.setdefault(name, DEFAULTS[name])
+    # the options as the module took them, its defaults included (its invocation)
+    taken = reading.get("options") or {}
+    want = dict(ALWAYS, **dict((k, v) for k, v in options.items() if k not in ACTION_OPTIONS))
     return all(_normal(taken.get(name)) == _normal(value) for name, value in want.items())
 
 
-# the module's defaults of the options a reading is compared on
-DEFAULTS = {"sysfs_root": "/sys", "proc_root": "/proc", "vendor": "", "units": [], "files": [], "contents": [],
-            "probe_modules": [], "modules_load_dir": "/etc/modules-load.d", "inspect_files": [],
-            "inspect_units": []}
+# compared whether the task gives them or not: the module's defaults
+ALWAYS = {"sysfs_root": "/sys", "vendor": ""}
 
 
 def _normal(value):

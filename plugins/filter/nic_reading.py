@@ -11,13 +11,8 @@ __metaclass__ = type
 
 
 def nic_reading(reading, sysfs_root, vendor=""):
-    if not isinstance(reading, dict) or "nics" not in reading or reading.get("sysfs_root") != sysfs_root:
-        return None
-    result = dict(reading)
-    vendor = (vendor or "").lower().replace("0x", "")
-    if vendor:
-        result["nics"] = [n for n in result.get("nics") or [] if n.get("vendor") == vendor]
-    return result
+    from ansible_collections.gpufabric.stack.plugins.module_utils import nic_reading as reading_of
+    return reading_of.pfs_of(reading, sysfs_root, vendor)
 
 
 class FilterModule(object):

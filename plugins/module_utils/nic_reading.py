@@ -50,6 +50,19 @@ def answers(reading, options, run):
     return all(_normal(taken.get(name)) == _normal(value) for name, value in want.items())
 
 
+def pfs_of(reading, sysfs_root, vendor=""):
+    """A nic_facts answer as a layer sees it: the answer with the NICs of
+    ``vendor`` only (all with no vendor) when it was read under
+    ``sysfs_root``; None when ``reading`` is no such answer."""
+    if not isinstance(reading, dict) or "nics" not in reading or reading.get("sysfs_root") != sysfs_root:
+        return None
+    result = dict(reading)
+    vendor = (vendor or "").lower().replace("0x", "")
+    if vendor:
+        result["nics"] = [n for n in result.get("nics") or [] if n.get("vendor") == vendor]
+    return result
+
+
 # compared whether the task gives them or not: the module's defaults
 ALWAYS = {"sysfs_root": "/sys", "vendor": ""}
 

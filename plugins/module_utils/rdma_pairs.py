@@ -15,10 +15,13 @@ and the messages.
   a round run at the same time without sharing a link direction.  ``ring``
   is the one round s=1 (cost linear in the nodes, every node is the client
   of its ring successor); ``all`` adds s=2..n-1 (every ordered pair).
-* ``perftest_argv``: the server and client command lines of one pair.
+* ``perftest_argv``: the server and client command lines of one pair;
+  ``round_pairs``, ``server_specs`` and ``client_specs``: what a node serves
+  and sends in one round of the plan.
 * ``pair_result``: parse the client's output, apply the gate (share of the
   slower end's line rate) and word the result naming both nodes, both PFs
-  and the switch ports between them.
+  and the switch ports between them; ``gate_round``: that of every pair a
+  node sent on in a round, from its own and its servers' results.
 * ``summary``: a node's results (its PFs, the pairs it sent on, its own
   failures and warnings); the layer 9 verdict on them is
   checks/rdma_check.py.
@@ -370,6 +373,48 @@ def perftest_argv(pair, side, options):
     if side == "client":
         argv.append(str(pair["server"]["ipv4"]))
     return argv
+
+
+def round_pairs(plan, index, node):
+    """``(serving, sending)``: the pairs of round ``index`` (from 0) of
+    ``plan`` that ``node`` serves and that it sends on (as client), blocked
+    ones included."""
+    rounds = (plan or {}).get("rounds") or []
+    if not 0 <= int(index) < len(rounds):
+        raise PlanError("round %r is not in the plan (%d rounds)" % (index, len(rounds)))
+    pairs = rounds[int(index)]
+    return ([p for p in pairs if p["server"]["node"] == node],
+            [p for p in pairs if p["client"]["node"] == node])
+
+
+def server_specs(serving, options):
+    """The servers of a node's pairs that run: ``[{port, argv}]``."""
+    return [{"port": p["port"], "argv": perftest_argv(p, "server", options)} for p in serving if not p.get("blocked")]
+
+
+def client_specs(sending, options, not_listening=None):
+    """The clients of a node's pairs that run: ``[{id, argv}]``; with
+    ``not_listening`` (server node to the ports that did not listen), not
+    those whose server did not."""
+    skip = not_listening or {}
+    return [{"id": p["id"], "argv": perftest_argv(p, "client", options)} for p in sending
+            if not p.get("blocked") and p["port"] not in skip.get(p["server"]["node"], ())]
+
+
+def gate_round(sending, clients, servers_of, share=DEFAULT_SHARE):
+    """The ``pair_result`` of each pair a node sent on in one round.
+    ``clients`` is the node's client results (``[{id, rc, stdout, ...}]``);
+    ``servers_of(node)`` gives the server node's ``(not_listening,
+    servers)`` of the round: the ports that did not listen and the servers'
+    results (``[{port, rc, stderr, ...}]``)."""
+    by_id = dict((c.get("id"), c) for c in clients or [])
+    out = []
+    for pair in sending:
+        not_listening, servers = servers_of(pair["server"]["node"])
+        server_job = next((s for s in servers or [] if s.get("port") == pair["port"]), None)
+        listening = pair["port"] not in [x.get("port") for x in not_listening or []]
+        out.append(pair_result(pair, by_id.get(pair["id"]), server_job, share, listening))
+    return out
 
 
 # --------------------------------------------------------------------------

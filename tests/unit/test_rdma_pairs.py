@@ -315,6 +315,43 @@ def test_pair_errors():
     assert b["status"] == "blocked" and b["message"].endswith("not tested, server node02 enp59s0f0np0: link down")
 
 
+# --------------------------------------------------------------------------- one round of a node
+
+def test_a_node_serves_and_sends_its_pairs_of_the_round_blocked_ones_not_run():
+    ls = links(["node01", "node02", "node03"], faults={"node03": {1: {"up": False}}})
+    plan = RP.plan_pairs(ls)
+    serving, sending = RP.round_pairs(plan, 0, "node01")
+    assert [(p["rail"], p["client"]["node"]) for p in serving] == [("leaf1", "node03"), ("leaf2", "node03")]
+    assert [(p["rail"], p["server"]["node"]) for p in sending] == [("leaf1", "node02"), ("leaf2", "node02")]
+    # node03's second PF is down: node01 does not serve it on leaf2
+    servers = RP.server_specs(serving, OPTS)
+    assert [s["port"] for s in servers] == [18515]
+    assert servers[0]["argv"] == RP.perftest_argv(serving[0], "server", OPTS)
+    clients = RP.client_specs(sending, OPTS)
+    assert [c["id"] for c in clients] == [p["id"] for p in sending]
+    assert clients[1]["argv"][-1] == sending[1]["server"]["ipv4"]
+    # in three calls, a client whose server did not listen is not run
+    assert [c["id"] for c in RP.client_specs(sending, OPTS, {"node02": [18516]})] == [sending[0]["id"]]
+    with pytest.raises(RP.PlanError, match="round 1 is not in the plan"):
+        RP.round_pairs(plan, 1, "node01")
+
+
+def test_a_round_is_gated_from_the_nodes_clients_and_its_servers_results():
+    plan = RP.plan_pairs(links(["node01", "node02", "node03"]))
+    _serving, sending = RP.round_pairs(plan, 0, "node01")
+    fast, slow = sending
+    clients = [dict(job(perftest_output(392.0)), id=fast["id"]), dict(job(perftest_output(150.0)), id=slow["id"])]
+    servers = {"node02": ([], [dict(job("", 0), port=fast["port"]), dict(job("", 0, "a server line"), port=slow["port"])])}
+    got = RP.gate_round(sending, clients, lambda node: servers[node], 0.9)
+    assert [(p["id"], p["status"]) for p in got] == [(fast["id"], "pass"), (slow["id"], "fail")]
+    assert "server node02: a server line" in got[1]["evidence"]
+    # the server did not listen: the pair fails saying so, whatever the client printed
+    unheard = RP.gate_round(sending, clients, lambda node: ([{"port": fast["port"]}], []), 0.9)
+    assert "did not listen on port %d" % fast["port"] in unheard[0]["message"] and unheard[1]["status"] == "fail"
+    # no client result (it never ran)
+    assert "did not finish" in RP.gate_round(sending, [], lambda node: ([], []), 0.9)[0]["message"]
+
+
 # --------------------------------------------------------------------------- summary and doctor
 
 def test_summary_and_doctor_for_the_three_outcomes():

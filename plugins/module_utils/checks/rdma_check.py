@@ -5,10 +5,10 @@
 link up (netdev and RDMA port) and a RoCE v2 GID, and every ib_write_bw
 pair the node sent on (as client, toward its ring successor by default) at
 or above rdma_check_gate_share of the slower end's line rate. Read across
-nodes by the role's tasks/doctor.yml: the node's links and GIDs (its
-nic_facts reading, links.yml), then the pairs planned over the nodes whose
-lower layers passed and run round by round (bandwidth.yml), handed over as
-the reading ``{links, pairs, untested}``:
+nodes by the role's tasks/doctor.yml through the gpufabric.stack.rdma_check
+action: the node's links and GIDs (from its nic_facts reading), then the
+pairs planned over the nodes whose lower layers passed and run round by
+round, handed over as the reading ``{links, pairs, untested}``:
 
 - ``links``: the node's rdma_pairs.link_check result ({node, errors, pfs});
 - ``pairs``: the rdma_pairs.pair_result of every pair the node sent on;
@@ -89,7 +89,7 @@ def verdict(results):
 def check(reading, intent, host):
     links = reading.get("links")
     if not isinstance(links, dict) or "node" not in links:
-        raise ValueError("%s: layer 9's reading has no links of the node (links.yml's rdma_check_links), got %r"
+        raise ValueError("%s: layer 9's reading has no links of the node (the rdma_check action's phase=links), got %r"
                          % (host, links))
     bandwidth = bool(intent.get("rdma_check_doctor_bandwidth", True))
     share = intent.get("rdma_check_gate_share")

@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Layer 9's coordination across nodes (the rdma_check role), one phase per
+task, the logic in module_utils/rdma_pairs.py:
+
+- ``links``: the node's PF link and RoCE v2 GID verdicts from its nic_facts
+  reading (given, or read here) and, optionally, ``rdma link show``;
+- ``plan``: the rounds of ib_write_bw pairs over the nodes taking part (run
+  once for the play: every host gets the same plan);
+- ``round``, ``serve``, ``run``, ``collect``: one round of the plan on this
+  node through the perftest_round module, in one call or in three that
+  every node makes in step;
+- ``gate``: the result of every pair the node sent on in the round, from its
+  own clients and its servers' results.
+
+The phases hand over through the results the role registers under fixed
+names (see the module's documentation)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, nic_reading, plain_data, rdma_pairs
+
+PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate")
+ARGS = {
+    "phase": {"type": "str", "required": True, "choices": list(PHASES)},
+    # links
+    "reading": {"type": "dict"},
+    "sysfs_root": {"type": "str", "default": "/sys"},
+    "vendor": {"type": "str", "default": ""},
+    "nics": {"type": "list", "elements": "dict", "default": []},
+    "cabling": {"type": "list", "elements": "dict", "default": []},
+    "gid_index": {"type": "raw"},
+    "addresses": {"type": "dict", "default": {}},
+    "line_rate_mbps": {"type": "int"},
+    "rdma_link_show": {"type": "bool", "default": False},
+    "bandwidth": {"type": "bool", "default": True},
+    # plan
+    "pairs": {"type": "str", "default": "ring"},
+    "port_base": {"type": "int", "default": 18515},
+    "round_calls": {"type": "str", "default": "auto", "choices": ["auto", "one", "three"]},
+    "below": {"type": "list", "elements": "dict", "default": []},
+    "skip_tags": {"type": "list", "elements": "str"},
+    "perftest": {"type": "dict", "default": {}},
+    "run_dir": {"type": "str", "default": "/run/gpufabric-rdma-check"},
+    "timeout": {"type": "int", "default": 60},
+    "listen_timeout": {"type": "int", "default": 30},
+    # round, serve, run, collect, gate
+    "round": {"type": "int", "default": 0},
+    "share": {"type": "float", "default": rdma_pairs.DEFAULT_SHARE},
+}
+# the results the role registers, which later phases read (their own host's
+# and, for the pairs' other ends, those of other hosts)
+LINKED, PLANNED = "rdma_check_linked", "rdma_check_planned"
+ONE_CALL, SERVED, RAN, COLLECTED, GATED = ("rdma_check_round", "rdma_check_served", "rdma_check_ran",
+                                           "rdma_check_collected", "rdma_check_gated")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _VALID_ARGS = frozenset(ARGS)
+
+    def run(self, tmp=None, task_vars=None):
+        self._module_executions = 0
+        result = super(ActionModule, self).run(tmp, task_vars)
+        _valid, args = self.validate_argument_spec(argument_spec=ARGS)
+        host = task_vars.get("inventory_hostname", "?")
+        try:
+            result.update(getattr(self, "_phase_" + args["phase"])(args, task_vars, host))
+        except _Unreachable as exc:
+            result.update(exc.answer)
+        except rdma_pairs.PlanError as exc:
+            raise AnsibleError("%s: layer 9 %s: %s" % (host, args["phase"], exc))
+        result.setdefault("changed", False)
+        # what the gpufabric.stack.task_counter callback counts for this task
+        result["module_executions"] = self._module_executions
+        return result
+
+    def _module(self, name, module_args, task_vars):
+        self._module_executions += 1
+        answer = self._execute_module(module_name=name, module_args=module_args, task_vars=task_vars)
+        if answer.get("unreachable"):
+            raise _Unreachable(answer)
+        return answer
+
+    def _registered(self, task_vars, host, name):
+        """``name`` as registered on ``host`` in this play ({} when not)."""
+        if host == task_vars.get("inventory_hostname"):
+            value = task_vars.get(name)
+        else:
+            hostvars = task_vars.get("hostvars") or {}
+            value = hostvars[host].get(name) if host in hostvars else None
+        return plain_data.plain(value) if isinstance(value, dict) else {}
+
+    # -- links ------------------------------------------------------------
+
+    def _phase_links(self, args, task_vars, host):
+        reading = nic_reading.pfs_of(args["reading"], args["sysfs_root"], args["vendor"])
+        if reading is None:
+            answer = self._module("gpufabric.stack.nic_facts", {"sysfs_root": args["sysfs_root"]}, task_vars)
+            if answer.get("failed"):
+                return {"failed": True, "msg": "%s: nic_facts: %s" % (host, answer.get("msg") or "failed")}
+            reading = nic_reading.pfs_of(answer, args["sysfs_root"], args["vendor"])
+        rdma_link = None
+        if args["rdma_link_show"]:
+            shown = self._module("ansible.builtin.command", {"argv": ["rdma", "link", "show"]}, task_vars)
+            rdma_link = shown.get("stdout") or "" if shown.get("rc") == 0 else ""
+        gid_index = None if args["gid_index"] in ("", None) else args["gid_index"]
+        links = rdma_pairs.link_check(host, plain_data.plain(reading.get("nics") or []), args["nics"],
+                                      args["cabling"], rdma_link, gid_index, args["addresses"],
+                                      args["line_rate_mbps"])
+        return {"links": links, "bandwidth": args["bandwidth"]}
+
+    # -- plan -------------------------------------------------------------
+
+    def _phase_plan(self, args, task_vars, host):
+        """One plan for the play: run once, it is registered on every host."""
+        skip = task_vars.get("ansible_skip_tags") or [] if args["skip_tags"] is None else args["skip_tags"]
+        taking_part, left_out = [], []
+        for h in task_vars.get("ansible_play_hosts") or [host]:
+            linked = self._registered(task_vars, h, LINKED)
+            links = linked.get("links")
+            if not links or linked.get("skipped") or links.get("errors") or not linked.get("bandwidth", True):
+                left_out.append(h)
+                continue
+            if args["below"]:
+                checked = (task_vars.get("hostvars") or {}).get(h, {}).get("doctor_checked") or []
+                if doctor.earlier_failure(args["below"], skip, plain_data.plain(checked)) is not None:
+                    left_out.append(h)
+                    continue
+            taking_part.append(links)
+        plan = rdma_pairs.plan_pairs(taking_part, args["pairs"], args["port_base"])
+        perftest = dict(args["perftest"])
+        duration = int(perftest.get("duration") or 0)
+        forks = int(task_vars.get("ansible_forks") or 5)
+        batch = task_vars.get("ansible_play_batch") or [host]
+        return {
+            "plan": plan,
+            "nodes": [x["node"] for x in taking_part], "left_out": left_out,
+            # one call per node and round needs every node of the batch running it at once
+            "in_one": args["round_calls"] == "one" or (args["round_calls"] == "auto" and len(batch) <= forks),
+            "perftest": perftest,
+            "run_dir": args["run_dir"],
+            "listen_timeout": args["listen_timeout"],
+            "client_timeout": duration + args["timeout"],
+            # servers also outlive the controller's work between their start
+            # and the end of the round (two minutes of slack)
+            "server_timeout": args["listen_timeout"] + duration + args["timeout"] + 120,
+        }
+
+    # -- one round --------------------------------------------------------
+
+    def _round_of(self, args, task_vars, host):
+        planned = self._registered(task_vars, host, PLANNED)
+        if "plan" not in planned:
+            raise rdma_pairs.PlanError("no plan of the pairs in this play (phase=plan registered as %s)" % PLANNED)
+        serving, sending = rdma_pairs.round_pairs(planned["plan"], args["round"], host)
+        return planned, serving, sending
+
+    @staticmethod
+    def _mode(planned):
+        return "alive" if planned["perftest"].get("rdma_cm") else "tcp"
+
+    @staticmethod
+    def _stopped(answer):
+        return any(s.get("stopped") for s in answer.get("servers") or [])
+
+    def _phase_round(self, args, task_vars, host):
+        planned, serving, sending = self._round_of(args, task_vars, host)
+        servers = rdma_pairs.server_specs(serving, planned["perftest"])
+        clients = rdma_pairs.client_specs(sending, planned["perftest"])
+        if not servers and not clients:
+            return {"servers": [], "clients": [], "not_listening": [], "started": []}
+        answer = self._module("gpufabric.stack.perftest_round", {
+            "phase": "round", "servers": servers, "clients": clients, "run_dir": planned["run_dir"],
+            "timeout": planned["server_timeout"], "client_timeout": planned["client_timeout"],
+            "listen_timeout": planned["listen_timeout"], "mode": self._mode(planned),
+            "command": os.path.basename(str(planned["perftest"].get("command") or "ib_write_bw"))}, task_vars)
+        answer.pop("invocation", None)
+        answer["changed"] = self._stopped(answer)
+        return answer
+
+    def _phase_serve(self, args, task_vars, host):
+        planned, serving, _sending = self._round_of(args, task_vars, host)
+        servers = rdma_pairs.server_specs(serving, planned["perftest"])
+        if not servers:
+            return {"started": [], "not_listening": []}
+        answer = self._module("gpufabric.stack.perftest_round", {
+            "phase": "serve", "servers": servers, "run_dir": planned["run_dir"],
+            "timeout": planned["server_timeout"], "listen_timeout": planned["listen_timeout"],
+            "mode": self._mode(planned)}, task_vars)
+        answer.pop("invocation", None)
+        return answer
+
+    def _phase_run(self, args, task_vars, host):
+        planned, _serving, sending = self._round_of(args, task_vars, host)
+        not_listening = dict((p["server"]["node"], [x.get("port") for x in self._registered(
+            task_vars, p["server"]["node"], SERVED).get("not_listening") or []]) for p in sending)
+        clients = rdma_pairs.client_specs(sending, planned["perftest"], not_listening)
+        if not clients:
+            return {"clients": []}
+        answer = self._module("gpufabric.stack.perftest_round", {
+            "phase": "run", "clients": clients, "timeout": planned["client_timeout"]}, task_vars)
+        answer.pop("invocation", None)
+        return answer
+
+    def _phase_collect(self, args, task_vars, host):
+        planned, serving, _sending = self._round_of(args, task_vars, host)
+        ports = [p["port"] for p in serving if not p.get("blocked")]
+        if not ports:
+            return {"servers": []}
+        answer = self._module("gpufabric.stack.perftest_round", {
+            "phase": "collect", "ports": ports, "run_dir": planned["run_dir"],
+            "command": os.path.basename(str(planned["perftest"].get("command") or "ib_write_bw"))}, task_vars)
+        answer.pop("invocation", None)
+        answer["changed"] = self._stopped(answer)
+        return answer
+
+    def _phase_gate(self, args, task_vars, host):
+        """The pairs this node sent on, up to this round: the earlier
+        rounds' (this phase's result of the round before) and this one's."""
+        planned, _serving, sending = self._round_of(args, task_vars, host)
+        one = planned["in_one"]
+
+        def servers_of(node):
+            if one:
+                answer = self._registered(task_vars, node, ONE_CALL)
+                return answer.get("not_listening") or [], answer.get("servers") or []
+            return (self._registered(task_vars, node, SERVED).get("not_listening") or [],
+                    self._registered(task_vars, node, COLLECTED).get("servers") or [])
+
+        clients = self._registered(task_vars, host, ONE_CALL if one else RAN).get("clients") or []
+        earlier = self._registered(task_vars, host, GATED).get("pairs") or [] if args["round"] > 0 else []
+        share = rdma_pairs.check_share(args["share"])
+        return {"pairs": earlier + rdma_pairs.gate_round(sending, clients, servers_of, share)}
+
+
+class _Unreachable(AnsibleError):
+    def __init__(self, answer):
+        super(_Unreachable, self).__init__(answer.get("msg") or "unreachable")
+        self.answer = answer

@@ -1,0 +1,125 @@
+"""The gpufabric.stack.rdma_check action (layer 9's coordination across
+nodes) in a real ansible-playbook run over three local hosts: the links from
+a given nic_facts reading (no execution), one plan for the play that leaves
+out a node whose lower layers failed under the doctor, and a round's gate
+that reads its servers' results from the other hosts."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import test_rdma_pairs as R9
+from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs as RP
+
+REPO = Path(__file__).resolve().parents[2]
+ENV = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
+           ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+NODES = ["node01", "node02", "node03"]
+
+PLAY = """
+- hosts: all
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Links
+      gpufabric.stack.rdma_check:
+        phase: links
+        reading: "{{ reading }}"
+        nics: "{{ nics }}"
+        cabling: "{{ cabling }}"
+      register: rdma_check_linked
+
+    - name: Plan
+      gpufabric.stack.rdma_check:
+        phase: plan
+        pairs: "{{ pairs_mode }}"
+        below: [{layer: 5, role: rdma_drivers}]
+        perftest: {size: 65536, duration: 5}
+      register: rdma_check_planned
+      run_once: true
+
+    - name: What the round's perftest_round call answered on this node
+      ansible.builtin.set_fact:
+        rdma_check_round: "{{ answered }}"
+      when: answered is defined
+
+    - name: Gate
+      gpufabric.stack.rdma_check:
+        phase: gate
+        round: 0
+        share: 0.9
+      register: rdma_check_gated
+      when: answered is defined
+
+    - name: Keep what each phase returned
+      ansible.builtin.copy:
+        content: "{{ {'linked': rdma_check_linked, 'planned': rdma_check_planned,
+                      'gated': rdma_check_gated | default({})} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+"""
+
+
+def inventory(tmp_path, answered, mode="ring"):
+    cab = R9.cabling(NODES)
+    hosts = {}
+    for n, node in enumerate(NODES, start=1):
+        hv = {"reading": {"sysfs_root": "/sys", "nics": [R9.pf(0, n), R9.pf(1, n)]}, "nics": R9.NICS,
+              "cabling": cab, "out": str(tmp_path), "pairs_mode": mode}
+        if node == "node03":
+            # under the doctor, layer 5 failed on node03 in this run
+            hv["doctor_checked"] = [{"layer": 5, "name": "rdma_drivers", "status": "fail", "reason": "unbound",
+                                     "evidence": [], "remediation": ""}]
+        if node in answered:
+            hv["answered"] = answered[node]
+        hosts[node] = hv
+    path = tmp_path / "hosts.json"
+    path.write_text(json.dumps({"all": {"hosts": hosts}}))
+    return path
+
+
+def run(tmp_path, answered, mode="ring"):
+    play = tmp_path / "play.yml"
+    play.write_text(PLAY)
+    return subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i",
+                           str(inventory(tmp_path, answered, mode)), str(play)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+
+
+def test_links_plan_and_gate_across_hosts(tmp_path):
+    # the plan over node01 and node02 (node03's layer 5 failed): both directions on each rail
+    plan = RP.plan_pairs(R9.links(["node01", "node02"]))
+    out = R9.perftest_output
+
+    def answer(node, bw):
+        serving, sending = RP.round_pairs(plan, 0, node)
+        return {"clients": [dict(R9.job(out(bw)), id=p["id"]) for p in sending],
+                "servers": [dict(R9.job(""), port=p["port"]) for p in serving], "not_listening": []}
+
+    proc = run(tmp_path, {"node01": answer("node01", 392.0), "node02": answer("node02", 150.0)})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())) for n in NODES)
+
+    linked = got["node01"]["linked"]
+    assert linked["links"]["node"] == "node01" and linked["links"]["errors"] == []
+    assert [p["ok"] for p in linked["links"]["pfs"]] == [True, True]
+    assert linked["module_executions"] == 0          # the reading was given
+    planned = got["node03"]["planned"]              # run once, registered on every host
+    assert planned == got["node01"]["planned"]
+    assert planned["nodes"] == ["node01", "node02"] and planned["left_out"] == ["node03"]
+    assert planned["plan"]["rounds"] == plan["rounds"] and planned["in_one"] is True
+    assert planned["client_timeout"] == 65 and planned["server_timeout"] == 30 + 5 + 60 + 120
+
+    # node01's pairs: its clients at 392 Gb/s pass; node02's at 150 fail
+    assert [p["status"] for p in got["node01"]["gated"]["pairs"]] == ["pass", "pass"]
+    assert [p["status"] for p in got["node02"]["gated"]["pairs"]] == ["fail", "fail"]
+    assert got["node02"]["gated"]["pairs"][0]["message"].startswith("node02 enp59s0f0np0 -> node01 enp59s0f0np0")
+    assert got["node02"]["gated"]["module_executions"] == 0
+
+
+def test_a_bad_pairs_mode_fails_naming_the_host_and_value(tmp_path):
+    proc = run(tmp_path, {}, mode="mesh")
+    assert proc.returncode != 0
+    assert "node01: layer 9 plan: rdma_check_pairs must be one of ring, all, got 'mesh'" in proc.stdout

@@ -175,6 +175,13 @@ def test_faults_over_ssh(fleet):
     c.disconnect()
     assert load_switch(d, "nxos1").port_view("Ethernet1/2")["mtu"] == 9000
     inject_fault(d, "nxos1", "clear")
+    # the port's PFC and MTU, pushed here: the module's tests may run on other workers (pytest -n)
+    c = connect(fleet, "nxos1")
+    try:
+        c.send_config_set(["interface Ethernet1/1", "mtu 9216", "priority-flow-control mode on"])
+        assert "priority-flow-control mode on" in c.send_command("show running-config interface Ethernet1/1")
+    finally:
+        c.disconnect()
     # a fault injected from another process takes effect on the running server at once
     subprocess.run([sys.executable, "-m", "simlab.switches", "fault", "--state-dir", str(d), "nxos1",
                     "switch-pfc-off", "--ports", "Ethernet1/1"], check=True, cwd=REPO, capture_output=True)

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack, task_lines
+from conftest import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack
 
 pytestmark = pytest.mark.twin
 
@@ -58,6 +58,13 @@ PLAY = """
       ansible.builtin.copy:
         content: "{{ doctor_results | to_json }}"
         dest: "{{ out_dir }}/doctor-{{ inventory_hostname }}.json"
+        mode: "0644"
+      delegate_to: localhost
+
+    - name: Write how many modules the doctor's check of links and GIDs ran on the node
+      ansible.builtin.copy:
+        content: "{{ rdma_check_linked.module_executions | default(none) | to_json }}"
+        dest: "{{ out_dir }}/links-read-{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost
 """
@@ -145,9 +152,10 @@ def test_healthy_chain_passes_the_gate(lab, calls):
         d = doctor[node]
         assert d["status"] == "pass" and d["name"] == "rdma_check", d
         assert d["reason"] == "2 PF(s) up with a RoCE v2 GID; 2 pair(s) at or above 90% of line rate"
-    # the doctor's layer 9 takes the NICs from the doctor's one read of the node
-    assert task_lines(stdout, "Read the NICs, unless the doctor's reading of the node is given") == [
-        "skipping: [node01]", "skipping: [node02]"]
+    # the doctor's layer 9 takes the NICs from the doctor's one read of the node: its check of
+    # links and GIDs executes no module there
+    out = lab[1] / ("healthy-" + calls)
+    assert [json.loads((out / f"links-read-{n}.json").read_text()) for n in ("node01", "node02")] == [0, 0]
     assert stray_servers(lab[0]) == {}
 
 

@@ -122,7 +122,7 @@ class ActionModule(ActionBase):
 
     def _phase_plan(self, args, task_vars, host):
         """One plan for the play: run once, it is registered on every host."""
-        skip = task_vars.get("ansible_skip_tags") or [] if args["skip_tags"] is None else args["skip_tags"]
+        skip = (task_vars.get("ansible_skip_tags") or []) if args["skip_tags"] is None else args["skip_tags"]
         taking_part, left_out = [], []
         for h in task_vars.get("ansible_play_hosts") or [host]:
             linked = self._registered(task_vars, h, LINKED)
@@ -237,7 +237,7 @@ class ActionModule(ActionBase):
                     self._registered(task_vars, node, COLLECTED).get("servers") or [])
 
         clients = self._registered(task_vars, host, ONE_CALL if one else RAN).get("clients") or []
-        earlier = self._registered(task_vars, host, GATED).get("pairs") or [] if args["round"] > 0 else []
+        earlier = (self._registered(task_vars, host, GATED).get("pairs") or []) if args["round"] > 0 else []
         share = rdma_pairs.check_share(args["share"])
         return {"pairs": earlier + rdma_pairs.gate_round(sending, clients, servers_of, share)}
 

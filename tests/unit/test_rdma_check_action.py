@@ -62,13 +62,13 @@ PLAY = """
 """
 
 
-def inventory(tmp_path, answered, mode="ring"):
+def inventory(tmp_path, answered, mode="ring", node03_failed=True):
     cab = R9.cabling(NODES)
     hosts = {}
     for n, node in enumerate(NODES, start=1):
         hv = {"reading": {"sysfs_root": "/sys", "nics": [R9.pf(0, n), R9.pf(1, n)]}, "nics": R9.NICS,
               "cabling": cab, "out": str(tmp_path), "pairs_mode": mode}
-        if node == "node03":
+        if node == "node03" and node03_failed:
             # under the doctor, layer 5 failed on node03 in this run
             hv["doctor_checked"] = [{"layer": 5, "name": "rdma_drivers", "status": "fail", "reason": "unbound",
                                      "evidence": [], "remediation": ""}]
@@ -123,3 +123,80 @@ def test_a_bad_pairs_mode_fails_naming_the_host_and_value(tmp_path):
     proc = run(tmp_path, {}, mode="mesh")
     assert proc.returncode != 0
     assert "node01: layer 9 plan: rdma_check_pairs must be one of ring, all, got 'mesh'" in proc.stdout
+
+
+ROUNDS = """
+- hosts: all
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Links
+      gpufabric.stack.rdma_check:
+        phase: links
+        reading: "{{ reading }}"
+        nics: "{{ nics }}"
+        cabling: "{{ cabling }}"
+      register: rdma_check_linked
+
+    - name: Plan
+      gpufabric.stack.rdma_check:
+        phase: plan
+        pairs: all
+        perftest: {size: 65536, duration: 5}
+      register: rdma_check_planned
+      run_once: true
+
+    - name: Round 1 answered
+      ansible.builtin.set_fact:
+        rdma_check_round: "{{ answered[0] }}"
+
+    - name: Gate round 1
+      gpufabric.stack.rdma_check:
+        phase: gate
+        round: 0
+      register: rdma_check_gated
+
+    - name: Round 2 answered
+      ansible.builtin.set_fact:
+        rdma_check_round: "{{ answered[1] }}"
+
+    - name: Gate round 2
+      gpufabric.stack.rdma_check:
+        phase: gate
+        round: 1
+      register: rdma_check_gated
+
+    - name: Keep the pairs
+      ansible.builtin.copy:
+        content: "{{ {'planned': rdma_check_planned, 'gated': rdma_check_gated} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+"""
+
+
+def test_the_gate_of_a_later_round_keeps_the_pairs_of_the_earlier_ones(tmp_path):
+    # every ordered pair of three nodes: two rounds; node02's clients are slow in round 2 only
+    plan = RP.plan_pairs(R9.links(NODES), "all")
+    assert len(plan["rounds"]) == 2
+
+    def answer(node, r, bw):
+        serving, sending = RP.round_pairs(plan, r, node)
+        return {"clients": [dict(R9.job(R9.perftest_output(bw)), id=p["id"]) for p in sending],
+                "servers": [dict(R9.job(""), port=p["port"]) for p in serving], "not_listening": []}
+
+    answered = dict((n, [answer(n, 0, 392.0), answer(n, 1, 150.0 if n == "node02" else 392.0)]) for n in NODES)
+    play = tmp_path / "rounds.yml"
+    play.write_text(ROUNDS)
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i",
+                           str(inventory(tmp_path, answered, "all", node03_failed=False)), str(play)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())) for n in NODES)
+    assert got["node01"]["planned"]["nodes"] == NODES
+    for node in NODES:
+        pairs = got[node]["gated"]["pairs"]
+        # both rounds' pairs, in round order, each on both rails
+        assert [p["round"] for p in pairs] == [1, 1, 2, 2], pairs
+        assert all(p["client"]["node"] == node for p in pairs)
+        want = ["pass", "pass", "fail", "fail"] if node == "node02" else ["pass"] * 4
+        assert [p["status"] for p in pairs] == want

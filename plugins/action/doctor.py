@@ -41,6 +41,7 @@ ARGS = {
     "skip_tags": {"type": "list", "elements": "str"},
     "reading": {"type": "dict"},
     "node_result": {"type": "str", "default": "doctor_node"},
+    "scope": {"type": "str", "choices": ["node", "switch", "cluster", "fabric"]},
 }
 ERRORS = (AnsibleError, KeyError, TypeError, ValueError)
 # A role's defaults, vars and argument specs as loaded in this task: the
@@ -194,6 +195,12 @@ class ActionModule(ActionBase):
                 todo = [layers.get(n) for n in sorted(set(args["layers"]))]
             except ValueError as exc:
                 raise AnsibleError("%s: layers: %s" % (host, exc))
+        if args["scope"] is not None:
+            # the layers of one kind among those given (doctor/tasks/layers.yml: the cluster layers of its list)
+            todo = [layer for layer in todo if layer.scope == args["scope"]]
+            if not todo:
+                result.update(changed=False, results=[], hosts={})
+                return result
         scopes = set(layer.scope for layer in todo)
         if len(scopes) > 1 and scopes != set(["node", "switch"]):
             raise AnsibleError("%s: layers: %s are read in different ways (%s); check each kind in its own task"

@@ -55,6 +55,13 @@ options:
         the node's reading and layer 8 the switches'.
     type: str
     default: doctor_node
+  scope:
+    description:
+      - Of the layers, check only those of this scope in the registry; when none of them is, nothing is checked and
+        the result has no records (C(results) and C(hosts) empty). The doctor's C(layers.yml) reads the cluster
+        layers of whatever list it is given this way.
+    type: str
+    choices: [node, switch, cluster, fabric]
 author:
   - gpufabric.stack maintainers (@gpufabric)
 """

@@ -38,12 +38,13 @@ CHECK = """
       gpufabric.stack.doctor: {layers: [10]}
       register: layer10
     - name: Run the layer 11 check (the cluster's one read)
-      ansible.builtin.include_role: {name: gpufabric.stack.doctor, tasks_from: cluster}
-      vars:
-        doctor_layers: [{layer: 11, role: kubeadm}]
+      gpufabric.stack.doctor: {layers: [11]}
+      register: layer11
+      run_once: true
+      delegate_to: "{{ groups['kube_control_plane'] | default([], true) | first | default(inventory_hostname) }}"
     - name: Write the verdicts
       ansible.builtin.copy:
-        content: "{{ [layer10.results[0], doctor_cluster_results[0]] | to_json }}"
+        content: "{{ [layer10.results[0], layer11.hosts[inventory_hostname][0]] | to_json }}"
         dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost

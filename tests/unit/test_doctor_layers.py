@@ -129,8 +129,8 @@ def node(tmp_path, name, cmdline):
             "gpufabric_nics": [{"match": {"pci_address": "0000:3b:00.0"}, "num_vfs": 4}]}
 
 
-def run(tmp_path, hosts, play, *args):
-    (tmp_path / "hosts.json").write_text(json.dumps({"nodes": {"hosts": hosts}}))
+def run(tmp_path, hosts, play, *args, group="nodes"):
+    (tmp_path / "hosts.json").write_text(json.dumps({group: {"hosts": hosts}}))
     (tmp_path / "play.yml").write_text(play)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
                ANSIBLE_NOCOLOR="1", PYTHONPATH=str(REPO))
@@ -197,3 +197,50 @@ def test_a_second_gate_in_the_play_never_reports_the_firsts_result(tmp_path, rac
         (3, "pass", "kernel arguments present and IOMMU active"),
         (5, "fail", "the rdma_drivers check stopped with an error")]
     assert gates["good2"]["verdict"]["status"] == "pass"
+
+
+CLUSTER = """
+- name: The doctor over layer 3 and the cluster layer 11
+  hosts: gpu_workers
+  gather_facts: false
+  tasks:
+    - name: Read the node once and check layer 3
+      gpufabric.stack.doctor: {layers: [3]}
+      register: doctor_node
+
+    - name: Record the layers, layer 11 read from the cluster by layers.yml
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        tasks_from: layers
+      vars:
+        doctor_layers: [{layer: 3, role: kernel}, {layer: 11, role: kubeadm}]
+        doctor_node_results: "{{ doctor_node.results }}"
+
+    - name: Write what each host recorded and what the cluster read returned
+      ansible.builtin.copy:
+        content: "{{ {'results': doctor_results, 'cluster': doctor_cluster.hosts | default(none)} | to_json }}"
+        dest: "{{ out_dir }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+def test_layers_reads_the_cluster_layers_of_its_list_once_for_the_play(tmp_path, rack):
+    del rack["broken"]
+    proc = run(tmp_path, rack, CLUSTER, group="gpu_workers")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    # one read for the play, registered on every host
+    assert proc.stdout.count("TASK [gpufabric.stack.doctor : Read the Kubernetes API once") == 1, proc.stdout[-3000:]
+    got = {h: json.loads((tmp_path / (h + ".json")).read_text()) for h in ("good", "noflag")}
+    assert got["good"]["cluster"] == got["noflag"]["cluster"] and sorted(got["good"]["cluster"]) == ["good", "noflag"]
+    # no control-plane host: layer 11 skipped with the reason, and above a failed layer 3 blocked
+    assert [(r["layer"], r["status"]) for r in got["good"]["results"]] == [(3, "pass"), (11, "skipped")]
+    assert got["good"]["results"][1]["reason"] == got["good"]["cluster"]["good"][0]["reason"]
+    assert "no kube_control_plane host" in got["good"]["results"][1]["reason"], got["good"]
+    assert [(r["layer"], r["status"], r["reason"]) for r in got["noflag"]["results"]] == [
+        (3, "fail", "flag intel_iommu=on iommu=pt missing from /proc/cmdline"), (11, "blocked", "blocked by layer 3")]
+    # a list without cluster layers: the read is asked for none and returns no record
+    proc = run(tmp_path, rack, CLUSTER.replace(", {layer: 11, role: kubeadm}", ""), group="gpu_workers")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    got = json.loads((tmp_path / "good.json").read_text())
+    assert got["cluster"] == {} and [(r["layer"], r["status"]) for r in got["results"]] == [(3, "pass")]

@@ -1,6 +1,6 @@
 """The doctor's checks of layers 11-14 (module_utils/checks/kubeadm.py,
 cni.py, multus.py and sriov_operator.py, read by the doctor action once for
-the play: roles/doctor/tasks/cluster.yml) run by ansible-playbook against
+the play, as roles/doctor/tasks/layers.yml runs it) run by ansible-playbook against
 recorded API objects: a stand-in for kubernetes.core's k8s_info and k8s_cluster_info
 (tests/unit/fixtures/fake_k8s) answers from tests/unit/fixtures/kube and logs
 every call. Two GPU nodes, gpu-a01 (healthy) and gpu-a02 (its CNI not ready,
@@ -29,15 +29,15 @@ PLAY = """
   gather_facts: false
   tasks:
     - name: Read the cluster once and check layers 11-14 on every node
-      ansible.builtin.include_role:
-        name: gpufabric.stack.doctor
-        tasks_from: cluster
-      vars:
-        doctor_layers: "{{ 'gpu_workers' | gpufabric.stack.doctor_layers('cluster') }}"
+      gpufabric.stack.doctor:
+        layers: "{{ 'gpu_workers' | gpufabric.stack.doctor_layers('cluster') | map(attribute='layer') | list }}"
+      register: doctor_cluster
+      run_once: true
+      delegate_to: "{{ groups['kube_control_plane'] | first }}"
 
     - name: Write the results
       ansible.builtin.copy:
-        content: "{{ doctor_cluster_results | to_json }}"
+        content: "{{ doctor_cluster.hosts[inventory_hostname] | to_json }}"
         dest: "{{ out }}/{{ inventory_hostname }}.json"
         mode: "0644"
       delegate_to: localhost

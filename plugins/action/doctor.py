@@ -250,7 +250,12 @@ class ActionModule(ActionBase):
         hosts = [h for h in task_vars.get("ansible_play_batch") or [task_vars.get("inventory_hostname")]
                  if set(g for g, members in (task_vars.get("groups") or {}).items() if h in members)
                  & set(g for layer in checked for g in layer.hosts)]
-        prepared = dict((h, self._prepare(checked, self._host_vars(task_vars, h), h)) for h in hosts)
+        # a host whose node layers failed in this run (its registered
+        # node_result): its cluster layers are blocked, neither read nor judged
+        blocked = dict((h, first) for h, first in ((h, self._first_failure(hostvars, h, node_result, checked))
+                                                   for h in hosts) if first is not None)
+        prepared = dict((h, self._prepare(checked, self._host_vars(task_vars, h), h)) for h in hosts
+                        if h not in blocked)
 
         wanted, queries = {}, {}
         for h, (_modules, _intents, wishes, _errors) in prepared.items():
@@ -279,6 +284,13 @@ class ActionModule(ActionBase):
 
         by_host = {}
         for h in hosts:
+            if h in blocked:
+                by_host[h] = [doctor.result(layer.number, "blocked", "blocked by layer %d" % blocked[h])
+                              if layer in checked else
+                              doctor.result(layer.number, "skipped",
+                                            "not checked: --skip-tags " + layers.tag(layer.number))
+                              for layer in todo]
+                continue
             modules, intents, wishes, errors = prepared[h]
             node = (hostvars[h].get(node_result) or {}) if h in hostvars else {}
             records = []
@@ -312,6 +324,19 @@ class ActionModule(ActionBase):
         result.update(changed=False, results=by_host.get(own, []), hosts=by_host, api_host=api_host,
                       api_reads=len(answers))
         return result
+
+    @staticmethod
+    def _first_failure(hostvars, host, node_result, checked):
+        """The lowest layer below ``checked`` (the cluster layers) that
+        failed on ``host`` in its registered ``node_result``; None when none
+        did, or the host has no such result."""
+        if not checked or host not in hostvars:
+            return None
+        below = min(layer.number for layer in checked)
+        failed = [r.get("layer") for r in ((hostvars[host].get(node_result) or {}).get("results") or [])
+                  if isinstance(r, dict) and r.get("status") == "fail" and isinstance(r.get("layer"), int)
+                  and r["layer"] < below]
+        return min(failed) if failed else None
 
     def _read_api(self, config, q, task_vars):
         """One read: {resources}, {version} or {error}."""

@@ -31,6 +31,8 @@ description:
     every distinct API object the checks want is read there once (C(kubernetes.core.k8s_info),
     C(kubernetes.core.k8s_cluster_info)), and every host of the play batch is judged, each on its own objects. With
     no control-plane host, no kubeconfig on it or the host unreachable, the layers are C(skipped) with that reason.
+    A host whose node layers failed earlier in the run (a failing record in its registered I(node_result)) has its
+    cluster layers C(blocked by N), neither read nor judged; when every host is, the API is not read at all.
   - Fabric layers (9, 15), read across nodes by the role's C(tasks/doctor.yml), which passes what it read as
     I(reading); one layer per task.
   - Nothing is changed, in check mode or not. An action plugin; it runs on the controller and uses the host's (or

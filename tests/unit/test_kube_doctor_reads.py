@@ -52,9 +52,9 @@ def objects():
     return out
 
 
-@pytest.fixture(scope="module")
-def doctor(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("kube-doctor")
+def run_doctor(tmp, play, *args):
+    """The play run over the two nodes and the control-plane host: (each
+    node's records by layer, the API calls made, the process)."""
     (tmp / "objects.json").write_text(json.dumps(objects()))
     (tmp / "admin.conf").write_text("apiVersion: v1\nkind: Config\n")
     local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
@@ -66,20 +66,25 @@ def doctor(tmp_path_factory):
             "kube_node": {"hosts": {"gpu-a01": {}, "gpu-a02": {}}},
             "gpu_workers": {"hosts": {"gpu-a01": {"gpufabric_nics": nics}, "gpu-a02": {"gpufabric_nics": nics}}}}}}
     (tmp / "hosts.yml").write_text(json.dumps(inventory))
-    (tmp / "play.yml").write_text(PLAY)
+    (tmp / "play.yml").write_text(play)
     log = tmp / "calls.jsonl"
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
                ANSIBLE_COLLECTIONS_PATH="%s:%s" % (FIXTURES / "fake_k8s", REPO / ".build"),
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PYTHONPATH=str(REPO),
                FAKE_K8S_OBJECTS=str(tmp / "objects.json"), FAKE_K8S_LOG=str(log))
     proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i", str(tmp / "hosts.yml"),
-                           str(tmp / "play.yml"), "-e", "out=%s" % tmp],
+                           str(tmp / "play.yml"), "-e", "out=%s" % tmp] + list(args),
                           cwd=tmp, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     results = {h: {r["layer"]: r for r in json.loads((tmp / (h + ".json")).read_text())}
                for h in ("gpu-a01", "gpu-a02")}
-    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return results, calls, proc
+
+
+@pytest.fixture(scope="module")
+def doctor(tmp_path_factory):
+    return run_doctor(tmp_path_factory.mktemp("kube-doctor"), PLAY)
 
 
 def test_each_object_is_read_once_for_the_play_and_not_per_node_or_layer(doctor):
@@ -113,3 +118,36 @@ def test_every_node_gets_the_verdict_on_its_own_objects(doctor):
     assert a01[14]["status"] == "pass" and "sriov-network-config-daemon-5kz9w Ready" in a01[14]["evidence"], a01[14]
     assert a02[14]["status"] == "fail" and a02[14]["reason"].startswith("operator sync failed on gpu-a02: "), a02[14]
     assert "SriovNetworkNodeState sriov-network-operator/gpu-a02: syncStatus Failed" in a02[14]["evidence"], a02[14]
+
+
+FAILED_BELOW = PLAY.replace("""  tasks:
+""", """  tasks:
+    - name: The node layers of the hosts in failed_below failed in this run, at layer 5
+      ansible.builtin.set_fact:
+        doctor_node:
+          results:
+            - {layer: 4, name: nic_firmware, status: pass, reason: ok, evidence: [], remediation: ""}
+            - {layer: 5, name: rdma_drivers, status: fail, reason: mlx5_ib not loaded, evidence: [], remediation: ""}
+            - {layer: 6, name: sriov_vfs, status: fail, reason: checked all the same, evidence: [], remediation: ""}
+      when: inventory_hostname in failed_below
+
+""", 1)
+
+
+def test_a_node_whose_lower_layers_failed_is_blocked_and_not_read_for(tmp_path):
+    assert FAILED_BELOW != PLAY
+    (tmp_path / "one").mkdir()
+    (tmp_path / "both").mkdir()
+    results, calls, _ = run_doctor(tmp_path / "one", FAILED_BELOW, "-e", json.dumps({"failed_below": ["gpu-a02"]}))
+    a01, a02 = results["gpu-a01"], results["gpu-a02"]
+    assert [(n, r["status"], r["reason"]) for n, r in sorted(a02.items())] == [
+        (n, "blocked", "blocked by layer 5") for n in (11, 12, 13, 14)]
+    # the other node is judged as ever, on its own objects
+    assert "Ready True (KubeletReady)" in a01[11]["evidence"], a01[11]
+    assert a01[14]["status"] == "pass", a01[14]
+    assert calls, "gpu-a01's objects were not read"
+    # every node blocked: the API is not read at all
+    results, calls, _ = run_doctor(tmp_path / "both", FAILED_BELOW, "-e",
+                                   json.dumps({"failed_below": ["gpu-a01", "gpu-a02"]}))
+    assert calls == []
+    assert {r["reason"] for h in results.values() for r in h.values()} == {"blocked by layer 5"}

@@ -284,20 +284,16 @@ class ActionModule(ActionBase):
 
         by_host = {}
         for h in hosts:
-            if h in blocked:
-                by_host[h] = [doctor.result(layer.number, "blocked", "blocked by layer %d" % blocked[h])
-                              if layer in checked else
-                              doctor.result(layer.number, "skipped",
-                                            "not checked: --skip-tags " + layers.tag(layer.number))
-                              for layer in todo]
-                continue
-            modules, intents, wishes, errors = prepared[h]
+            modules, intents, wishes, errors = prepared.get(h) or ({}, {}, {}, {})
             node = (hostvars[h].get(node_result) or {}) if h in hostvars else {}
             records = []
             for layer in todo:
                 if layer not in checked:
                     records.append(doctor.result(layer.number, "skipped",
                                                  "not checked: --skip-tags " + layers.tag(layer.number)))
+                    continue
+                if h in blocked:
+                    records.append(doctor.result(layer.number, "blocked", "blocked by layer %d" % blocked[h]))
                     continue
                 if layer.number in errors:
                     records.append(doctor.result(layer.number, "fail", "the %s check stopped with an error"

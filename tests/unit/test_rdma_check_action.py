@@ -18,7 +18,8 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECT
            ANSIBLE_NOCOLOR="1", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
 NODES = ["node01", "node02", "node03"]
 
-PLAY = """
+# every play below starts with the links phase on each host
+LINKS = """
 - hosts: all
   connection: local
   gather_facts: false
@@ -30,7 +31,9 @@ PLAY = """
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
       register: rdma_check_linked
+"""
 
+PLAY = LINKS + """
     - name: Plan
       gpufabric.stack.rdma_check:
         phase: plan
@@ -80,11 +83,11 @@ def inventory(tmp_path, answered, mode="ring", node03_failed=True):
     return path
 
 
-def run(tmp_path, answered, mode="ring"):
+def run(tmp_path, answered, mode="ring", text=PLAY, **hosts):
     play = tmp_path / "play.yml"
-    play.write_text(PLAY)
+    play.write_text(text)
     return subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i",
-                           str(inventory(tmp_path, answered, mode)), str(play)],
+                           str(inventory(tmp_path, answered, mode, **hosts)), str(play)],
                           cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
 
 
@@ -125,19 +128,7 @@ def test_a_bad_pairs_mode_fails_naming_the_host_and_value(tmp_path):
     assert "node01: layer 9 plan: rdma_check_pairs must be one of ring, all, got 'mesh'" in proc.stdout
 
 
-ROUNDS = """
-- hosts: all
-  connection: local
-  gather_facts: false
-  tasks:
-    - name: Links
-      gpufabric.stack.rdma_check:
-        phase: links
-        reading: "{{ reading }}"
-        nics: "{{ nics }}"
-        cabling: "{{ cabling }}"
-      register: rdma_check_linked
-
+ROUNDS = LINKS + """
     - name: Plan
       gpufabric.stack.rdma_check:
         phase: plan
@@ -185,11 +176,7 @@ def test_the_gate_of_a_later_round_keeps_the_pairs_of_the_earlier_ones(tmp_path)
                 "servers": [dict(R9.job(""), port=p["port"]) for p in serving], "not_listening": []}
 
     answered = dict((n, [answer(n, 0, 392.0), answer(n, 1, 150.0 if n == "node02" else 392.0)]) for n in NODES)
-    play = tmp_path / "rounds.yml"
-    play.write_text(ROUNDS)
-    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i",
-                           str(inventory(tmp_path, answered, "all", node03_failed=False)), str(play)],
-                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+    proc = run(tmp_path, answered, "all", text=ROUNDS, node03_failed=False)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())) for n in NODES)
     assert got["node01"]["planned"]["nodes"] == NODES

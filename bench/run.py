@@ -553,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
                          tree="snapshot of the collection taken at the start" if tree_sha else "working tree"),
         "settings": {"forks": args.forks, "runs": args.runs, "fact_caching": "jsonfile (per rack, empty at start)",
                      "pipelining": "on; the twin's podman connection cannot pipeline, so it is not used there",
-                     "strategy": "linear", "node_connection": "containers.podman.podman (twin)",
+                     "strategy": "linear", "node_connection": "simlab_podman (twin: podman exec -i, pipelined)",
                      "callbacks": env["ANSIBLE_CALLBACKS_ENABLED"]},
         "method": {
             "time": "time.monotonic() around each command, median of the runs",

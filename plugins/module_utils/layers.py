@@ -27,7 +27,12 @@ Fields of a layer:
 - ``reads``: what the check reads (the names of nic_facts' options for node
   layers, for the others a description);
 - ``reboot``: applying the layer can reboot a node; ``drain``: a rollout
-  drains the node's pods before applying it.
+  drains the node's pods before applying it;
+- ``tiers``: the test tiers that hold the layer (``unit``: plain Python and
+  ansible-playbook on stand-ins, ``twin``: a live twin rack, ``vm``: QEMU
+  nodes with a real kernel).  Every test carries the layers it covers as
+  ``layerNN`` markers (tests/conftest.py); tests/unit/test_layer_registry.py
+  fails when a tier named here has no test of the layer.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -36,34 +41,38 @@ __metaclass__ = type
 
 from collections import namedtuple
 
-Layer = namedtuple("Layer", "number role title scope hosts reads reboot drain")
+Layer = namedtuple("Layer", "number role title scope hosts reads reboot drain tiers")
 
 GPU = ("gpu_workers",)
 KUBE_NODES = ("gpu_workers", "kube_control_plane")
+# the VM nodes have a real kernel and an igb PF: no switch, no Kubernetes, no GPU
+ALL_TIERS = ("unit", "twin", "vm")
+NO_VM = ("unit", "twin")
+TIERS = ALL_TIERS
 
 REGISTRY = (
-    Layer(1, "bmc", "Rack power and BMC", "node", GPU, ("bmc",), True, True),
-    Layer(2, "bios", "BIOS", "node", GPU, ("bmc",), True, True),
-    Layer(3, "kernel", "Kernel and IOMMU", "node", GPU, ("cmdline", "iommus", "nics"), True, True),
-    Layer(4, "nic_firmware", "NIC firmware", "node", GPU, ("nics", "firmware"), True, True),
-    Layer(5, "rdma_drivers", "Drivers and RDMA core", "node", GPU, ("nics", "modules"), False, True),
+    Layer(1, "bmc", "Rack power and BMC", "node", GPU, ("bmc",), True, True, ALL_TIERS),
+    Layer(2, "bios", "BIOS", "node", GPU, ("bmc",), True, True, ALL_TIERS),
+    Layer(3, "kernel", "Kernel and IOMMU", "node", GPU, ("cmdline", "iommus", "nics"), True, True, ALL_TIERS),
+    Layer(4, "nic_firmware", "NIC firmware", "node", GPU, ("nics", "firmware"), True, True, ALL_TIERS),
+    Layer(5, "rdma_drivers", "Drivers and RDMA core", "node", GPU, ("nics", "modules"), False, True, ALL_TIERS),
     Layer(6, "sriov_vfs", "SR-IOV VFs", "node", GPU,
-          ("nics", "units", "files", "module_probe"), False, True),
+          ("nics", "units", "files", "module_probe"), False, True, ALL_TIERS),
     Layer(7, "roce_switch", "RoCE switch fabric", "switch", ("leaf_switches",),
-          ("the switch's running QoS configuration (roce_switch gathered)",), False, False),
-    Layer(8, "roce_host", "Host RoCE QoS", "node", GPU, ("qos", "units"), False, True),
+          ("the switch's running QoS configuration (roce_switch gathered)",), False, False, NO_VM),
+    Layer(8, "roce_host", "Host RoCE QoS", "node", GPU, ("qos", "units"), False, True, ALL_TIERS),
     Layer(9, "rdma_check", "RDMA fabric check", "fabric", GPU,
-          ("nics", "ib_write_bw between pairs of nodes"), False, False),
-    Layer(10, "container_runtime", "Container runtime and GPU", "node", KUBE_NODES, ("runtime",), False, True),
+          ("nics", "ib_write_bw between pairs of nodes"), False, False, ALL_TIERS),
+    Layer(10, "container_runtime", "Container runtime and GPU", "node", KUBE_NODES, ("runtime",), False, True, ALL_TIERS),
     Layer(11, "kubeadm", "Kubernetes", "cluster", KUBE_NODES,
-          ("the Node and the API server's version", "/var/lib/kubelet/config.yaml"), True, True),
-    Layer(12, "cni", "Primary CNI", "cluster", GPU, ("the Node, the CNI agent pods, the CNI's MTU",), False, False),
+          ("the Node and the API server's version", "/var/lib/kubelet/config.yaml"), True, True, NO_VM),
+    Layer(12, "cni", "Primary CNI", "cluster", GPU, ("the Node, the CNI agent pods, the CNI's MTU",), False, False, NO_VM),
     Layer(13, "multus", "Multus", "cluster", GPU,
-          ("the Node, the NetworkAttachmentDefinition CRD, the Multus daemonset and pods",), False, False),
+          ("the Node, the NetworkAttachmentDefinition CRD, the Multus daemonset and pods",), False, False, NO_VM),
     Layer(14, "sriov_operator", "SR-IOV Network Operator", "cluster", GPU,
-          ("the Node, the operator's pods and node state, the NetworkAttachmentDefinitions",), False, False),
+          ("the Node, the operator's pods and node state, the NetworkAttachmentDefinitions",), False, False, NO_VM),
     Layer(15, "nccl_validate", "NCCL validation", "fabric", GPU,
-          ("an all_reduce_perf run over the nodes, or the last recorded one",), False, False),
+          ("an all_reduce_perf run over the nodes, or the last recorded one",), False, False, NO_VM),
 )
 
 BY_NUMBER = dict((layer.number, layer) for layer in REGISTRY)

@@ -10,7 +10,7 @@ import re
 
 import yaml
 
-from conftest import Twin, recap
+from tests.integration.twinlab import Twin, recap
 from simlab.lab import node_names
 
 SYSFS = "/run/simlab/sys"

@@ -10,11 +10,11 @@ import json
 import pytest
 import yaml
 
-from conftest import require_twin
-from host_lab import SYSFS, HostLab, green
+from tests.integration.twinlab import require_twin
+from tests.integration.host_lab import SYSFS, HostLab, green
 from simlab.lab import lab_dir
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(1, 2, 3, 4)]
 
 NODE = "node01"
 

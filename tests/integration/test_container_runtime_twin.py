@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from conftest import ENV, Twin, recap, require_twin
+from tests.integration.twinlab import ENV, Twin, recap, require_twin
 
-pytestmark = [pytest.mark.twin, pytest.mark.slow]
+pytestmark = [pytest.mark.twin, pytest.mark.slow, pytest.mark.layers(10, 11)]
 
 NODES = ("node01", "node02")
 

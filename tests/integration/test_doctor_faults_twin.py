@@ -27,9 +27,9 @@ import re
 
 import pytest
 
-from conftest import Twin, recap, require_twin, task_lines
+from tests.integration.twinlab import Twin, recap, require_twin, task_lines
 
-pytestmark = [pytest.mark.twin, pytest.mark.slow]
+pytestmark = [pytest.mark.twin, pytest.mark.slow, pytest.mark.layers("all")]
 
 NODES = ("node01", "node02")
 SWITCHES = ("leaf1", "leaf2")
@@ -164,7 +164,7 @@ def test_unreachable_node_is_layer_1_and_the_run_completes(fresh):
     assert "the connection settings" in row["remediation"]
     # the evidence is what Ansible said about the connection
     assert len(row["evidence"]) == 1 and row["evidence"][0].startswith(
-        f"containers.podman.podman to simlab-{rack.name}-node02: "), row["evidence"]
+        f"simlab_podman to simlab-{rack.name}-node02: "), row["evidence"]
     assert {h: not_green(report, h) for h in ("node01", *SWITCHES)} == {h: {} for h in ("node01", *SWITCHES)}
     assert layers_of(report, "node01") == NODE_LAYERS
     assert re.search(r"node02\s+FAIL\s.*layer\s+1: host unreachable", " ".join(proc.stdout.split()))

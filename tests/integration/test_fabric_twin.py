@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from conftest import ENV, ROCE_PFS, require_twin, roce_host_by_hand, roce_rack
+from tests.integration.twinlab import ENV, ROCE_PFS, require_twin, roce_host_by_hand, roce_rack
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(9, 15)]
 
 DEV = "rocep59s0f0"
 PFS = ROCE_PFS

@@ -13,10 +13,10 @@ import re
 
 import pytest
 
-from conftest import require_twin
-from host_lab import SYSFS, HostLab, green, ran_through_layer6
+from tests.integration.twinlab import require_twin
+from tests.integration.host_lab import SYSFS, HostLab, green, ran_through_layer6
 
-pytestmark = [pytest.mark.twin, pytest.mark.slow]
+pytestmark = [pytest.mark.twin, pytest.mark.slow, pytest.mark.layers(1, 2, 3, 4, 5)]
 
 FW_PF = "0000:3b:00.0"
 

@@ -7,9 +7,9 @@ import json
 import pytest
 import yaml
 
-from conftest import recap
+from tests.integration.twinlab import recap
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(6)]
 
 SYSFS = "/run/simlab/sys"
 PF0 = f"{SYSFS}/bus/pci/devices/0000:3b:00.0"

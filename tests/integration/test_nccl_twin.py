@@ -12,10 +12,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import recap, require_twin, roce_rack, task_lines
-from report_clicks import CHROMIUM, click_every_cell, junit_lines
+from tests.integration.twinlab import recap, require_twin, roce_rack, task_lines
+from tests.integration.report_clicks import CHROMIUM, click_every_cell, junit_lines
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers("all")]
 
 SITE = """
 - name: Layer 15

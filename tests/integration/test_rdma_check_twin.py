@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from conftest import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack
+from tests.integration.twinlab import ROCE_PFS, recap, require_twin, roce_host_by_hand, roce_rack
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(9)]
 
 PFS = ROCE_PFS
 LINE_GBPS = 400.0

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from conftest import Twin, recap, require_twin, task_lines
+from tests.integration.twinlab import Twin, recap, require_twin, task_lines
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(7, 8)]
 
 SYSFS = "/run/simlab/sys"
 PFS = ("enp59s0f0np0", "enp134s0f0np0")

@@ -14,9 +14,9 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import BIN, ENV, REPO, Twin, require_twin, set_inventory_var
+from tests.integration.twinlab import BIN, ENV, REPO, Twin, require_twin, set_inventory_var
 
-pytestmark = [pytest.mark.twin, pytest.mark.slow]
+pytestmark = [pytest.mark.twin, pytest.mark.slow, pytest.mark.layers(6, 11)]
 
 NODES = [f"node{i:02d}" for i in range(1, 7)]
 BATCHES = [NODES[0:2], NODES[2:4], NODES[4:6]]

@@ -12,7 +12,7 @@ import yaml
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import sriov_policy as sp
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(12, 13, 14)]
 
 SYSFS = "/run/simlab/sys"
 NODES = ("node01", "node02")

@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools, rdma_tools
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(4, 5, 8)]
 
 NODE = None
 BDF = "0000:3b:00.0"

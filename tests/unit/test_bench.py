@@ -14,6 +14,8 @@ from bench import report, stats  # noqa: E402
 from bench import run as bench_run  # noqa: E402
 from ansible_collections.gpufabric.stack.plugins.callback import task_counter  # noqa: E402
 
+pytestmark = pytest.mark.tooling
+
 
 # ---------------------------------------------------------------- medians and ratios
 def test_median_odd_even_and_none():

@@ -10,6 +10,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attrib
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import bios as bios_check
 from simlab.bmc import vendors
 
+pytestmark = pytest.mark.layers(2)
+
 
 def _twin(vendor, cpu="intel", version=None):
     reg = vendors.registry_attributes(vendor, cpu, version)

@@ -13,6 +13,8 @@ from simlab.bmc import state
 from simlab.bmc.power import FakePowerDriver
 from simlab.bmc.server import BmcLab
 
+pytestmark = pytest.mark.layers(1, 2)
+
 
 def _ansible_playbook():
     local = Path(sys.executable).with_name("ansible-playbook")

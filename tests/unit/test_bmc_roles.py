@@ -14,6 +14,8 @@ from simlab.bmc import faults, state
 from simlab.bmc.power import FakePowerDriver
 from simlab.bmc.server import BmcLab
 
+pytestmark = pytest.mark.layers(1, 2)
+
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK_BIN = Path(sys.executable).with_name("ansible-playbook")
 

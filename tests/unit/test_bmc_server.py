@@ -13,6 +13,8 @@ from simlab.bmc import faults, state, vendors
 from simlab.bmc.power import FakePowerDriver
 from simlab.bmc.server import BmcLab
 
+pytestmark = pytest.mark.layers(1, 2)
+
 CTX = ssl._create_unverified_context()
 SPEC = [
     {"name": "dell1", "port": 0, "vendor": "dell", "username": "root", "password": "calvin",

@@ -4,8 +4,12 @@ as nic_facts returns it, run by ansible-playbook with a stand-in systemctl."""
 
 import json
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state
 from local_playbook import run_check, stand_ins, write_play
+
+pytestmark = pytest.mark.layers(6, 8)
 
 UNITS = ["gpufabric-sriov.service", "gpufabric-roce-qos.service"]
 

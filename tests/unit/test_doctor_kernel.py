@@ -9,6 +9,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sys
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel as kernel_check
 from test_twin_kernel import make
 
+pytestmark = pytest.mark.layers(3)
+
 WANTED = ["intel_iommu=on", "iommu=pt"]
 
 

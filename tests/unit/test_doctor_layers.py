@@ -19,6 +19,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
 from test_twin_kernel import make
 
+pytestmark = pytest.mark.layers("all")
+
 REPO = Path(__file__).resolve().parents[2]
 LAYERS = [{"layer": 3, "role": "kernel"}, {"layer": 5, "role": "rdma_drivers"}, {"layer": 6, "role": "sriov_vfs"}]
 

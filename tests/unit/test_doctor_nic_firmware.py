@@ -4,12 +4,16 @@ twin's mstconfig and mstflint and a nic_facts reading of the twin kernel's
 sysfs; and the PFs layer 4 selects (sriov.firmware_selection, the filter
 nic_firmware_selection)."""
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
 from ansible_collections.gpufabric.stack.plugins.filter import sriov as sriov_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
 from test_mlx_config_module import PF0, PF1, _call, agent  # noqa: F401 agent is the twin's mstconfig/mstflint
 from test_twin_kernel import make
+
+pytestmark = pytest.mark.layers(4)
 
 EIGHT = [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8}]
 

@@ -16,6 +16,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report
 
+pytestmark = pytest.mark.layers("all")
+
 REPO = Path(__file__).resolve().parents[2]
 
 

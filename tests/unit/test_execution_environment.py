@@ -4,7 +4,10 @@ every file exists, and its pins are the versions the tests run with."""
 import re
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.tooling
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,6 +8,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils import fabric_chain as C
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
 
+pytestmark = pytest.mark.layers(7, 8)
+
 INTENT = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp",
           "ecn": {"min_kbytes": 150, "max_kbytes": 1500, "probability": 100}, "host_mtu": 9000, "switch_mtu": 9216}
 CABLING = [

@@ -18,6 +18,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs 
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nccl_validate as C15
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_check as C9
 
+pytestmark = pytest.mark.layers(9, 15)
+
 REPO = Path(__file__).resolve().parents[2]
 
 

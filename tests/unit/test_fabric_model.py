@@ -8,6 +8,8 @@ import pytest
 from simlab.fabric import model as M
 from simlab.fabric.model import Rack, active_mtu, hca_filter, nccl_busbw, rdma_path
 
+pytestmark = pytest.mark.layers(9, 15)
+
 
 def _pf(node_idx, i, **kw):
     ip = f"172.30.{i}.{node_idx}"

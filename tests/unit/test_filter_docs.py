@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+pytestmark = pytest.mark.tooling
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / ".build"
 FILTER_DIR = REPO / "plugins" / "filter"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.tooling
+
 REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / ".build"
 FILTER_FILES = sorted(p.stem for p in (REPO / "plugins" / "filter").glob("*.py") if p.stem != "__init__")

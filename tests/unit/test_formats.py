@@ -7,11 +7,13 @@ import re
 
 import pytest
 
-from conftest import SHARED, read_real_output
+from tests.reference import SHARED, read_real_output
 from simlab.tools import formats as F
 from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools as M
 from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
 from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_tools as R
+
+pytestmark = pytest.mark.layers(4, 5, 8, 9, 15)
 
 HOST_INTERFACES = SHARED / "reference" / "host-interfaces.md"
 

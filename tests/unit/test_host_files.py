@@ -15,6 +15,8 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpufabric.stack.plugins.module_utils import host_files as hf
 from ansible_collections.gpufabric.stack.plugins.modules import host_files as module
 
+pytestmark = pytest.mark.layers(3, 6, 8)
+
 ME = pwd.getpwuid(os.getuid()).pw_name
 MYGROUP = grp.getgrgid(os.getgid()).gr_name
 UNIT = "/etc/systemd/system/gpufabric-sriov.service"

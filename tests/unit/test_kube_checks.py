@@ -9,6 +9,8 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks as kc
 
+pytestmark = pytest.mark.layers(12, 13, 14)
+
 FIX = Path(__file__).parent / "fixtures" / "kube"
 
 

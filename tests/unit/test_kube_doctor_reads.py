@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.layers(11, 12, 13, 14)
+
 REPO = Path(__file__).resolve().parents[1].parent
 FIXTURES = REPO / "tests" / "unit" / "fixtures"
 KUBE = FIXTURES / "kube"

@@ -19,6 +19,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import container_runtime as container_runtime_check
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kubeadm as kubeadm_check
 
+pytestmark = pytest.mark.layers(10, 11)
+
 FIX = Path(__file__).parent / "fixtures" / "kube"
 SCHEMAS = Path(__file__).parent / "schemas"
 K8S = "1.34"

@@ -17,7 +17,9 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from conftest import CRDS
+from tests.reference import CRDS
+
+pytestmark = pytest.mark.layers(12, 13, 14)
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = REPO / "tests" / "unit" / "fixtures" / "render_kube.yml"

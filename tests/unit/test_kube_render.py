@@ -39,7 +39,7 @@ ENV = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECT
            ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PYTHONPATH=str(REPO))
 EXAMPLE = REPO / "inventories" / "example" / "hosts.yml"
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.layers(11, 12, 13, 14, 15)]
 
 
 def render(inventory, dest, *extra):

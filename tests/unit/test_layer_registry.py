@@ -11,7 +11,11 @@ pages (one per layer, one template)."""
 
 import glob
 import importlib
+import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +24,8 @@ import yaml
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, layers
 from bench import stats
+
+pytestmark = pytest.mark.layers("all")
 
 REPO = Path(__file__).resolve().parents[2]
 REGISTRY = layers.REGISTRY
@@ -151,3 +157,39 @@ def test_a_string_for_the_evidence_list_is_refused_not_split():
         doctor.record({"layer": 3, "status": "pass", "reason": "ok", "evidence": [], "remediation": "", "x": 1})
     with pytest.raises(ValueError, match="not a layer"):
         doctor.result(16, "pass", "ok")
+
+
+def test_every_layer_has_tests_at_every_tier_the_registry_names(tmp_path):
+    """The test map (tests/conftest.py): a collection of the whole suite from
+    the repository's root, each test's tier and layers; every layer has at
+    least one test at each tier its registry entry names, and no tier runs a
+    layer its entry leaves out (the VM nodes have no switch, cluster or GPU)."""
+    out = tmp_path / "map.json"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                          cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, GPUFABRIC_TEST_MAP=str(out)))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    collected = json.loads(out.read_text())
+    assert {t["tier"] for t in collected.values()} == set(layers.TIERS)
+    held = {(t["tier"], n) for t in collected.values() for n in t["layers"]}
+    missing = ["layer %d (%s): no %s test" % (layer.number, layer.role, tier)
+               for layer in REGISTRY for tier in layer.tiers if (tier, layer.number) not in held]
+    assert not missing, "\n".join(missing)
+    # a VM test of a layer the VM nodes cannot have is a map error, unless it walks every layer
+    beyond = sorted(nodeid for nodeid, t in collected.items() if t["tier"] == "vm" and len(t["layers"]) < len(REGISTRY)
+                    and any("vm" not in layers.BY_NUMBER[n].tiers for n in t["layers"]))
+    assert not beyond, beyond
+
+
+def test_the_vm_make_targets_run_the_layers_the_registry_gives_the_vm_tier():
+    makefile = (REPO / "Makefile").read_text()
+    listed = re.search(r"^VM_LAYERS\s*:=\s*(\S+)", makefile, re.M).group(1).split(",")
+    assert listed == [layers.tag(layer.number) for layer in REGISTRY if "vm" in layer.tiers]
+
+
+def test_each_docs_page_says_how_to_run_its_layers_tests():
+    for layer in REGISTRY:
+        (page,) = (REPO / "docs" / "layers").glob("%02d-*.md" % layer.number)
+        line = ("Tests: `pytest -m %s` runs every test of this layer (tiers: %s; see [testing](../testing.md))."
+                % (layers.tag(layer.number), ", ".join(layer.tiers)))
+        assert line in page.read_text().splitlines(), (page.name, line)

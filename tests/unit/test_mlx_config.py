@@ -6,6 +6,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_config as C
 from simlab.tools import formats
 
+pytestmark = pytest.mark.layers(4)
+
 DEV = "0000:3b:00.0"
 IDENT = dict(device_type="ConnectX7", name="MCX75310AAS-NEAT_Ax", description="N/A", device=DEV)
 

@@ -14,6 +14,8 @@ from simlab.node import agent as agent_mod
 from simlab.node import boot, hardware
 from simlab.tools import agentclient, mlxconfig, mstflint
 
+pytestmark = pytest.mark.layers(4)
+
 PF0, PF1 = "0000:3b:00.0", "0000:86:00.0"
 
 

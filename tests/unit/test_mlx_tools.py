@@ -6,6 +6,8 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools as M
 
+pytestmark = pytest.mark.layers(4, 8)
+
 
 # ---------------------------------------------------------------- mlxconfig query
 

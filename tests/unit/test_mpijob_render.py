@@ -13,7 +13,9 @@ import jsonschema
 import pytest
 import yaml
 
-from conftest import CRDS
+from tests.reference import CRDS
+
+pytestmark = pytest.mark.layers(15)
 
 REPO = Path(__file__).resolve().parents[2]
 INVENTORY = REPO / "inventories" / "example" / "hosts.yml"

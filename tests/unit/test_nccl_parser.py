@@ -10,11 +10,13 @@ import re
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from conftest import REAL_OUTPUTS, SHARED
+from tests.reference import REAL_OUTPUTS, SHARED
 from ansible_collections.gpufabric.stack.plugins.filter import nccl as F
 from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nccl_validate as C15
 from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
+
+pytestmark = pytest.mark.layers(15)
 
 # file -> (rows, avg busbw, largest size, oop busbw, ip busbw, format, redop column, root column, #wrong of the largest)
 REAL = {

@@ -1,6 +1,10 @@
 """The play's shared NIC reading as a layer sees it (filter nic_reading)."""
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.filter.nic_reading import nic_reading
+
+pytestmark = pytest.mark.layers(3, 4, 5, 6, 8)
 
 # a nic_facts result, as registered
 READING = {"changed": False, "sysfs_root": "/sys", "proc_root": "/proc", "iommus": ["dmar0"], "iommu_active": True,

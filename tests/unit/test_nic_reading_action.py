@@ -2,7 +2,11 @@
 the gpufabric.stack.nic_facts action): which task may take it instead of
 reading again."""
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.module_utils import nic_reading as R
+
+pytestmark = pytest.mark.layers(3, 4, 5, 6, 8)
 
 RUN = "4242:1234567"
 ANSWER = {"changed": False, "nics": [{"pci_address": "0000:3b:00.0", "vendor": "15b3"}], "cmdline": "ro quiet",

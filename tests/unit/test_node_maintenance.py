@@ -10,6 +10,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance as nm
 from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
 
+pytestmark = pytest.mark.layers(11)
+
 FIX = Path(__file__).parent / "fixtures" / "kube" / "rollout"
 
 

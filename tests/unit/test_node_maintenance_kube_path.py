@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.layers(11)
+
 REPO = Path(__file__).resolve().parents[2]
 FIX = Path(__file__).parent / "fixtures" / "kube" / "rollout"
 

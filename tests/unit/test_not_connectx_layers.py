@@ -21,6 +21,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
 from real_sysfs import RealSysfs
 
+pytestmark = pytest.mark.layers(4, 8)
+
 IGB = [{"match": {"vendor_device": "8086:10c9"}, "num_vfs": 7}]
 INTENT = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp", "ecn": True,
           "host_mtu": 9000}

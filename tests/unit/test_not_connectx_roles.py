@@ -15,7 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from real_sysfs import RealSysfs
+
+pytestmark = pytest.mark.layers(3, 4, 5, 6, 8)
 
 REPO = Path(__file__).resolve().parents[2]
 NOT_APPLICABLE = "not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)"

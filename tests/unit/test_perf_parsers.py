@@ -7,6 +7,8 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
 
+pytestmark = pytest.mark.layers(9, 15)
+
 # file, avg busbw, largest size, oop busbw, ip busbw, format
 NCCL = [
     ("deepops-allreduce-2node-sriov-roce-v100.txt", 7.76739, 2147483648, 22.92, 22.85, "error"),

@@ -7,7 +7,11 @@ import sys
 import threading
 import time
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.module_utils import perftest_round as pr
+
+pytestmark = pytest.mark.layers(9)
 
 # A server: listen on argv[1], accept one client, print, exit 0.
 SERVER = ("import socket,sys\n"

@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import test_rdma_pairs as R9
 from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs as RP
+
+pytestmark = pytest.mark.layers(9)
 
 REPO = Path(__file__).resolve().parents[2]
 ENV = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),

@@ -11,6 +11,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma
 from ansible_collections.gpufabric.stack.plugins.module_utils.sysfs_nic import gid_ipv4, roce_v2_index
 from simlab.tools import formats
 
+pytestmark = pytest.mark.layers(9)
+
 NICS = [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8}]
 IPV4_GID = "0000:0000:0000:0000:0000:ffff:ac1e:%02x%02x"
 

@@ -6,6 +6,8 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_tools as R
 
+pytestmark = pytest.mark.layers(5, 9)
+
 
 def test_show_gids_real(real_output):
     p = R.parse_show_gids(real_output("show_gids/schmaustech-ocp-pod-sriov-vf-net1.txt"))

@@ -21,6 +21,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
 from real_sysfs import RealSysfs
 
+pytestmark = pytest.mark.layers(6)
+
 
 @pytest.fixture
 def vm(tmp_path):

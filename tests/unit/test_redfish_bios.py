@@ -14,6 +14,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bio
 from simlab.bmc.power import FakePowerDriver
 from simlab.bmc.server import BmcLab
 
+pytestmark = pytest.mark.layers(2)
+
 CTX = ssl._create_unverified_context()
 SPEC = [
     {"name": "dell1", "port": 0, "vendor": "dell", "username": "root", "password": "calvin",

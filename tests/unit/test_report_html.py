@@ -17,8 +17,8 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (scripts/setup-host.sh installs Debian's chromium package)")
+pytestmark = [pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (scripts/setup-host.sh installs Debian's chromium package)"), pytest.mark.layers("all")]
 
 # The grid's colours (doctor_report.CSS --pass / --fail); nothing else on the
 # page is painted in exactly these.

@@ -11,6 +11,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import p
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
 from simlab.tools import formats
 
+pytestmark = pytest.mark.layers(8)
+
 INTENT = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp",
           "ecn": {"min_kbytes": 150, "max_kbytes": 1500, "probability": 100}, "host_mtu": 9000, "switch_mtu": 9216}
 PF = {"name": "enp59s0f0np0", "pci_address": "0000:3b:00.0", "rdma_device": "rocep59s0f0"}

@@ -5,8 +5,10 @@ import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import model as M
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
-from conftest import read_real_output
+from tests.reference import read_real_output
 from simlab.switches import make_model
+
+pytestmark = pytest.mark.layers(7)
 
 PORTS = {"onyx": ["ethernet 1/1", "ethernet 1/2", "ethernet 1/4"], "nvue": ["swp1", "swp2", "swp4"],
          "eos": ["Ethernet1", "Ethernet2", "Ethernet4"], "nxos": ["Ethernet1/1", "Ethernet1/2", "Ethernet1/4"],

@@ -6,8 +6,12 @@ import json
 import os
 import shutil
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.module_utils import runtime_facts as rf
 from local_playbook import run_check, stand_ins, write_play
+
+pytestmark = pytest.mark.layers(10)
 
 SHOW = "LoadState=loaded\nActiveState=active\nActiveEnterTimestampMonotonic=600000000\n"
 CTR = "Client:\n  Version:  1.6.20~ds1\n\nServer:\n  Version:  1.6.20~ds1\n"

@@ -8,6 +8,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysf
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
 from test_twin_kernel import make
 
+pytestmark = pytest.mark.layers(6)
+
 
 def facts(tmp_path, **kw):
     k, t, clock = make(**kw)

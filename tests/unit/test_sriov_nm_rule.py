@@ -17,6 +17,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
 from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
 from simlab.tools import nmcli
 
+pytestmark = pytest.mark.layers(6)
+
 
 def pf(address, offset, stride, numvfs=0, name="enp1s0"):
     return {"name": name, "pci_address": address, "vendor_device": "8086:10c9", "vendor": "8086", "bound": True, "link_type": "ETH",

@@ -13,6 +13,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import sriov_polic
 from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
 from test_twin_kernel import make
 
+pytestmark = pytest.mark.layers(14)
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "inventories" / "example"
 

@@ -19,6 +19,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sri
 from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
 
+pytestmark = pytest.mark.layers(6)
+
 
 def pf(numvfs=4, name="enp1s0", address="0000:01:00.0", vfs=None):
     return {"name": name, "pci_address": address, "vendor_device": "8086:10c9", "vendor": "8086", "bound": True,

@@ -12,8 +12,10 @@ from ansible.module_utils.testing import patch_module_args
 
 import ansible_collections.gpufabric.stack.plugins.modules.roce_switch as module
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
-from conftest import read_real_output
+from tests.reference import read_real_output
 from switch_real import unreadable
+
+pytestmark = pytest.mark.layers(7)
 
 ONYX_OK = "##\n## Interface Ethernet configuration\n##\n   interface ethernet 1/1 mtu 9216 force\n"
 NXOS_OK = "interface Ethernet1/1\n  mtu 9216\n"

@@ -4,6 +4,8 @@ import pytest
 
 from simlab.switches import inject_fault, load_switch, make_model, read_faults, save_switch
 
+pytestmark = pytest.mark.layers(7)
+
 ONYX_ROCE = [
     "enable", "configure terminal",
     "interface ethernet 1/1-1/4 qos trust L3",

@@ -10,6 +10,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
 from test_roce_switch_drivers import INTENT, PORTS, Cli
 
+pytestmark = pytest.mark.layers(7)
+
 WATCHDOG = {"eos": "priority-flow-control pause watchdog under interface {port}",
             "nvue": "nv set interface {port} qos pfc-watchdog",
             "nxos": "priority-flow-control watch-dog-interval on under interface {port}",

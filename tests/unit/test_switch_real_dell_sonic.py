@@ -2,9 +2,13 @@
 running-configuration of an interface (fixtures/switch_real/dell_sonic: the
 vendor's own collection documents it), not on the twin's idea of it."""
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import model as M
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
 from switch_real import recorded
+
+pytestmark = pytest.mark.layers(7)
 
 REC = "dell_sonic/running-configuration-interface-qos.txt"
 

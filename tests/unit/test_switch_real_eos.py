@@ -12,6 +12,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.driver
 from simlab.switches import make_model
 from switch_real import recorded, unreadable
 
+pytestmark = pytest.mark.layers(7)
+
 
 # -- Arista EOS running-config ------------------------------------------------------
 

@@ -9,6 +9,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.sonic_
     CommunitySonicShows
 from switch_real import recorded
 
+pytestmark = pytest.mark.layers(7)
+
 P = CommunitySonicShows("leaf7")
 
 

@@ -13,6 +13,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.driver
 from simlab.switches import make_model
 from switch_real import recorded
 
+pytestmark = pytest.mark.layers(7)
+
 NOS = "sonic-community"
 INTENT = {"pfc_priority": 3, "trust": "dscp", "dscp_map": {26: 3, 48: 6},
           "ecn": {"tc": 3, "min_kbytes": 150, "max_kbytes": 1500, "probability": 100},

@@ -14,6 +14,8 @@ from netmiko.exceptions import ConfigInvalidException, NetmikoAuthenticationExce
 
 from simlab.switches import SwitchFleet, inject_fault, load_switch  # noqa: E402
 
+pytestmark = pytest.mark.layers(7)
+
 REPO = Path(__file__).resolve().parents[2]
 SPECS = [
     {"name": "onyx1", "nos": "onyx", "ports": ["1/1", "1/2"]},

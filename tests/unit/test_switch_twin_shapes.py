@@ -7,10 +7,14 @@ test_switch_real_eos.py and test_switch_real_nvue.py)."""
 import json
 import re
 
+import pytest
+
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import model as M
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.drivers import get_driver
 from simlab.switches import make_model
 from switch_real import recorded
+
+pytestmark = pytest.mark.layers(7)
 
 
 def _columns(row):

@@ -14,6 +14,8 @@ from simlab.node import boot, hardware
 from simlab.tools import (agentclient, cma_roce, grubby, mlnx_qos, mlxconfig, modprobe, mstflint, mstfwreset,
                           nmcli, rdma)
 
+pytestmark = pytest.mark.layers(4, 5, 8)
+
 BDF = "0000:3b:00.0"
 PF = "enp59s0f0np0"
 

@@ -9,6 +9,8 @@ from simlab.node import hardware
 from simlab.node.kernel import Kernel, KernelError, parse_u16
 from simlab.node.sysfs import Dir, Link, Tree
 
+pytestmark = pytest.mark.layers(6)
+
 
 class Clock:
     def __init__(self):

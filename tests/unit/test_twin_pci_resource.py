@@ -10,6 +10,8 @@ from simlab.node import hardware
 from simlab.node.kernel import Kernel, KernelError
 from simlab.node.sysfs import Tree
 
+pytestmark = pytest.mark.layers(6)
+
 PF0 = "/bus/pci/devices/0000:3b:00.0"
 REALLOC = "ro intel_iommu=on iommu=pt pci=realloc"
 

@@ -12,6 +12,8 @@ from simlab.node import boot
 from simlab.tools import modprobe, sysctl
 from test_tool_twins import agent, run  # noqa: F401  (pytest fixture and helper)
 
+pytestmark = pytest.mark.layers(10)
+
 BRIDGE = "net.bridge.bridge-nf-call-iptables"
 
 

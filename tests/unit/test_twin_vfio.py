@@ -23,6 +23,8 @@ from simlab.node.kernel import KernelError
 from simlab.node.sysfs import Link
 from simlab.tools import agentclient, modprobe
 
+pytestmark = pytest.mark.layers(6)
+
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "kmod_vfio_pci.json").read_text())
 REAL_RELEASE = FIXTURE["recorded"]["kernel_release"]
 VFIO = {"irqbypass", "vfio", "vfio_iommu_type1", "vfio_virqfd", "vfio_pci_core", "vfio_pci"}

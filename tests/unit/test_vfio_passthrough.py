@@ -56,6 +56,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils import vfio_passthrough as vp
 from real_sysfs import RealSysfs, _link, _write
 
+pytestmark = pytest.mark.layers(6)
+
 # KubeVirt: the key virt-handler builds from a device's PCI_ID (lower case).
 KUBEVIRT_SELECTOR_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{4}$")
 K8S_QUALIFIED_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")

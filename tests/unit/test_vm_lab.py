@@ -12,6 +12,8 @@ import yaml
 
 from simlab.vm import hub, image, lab as vm_lab, machine
 
+pytestmark = pytest.mark.tooling
+
 
 def test_plan_gives_each_node_its_own_macs_and_pci_addresses_and_cables_every_pf():
     doc = vm_lab.plan("t", 3, nics=2)

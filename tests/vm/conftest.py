@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from tests.integration.conftest import ENV, REPO, Twin, recap  # noqa: F401 - shared with the VM tests
+from tests.integration.twinlab import ENV, REPO, Twin, recap  # noqa: F401 - shared with the VM tests
 
 
 def require_vm():

@@ -25,7 +25,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import Twin, require_twin
+from tests.integration.twinlab import Twin, require_twin
+
+pytestmark = pytest.mark.layers(6)
 
 SEQUENCE = Path(__file__).with_name("sysfs_sequence.py")
 
@@ -68,7 +70,7 @@ def vm_iommu_on(vmlab):
 def twin_iommu(twin1, on):
     """The twin node's IOMMU flag removed (the iommu-off fault, a reboot) or
     given back (a GRUB drop-in, update-grub, a reboot)."""
-    from tests.integration.conftest import ENV
+    from tests.integration.twinlab import ENV
     if not on:
         twin1.simlab("fault", "node01", "iommu-off")
     else:
@@ -80,7 +82,7 @@ def twin_iommu(twin1, on):
 
 
 def on_twin(twin1):
-    from tests.integration.conftest import ENV
+    from tests.integration.twinlab import ENV
     c = twin1.container("node01")
     subprocess.run(["podman", "cp", str(SEQUENCE), f"{c}:/tmp/sysfs_sequence.py"], env=ENV, check=True)
     proc = subprocess.run(["podman", "exec", c, "python3", "/tmp/sysfs_sequence.py", "/run/simlab/sys",

@@ -15,12 +15,13 @@ export ANSIBLE_CONFIG  := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.build
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: help setup image demo demo-vm demo-down render bench test unit twin-test vm-test molecule lint sanity build clean
+.PHONY: help setup image demo demo-vm demo-down render bench test unit twin-test vm-test molecule molecule-default lint sanity build clean
 
 help:
 	@echo "make demo   - set up, bring up a 4-node 2-switch twin rack, run site.yml and validate.yml"
 	@echo "make demo-vm - the same on 2 VM nodes with a real kernel and igb SR-IOV NICs (layers 1-6, 9, 10)"
-	@echo "make test   - set up, then every test: unit, twin, molecule, ansible-lint, ansible-test sanity"
+	@echo "make test   - set up, then every tier: unit, ansible-lint, sanity, twin, VM nodes, Molecule; the time of each"
+	@echo "              at the end (docs/testing.md; pytest -m layer08 runs what covers one layer)"
 	@echo "make setup  - host packages (podman, runc, fuse3, debootstrap) and the Python venv"
 	@echo "make image  - build the node images: the twin's (podman) and the VM nodes' (QEMU tree, guest disk)"
 	@echo "make demo-down - remove the demo twin rack"
@@ -93,8 +94,15 @@ bench: image
 	$(PY) bench/report.py
 
 # --- tests ---------------------------------------------------------------------
-# The quick checks first, so a lint or sanity error shows in minutes.
-test: image unit lint sanity twin-test vm-test molecule
+# Every tier, each timed: scripts/test-tiers.sh prints the time of each at the
+# end (docs/testing.md says what each covers and costs). The node images are
+# built side by side with the unit tests, ansible-lint and sanity (downloads
+# and disk against CPU); the labs' tiers follow, one at a time: each keeps the
+# machine's two cores busy on its own.
+TIERS ?= image+unit,lint,sanity twin-test vm-test molecule-default
+
+test: setup
+	scripts/test-tiers.sh $(TIERS)
 
 # Two workers: the unit tests are independent of each other (tmp_path only).
 unit: setup
@@ -107,12 +115,22 @@ twin-test: image
 	SIMLAB_REQUIRED=1 $(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/integration
 
 # The VM nodes: one lab per test module, tests in order (converge, re-run,
-# doctor, faults); CPU-bound emulation, so no parallel workers.
+# the vm_nodes scenario's testinfra checks, doctor, faults); CPU-bound
+# emulation, so no parallel workers.
 vm-test: image
 	SIMLAB_REQUIRED=1 $(BIN)/pytest -q --durations 15 tests/vm
 
+# Every Molecule scenario, whole. make test runs the default scenario whole
+# (molecule-default) and the verifiers of host_bringup and vm_nodes on the labs
+# the twin and VM tiers converge the same way (tests/integration/test_host_layers_twin.py,
+# tests/vm/test_vm_nodes.py), instead of converging two more labs from factory.
+SCENARIOS ?= default host_bringup vm_nodes
+
 molecule: image
-	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default -s host_bringup -s vm_nodes
+	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test $(foreach s,$(SCENARIOS),-s $(s))
+
+molecule-default: image
+	$(MAKE) --no-print-directory molecule SCENARIOS=default
 
 lint: setup
 	$(BIN)/ansible-lint --profile production playbooks roles

@@ -1,28 +1,27 @@
-"""Layers 3-5 on a live factory twin (SR-IOV and VT-d off in BIOS, SR-IOV off
-in the NIC firmware, no IOMMU flags): the doctor checks see each fault, the
-roles converge layers 2-6 with the reboots they need, a second run changes
-nothing."""
+"""Host bring-up on a live factory twin (SR-IOV and VT-d off in BIOS, SR-IOV
+off in the NIC firmware, no IOMMU flags): the doctor checks of layers 3-5 see
+each fault, playbooks/site.yml converges layers 1-6 with the BMC resets and
+reboots they need, a second run changes nothing, and the Molecule scenario
+host_bringup's verifier (molecule/host_bringup/verify.yml: validate.yml's
+layers 1-6 green, the values on the nodes and at the BMCs) passes on the
+converged nodes.
+
+The scenario converges the same kind of lab with the same playbook and tags;
+make test runs its verifier here, on this lab, instead of converging a second
+factory twin for it (`molecule test -s host_bringup` still runs it whole)."""
 
 import json
 
 import pytest
 
-from conftest import Twin, recap, require_twin, task_lines
+from tests.integration.twinlab import Twin, recap, require_twin, task_lines
 
-pytestmark = pytest.mark.twin
+pytestmark = [pytest.mark.twin, pytest.mark.layers(2, 3, 4, 5, 6)]
 
-PLAYBOOK = """
-- name: Layers 2-6 on the GPU nodes
-  hosts: gpu_workers
-  gather_facts: false
-  tasks:
-    - ansible.builtin.include_role: {name: gpufabric.stack.bios}
-    - ansible.builtin.include_role: {name: gpufabric.stack.kernel}
-    - ansible.builtin.include_role: {name: gpufabric.stack.nic_firmware}
-    - ansible.builtin.include_role: {name: gpufabric.stack.rdma_drivers}
-      vars: {rdma_drivers_install_packages: false}
-    - ansible.builtin.include_role: {name: gpufabric.stack.sriov_vfs}
-"""
+LAYER_TAGS = ",".join(f"layer{n:02d}" for n in range(1, 7))
+# what the Molecule scenario host_bringup leaves out of its runs (molecule.yml's ansible_args)
+SKIP_TAGS = ",".join(f"layer{n:02d}" for n in range(7, 16))
+VERIFY = "molecule/host_bringup/verify.yml"
 
 CHECK = """
 - name: Doctor checks of layers 3-5
@@ -47,10 +46,14 @@ def factory(tmp_path_factory):
     require_twin()
     t = Twin.up(tmp_path_factory, "hl", "--nodes", "2", "--switches", "1", "--preset", "factory")
     play = tmp_path_factory.mktemp("play")
-    (play / "converge.yml").write_text(PLAYBOOK)
     (play / "check.yml").write_text(CHECK)
     yield t, play
     t.down()
+
+
+def converge(twin, *args):
+    """site.yml on the GPU nodes, layers 1-6, as the scenario's converge runs it."""
+    return twin.playbook("playbooks/site.yml", "--limit", "gpu_workers", "--tags", LAYER_TAGS, *args)
 
 
 def doctor(twin, play):
@@ -71,7 +74,7 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     assert [r["reason"] for r in v["kernel"]] == ["flag intel_iommu=on iommu=pt missing from /proc/cmdline"] * 2
     assert [r["reason"] for r in v["nic_firmware"]] == ["SR-IOV disabled in NIC firmware (no sriov_totalvfs)"] * 2
 
-    first = twin.playbook(str(play / "converge.yml"))
+    first = converge(twin)
     assert all(r["failed"] == 0 for r in recap(first.stdout).values()), first.stdout[-4000:]
     assert "Reboot for kernel arguments intel_iommu=on iommu=pt" in first.stdout
     assert "Reboot for NIC firmware SR-IOV settings" in first.stdout
@@ -84,7 +87,7 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
         assert twin.sh(node, "cat /run/simlab/sys/bus/pci/devices/0000:3b:00.0/sriov_numvfs").stdout.strip() == "8"
         assert "mlx5_ib" in twin.sh(node, "cat /etc/modules-load.d/gpufabric-rdma.conf").stdout
 
-    second = twin.playbook(str(play / "converge.yml"))
+    second = converge(twin)
     assert {h: r["changed"] for h, r in recap(second.stdout).items()} == {"node01": 0, "node02": 0}, \
         second.stdout[-4000:]
     # layer 5 judged its modules-load file from the NIC reading: no host_files call
@@ -93,7 +96,7 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     conf = "/etc/modules-load.d/gpufabric-rdma.conf"
     good = twin.sh("node01", f"sha256sum {conf}").stdout.split()[0]
     twin.sh("node01", f"echo '# edited' >> {conf}")
-    third = twin.playbook(str(play / "converge.yml"), "--diff")
+    third = converge(twin, "--diff")
     assert {h: r["changed"] for h, r in recap(third.stdout).items()} == {"node01": 1, "node02": 0}, \
         third.stdout[-4000:]
     assert task_lines(third.stdout, persist) == ["changed: [node01]", "skipping: [node02]"]
@@ -105,6 +108,22 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
         "kernel": ["pass", "pass"], "nic_firmware": ["pass", "pass"], "rdma_drivers": ["pass", "pass"]}
 
 
+def test_the_host_bringup_scenarios_verifier_passes_on_the_converged_nodes(factory, tmp_path):
+    """molecule/host_bringup/verify.yml, unchanged, with what Molecule gives it:
+    its ephemeral directory (where validate.yml writes the report it reads)
+    and the scenario's --skip-tags."""
+    twin, _play = factory
+    proc = twin.playbook(VERIFY, "--limit", "gpu_workers", "--skip-tags", SKIP_TAGS,
+                         "-e", f"doctor_report_dir={tmp_path}/reports",
+                         env={"MOLECULE_EPHEMERAL_DIRECTORY": str(tmp_path)})
+    rc = recap(proc.stdout)
+    assert proc.returncode == 0 and set(rc) == {"node01", "node02"}, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert all(r["failed"] == 0 and r["unreachable"] == 0 for r in rc.values()), proc.stdout[-4000:]
+    # the verifier's own assertions ran on both nodes
+    assert task_lines(proc.stdout, "The node is on, SR-IOV and VT-d are enabled in its BIOS, nothing is pending") == [
+        "ok: [node01]", "ok: [node02]"]
+
+
 def test_doctor_names_layer_4_and_5_faults_and_roles_repair_them(factory):
     twin, play = factory
     twin.fault("node02", "driver-unbound")
@@ -113,7 +132,7 @@ def test_doctor_names_layer_4_and_5_faults_and_roles_repair_them(factory):
     reasons = {r["reason"] for rs in v.values() for r in rs}
     assert "PF 0000:3b:00.0 has no driver bound" in reasons
     assert any(r.startswith("firmware change pending a reboot: NUM_OF_VFS current 16 next") for r in reasons)
-    fixed = twin.playbook(str(play / "converge.yml"))
+    fixed = converge(twin)
     assert all(r["failed"] == 0 for r in recap(fixed.stdout).values()), fixed.stdout[-4000:]
     after = doctor(twin, play)
     assert all(r["status"] == "pass" for rs in after.values() for r in rs), after

@@ -2,8 +2,10 @@
 (Onyx, Cumulus NVUE, Arista EOS, Cisco NX-OS, Dell Enterprise SONiC and
 community SONiC) behind two nodes.
 
-playbooks/site.yml --tags layer07 converges all six from factory state, a
-re-run changes nothing (no configuration command), and playbooks/validate.yml
+playbooks/site.yml --tags layer07 in check mode computes the push for all six
+and sends nothing, then converges all six from factory state (the twin's own
+view of each GPU port shows the intent), a re-run changes nothing (no
+configuration command, at most two show commands a switch), and playbooks/validate.yml
 names, on every kind, the four switch faults of simlab/faults.py: PFC off and
 MTU low as the differences the doctor reads, a rejected command and an SSH
 session cut mid-push as a failed push whose running config is put back, so the
@@ -16,15 +18,16 @@ port); faults go on every switch at once and validate.yml runs once per round,
 limited to the switches and node01 (the report is written by the GPU nodes'
 play; node01 is not converged and stops below layer 7, which is not read here)."""
 
+import json
 import re
 import time
 
 import pytest
 import yaml
 
-from conftest import Twin, recap, require_twin
+from tests.integration.twinlab import Twin, recap, require_twin
 
-pytestmark = [pytest.mark.twin, pytest.mark.slow]
+pytestmark = [pytest.mark.twin, pytest.mark.slow, pytest.mark.layers(7)]
 
 KINDS = ["onyx", "nvue", "eos", "nxos", "sonic-dell", "sonic-community"]
 LABEL = {"onyx": "Onyx", "nvue": "Cumulus NVUE", "eos": "Arista EOS", "nxos": "Cisco NX-OS",
@@ -47,8 +50,8 @@ TIMES = {}
 
 
 class Rack(Twin):
-    def site(self):
-        proc = self.playbook("playbooks/site.yml", "--tags", "layer07")
+    def site(self, *args, env=None):
+        proc = self.playbook("playbooks/site.yml", "--tags", "layer07", *args, env=env)
         return proc, recap(proc.stdout)
 
     def validate(self):
@@ -97,6 +100,22 @@ def rack(tmp_path_factory):
         print("\nlayer 7 rack times (s): " + ", ".join("%s %.0f" % kv for kv in TIMES.items()))
 
 
+def intent_on_port(rack, switch, port):
+    """The twin's own view of a GPU port (the NOS model's state, not the
+    collection's parser) against the rack's RoCE intent."""
+    from simlab.switches.server import load_switch
+    nos = rack.switches[switch][0]
+    roce = yaml.safe_load((rack.inventory / "group_vars" / "all" / "fabric.yml").read_text())["gpufabric_roce"]
+    v = load_switch(rack.state_dir, switch).port_view(port)
+    assert v["pfc_priorities"] == [roce["priority"]] and v["trust"] == roce["trust"], (nos, v)
+    assert v["mtu"] == MTU[nos], (nos, v)
+    assert v["ecn"] == {"tc": roce["priority"], "min_bytes": roce["ecn"]["min_kbytes"] * 1000,
+                        "max_bytes": roce["ecn"]["max_kbytes"] * 1000}, (nos, v)
+    assert v["cnp_strict_tc"] == roce["cnp_priority"], (nos, v)
+    assert (v["dscp_map"][roce["dscp"]], v["dscp_map"][roce["cnp_dscp"]]) == (roce["priority"], roce["cnp_priority"]), \
+        (nos, v)
+
+
 def layer7(report, switch):
     (row,) = [r for r in report[switch]["layers"] if r["layer"] == 7]
     return row
@@ -105,11 +124,26 @@ def layer7(report, switch):
 def test_converge_rerun_and_faults_on_every_nos(rack):
     names = sorted(rack.switches)
     t = time.monotonic()
-    # converge all six from factory state, then a re-run sends nothing
+    # check mode on the factory switches: the push is computed, nothing is sent
+    factory = {n: rack.running(n) for n in names}
+    proc, rc = rack.site("--check", "--diff")
+    assert {n: (rc[n]["failed"], rc[n]["changed"]) for n in names} == {n: (0, 1) for n in names}, proc.stdout[-4000:]
+    assert {n: rack.running(n) for n in names} == factory
+    # converge all six from factory state, then a re-run sends nothing and
+    # reads each switch with at most two show commands (the task_counter
+    # callback records the module's own counts)
     proc, rc = rack.site()
     assert {n: (rc[n]["failed"], rc[n]["changed"]) for n in names} == {n: (0, 1) for n in names}, proc.stdout[-4000:]
-    proc, rc = rack.site()
+    for n, (nos, (port,)) in rack.switches.items():
+        intent_on_port(rack, n, port)
+    counts = rack.reports / "rerun-counts.json"
+    counts.parent.mkdir(parents=True, exist_ok=True)
+    proc, rc = rack.site(env={"ANSIBLE_CALLBACKS_ENABLED": "gpufabric.stack.task_counter",
+                              "GPUFABRIC_TASK_COUNTER_FILE": str(counts)})
     assert {n: (rc[n]["failed"], rc[n]["changed"]) for n in names} == {n: (0, 0) for n in names}, proc.stdout[-4000:]
+    pushes = json.loads(counts.read_text())["roce_switch"]
+    assert {n: [(r["commands"], r["show_commands"] <= 2) for r in pushes[n]] for n in names} == \
+        {n: [(0, True)] for n in names}, pushes
     report = rack.validate()
     assert {n: (layer7(report, n)["status"], layer7(report, n)["reason"]) for n in names} == {
         n: ("pass", "switch matches the RoCE intent on 1 GPU-facing ports") for n in names}

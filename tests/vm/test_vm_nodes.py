@@ -12,10 +12,14 @@ ones of the guest."""
 
 import json
 import re
+import subprocess
+import sys
 
 import pytest
 
-from tests.integration.conftest import recap
+from tests.integration.twinlab import ENV, REPO, recap
+
+pytestmark = pytest.mark.layers(1, 2, 3, 4, 5, 6, 8, 9, 10)
 
 
 LAYERS = "layer01,layer02,layer03,layer04,layer05,layer06,layer08,layer09,layer10"
@@ -121,6 +125,23 @@ def test_a_rerun_changes_nothing(vmlab):
     proc, rc = site(vmlab)
     assert proc.returncode == 0, tail(proc)
     assert {n: rc[n]["changed"] for n in NODES} == {n: 0 for n in NODES}, tail(proc)
+
+
+def test_the_vm_nodes_scenarios_testinfra_checks_pass_on_the_converged_nodes(vmlab):
+    """molecule/vm_nodes/tests/test_vm_node.py, unchanged, run by testinfra over
+    SSH against this lab's inventory, as the scenario's verifier runs it
+    (molecule.yml: ansible-inventory, hosts gpu_workers). The scenario converges
+    one VM node from the factory image with the same site.yml; make test reads
+    the nodes converged here instead of booting and converging a third
+    (`molecule test -s vm_nodes` still runs it whole)."""
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "molecule/vm_nodes/tests/test_vm_node.py", f"--ansible-inventory={vmlab.inventory / 'hosts.yml'}",
+                           "--hosts=ansible://gpu_workers"], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, tail(proc)
+    # every check ran on both nodes: a test per check and node, none skipped
+    summary = proc.stdout.strip().splitlines()[-1]
+    checks = len(re.findall(r"^def test_", (REPO / "molecule/vm_nodes/tests/test_vm_node.py").read_text(), re.M))
+    assert re.match(rf"^{checks * len(NODES)} passed\b", summary), summary
 
 
 def test_the_doctor_passes_the_layers_and_says_4_and_8_do_not_apply_to_igb(vmlab):

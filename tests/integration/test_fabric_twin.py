@@ -63,9 +63,10 @@ def test_healthy_chain_reaches_line_rate(fab):
 
 
 def test_host_pfc_mismatch_degrades(fab):
+    since = time.time()
     fab.fault("node02", "host-pfc-mismatch")
     try:
-        time.sleep(0.8)
+        fab.settle("node02", since)
         client, _ = write_bw(fab)
         assert client.returncode == 0, client.stderr
         assert avg_gbps(client.stdout) < 0.90 * 400
@@ -75,16 +76,18 @@ def test_host_pfc_mismatch_degrades(fab):
 
 
 def test_link_down_fails_client(fab):
+    since = time.time()
     fab.fault("node02", "link-down")
     try:
-        time.sleep(0.8)
+        fab.settle("node02", since)
         client, server = write_bw(fab)
         assert client.returncode != 0
         assert f"Couldn't connect to {RAIL0_NODE02}:18515" in client.stderr
         assert server.returncode != 0 and "Port number 1 state is Down" in server.stderr
     finally:
+        since = time.time()
         fab.fault("node02", "clear")
-        time.sleep(0.8)
+        fab.settle("node02", since)
 
 
 MPI = ("mpirun -np 16 -H node01:8,node02:8 -x NCCL_DEBUG=INFO --allow-run-as-root "
@@ -107,9 +110,10 @@ def test_nccl_over_rdma_then_socket_fallback(fab):
     assert sockets.returncode == 0, sockets.stdout[-2000:] + sockets.stderr[-2000:]
     assert "NET/Socket : Using" in sockets.stdout and "NET/IB : Using" not in sockets.stdout
     assert busbw(sockets.stdout) < 5
+    since = time.time()
     fab.fault("node02", "nccl-socket-fallback")
     try:
-        time.sleep(0.8)
+        fab.settle("node02", since)
         fallback = fab.sh("node01", MPI, check=False)
     finally:
         fab.fault("node02", "clear")

@@ -166,13 +166,15 @@ def test_healthy_chain_passes_the_gate(lab, calls):
 
 def test_link_down_names_layer_device_and_cause(lab):
     t = lab[0]
+    since = time.time()
     t.fault("node02", "link-down")
     try:
-        time.sleep(0.8)
+        t.settle("node02", since)
         rc, stdout, role, doctor = run(lab, "link-down")
     finally:
+        since = time.time()
         t.fault("node02", "clear")
-        time.sleep(0.8)
+        t.settle("node02", since)
     # the role fails node02 on its own PF and lets node01 pass
     assert rc["node02"]["rescued"] == 1 and rc["node01"]["rescued"] == 0, stdout[-4000:]
     err = role["node02"]["error"]
@@ -203,9 +205,10 @@ def test_link_down_names_layer_device_and_cause(lab):
 
 def test_host_pfc_mismatch_fails_the_pair_naming_both_ends(lab):
     t = lab[0]
+    since = time.time()
     t.fault("node02", "host-pfc-mismatch")
     try:
-        time.sleep(0.8)
+        t.settle("node02", since)
         rc, stdout, role, doctor = run(lab, "pfc-mismatch")
     finally:
         t.fault("node02", "clear")

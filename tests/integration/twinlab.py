@@ -68,6 +68,24 @@ class Twin:
     def fault(self, target, kind):
         return self.simlab("fault", target, kind)
 
+    def settle(self, node, since, limit=5.0):
+        """Wait until the node's agent has published its state (live.json in the
+        lab directory, which the fabric model reads) after ``since`` (a
+        time.time() taken before the change), at most ``limit`` seconds: a
+        change that publishes nothing (a fault the model reads from its own
+        file) costs the limit, never a stale read."""
+        from simlab.lab import lab_dir
+        path = lab_dir(self.name) / "nodes" / node / "live.json"
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            try:
+                if path.stat().st_mtime > since:
+                    return True
+            except FileNotFoundError:
+                pass
+            time.sleep(0.05)
+        return False
+
     def container(self, node):
         return f"simlab-{self.name}-{node}"
 
@@ -157,8 +175,9 @@ def roce_rack(tmp_path_factory, prefix):
 def roce_host_by_hand(t, node):
     script = "; ".join(f"mlnx_qos -i {pf} --trust dscp --pfc 0,0,0,1,0,0,0,0 >/dev/null && "
                        f"ip link set dev {pf} mtu 9000" for pf in ROCE_PFS)
+    since = time.time()
     t.sh(node, "set -e; " + script)
-    time.sleep(0.8)         # live.json follows within the agent's publish interval
+    t.settle(node, since)   # the fabric model reads what the agent published
 
 
 def task_lines(stdout, task):

@@ -127,16 +127,22 @@ def test_a_rerun_changes_nothing(vmlab):
     assert {n: rc[n]["changed"] for n in NODES} == {n: 0 for n in NODES}, tail(proc)
 
 
-def test_the_vm_nodes_scenarios_testinfra_checks_pass_on_the_converged_nodes(vmlab):
+def test_the_vm_nodes_scenarios_testinfra_checks_pass_on_the_converged_nodes(vmlab, tmp_path):
     """molecule/vm_nodes/tests/test_vm_node.py, unchanged, run by testinfra over
     SSH against this lab's inventory, as the scenario's verifier runs it
     (molecule.yml: ansible-inventory, hosts gpu_workers). The scenario converges
     one VM node from the factory image with the same site.yml; make test reads
     the nodes converged here instead of booting and converging a third
     (`molecule test -s vm_nodes` still runs it whole)."""
+    # testinfra opens an SSH connection per command unless given a ControlPath:
+    # one master connection per node instead (a key exchange under emulation
+    # costs about a second)
+    ssh_config = tmp_path / "ssh_config"
+    ssh_config.write_text(f"Host *\n  ControlPath {tmp_path}/cm-%C\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "molecule/vm_nodes/tests/test_vm_node.py", f"--ansible-inventory={vmlab.inventory / 'hosts.yml'}",
-                           "--hosts=ansible://gpu_workers"], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
+                           "--hosts=ansible://gpu_workers", f"--ssh-config={ssh_config}"],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, tail(proc)
     # every check ran on both nodes: a test per check and node, none skipped
     summary = proc.stdout.strip().splitlines()[-1]

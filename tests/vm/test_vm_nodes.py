@@ -14,6 +14,8 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -137,8 +139,10 @@ def test_the_vm_nodes_scenarios_testinfra_checks_pass_on_the_converged_nodes(vml
     # testinfra opens an SSH connection per command unless given a ControlPath:
     # one master connection per node instead (a key exchange under emulation
     # costs about a second)
+    # (a short directory: a socket path has at most 107 characters, and %C is 40)
+    sockets = Path(tempfile.mkdtemp(prefix="ti", dir="/tmp"))
     ssh_config = tmp_path / "ssh_config"
-    ssh_config.write_text(f"Host *\n  ControlPath {tmp_path}/cm-%C\n")
+    ssh_config.write_text(f"Host *\n  ControlPath {sockets}/%C\n")
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "molecule/vm_nodes/tests/test_vm_node.py", f"--ansible-inventory={vmlab.inventory / 'hosts.yml'}",
                            "--hosts=ansible://gpu_workers", f"--ssh-config={ssh_config}"],

@@ -18,6 +18,8 @@ logs=out/tiers
 mkdir -p "$logs"
 rows=()
 failed=0
+npassed=0
+nfailed=0
 start_all=$(date +%s)
 
 fmt() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
@@ -56,7 +58,7 @@ for group in "$@"; do
   fi
   while read -r t secs status; do
     result=passed
-    if [ "$status" -ne 0 ]; then result="FAILED (exit $status)"; failed=1; fi
+    if [ "$status" -ne 0 ]; then result="FAILED (exit $status)"; failed=1; nfailed=$((nfailed + 1)); else npassed=$((npassed + 1)); fi
     side=""
     [ ${#lanes[@]} -gt 1 ] && side="  (side by side: ${group//+/ | })"
     rows+=("$(printf '%-18s %8s  %s%s' "$t" "$(fmt "$secs")" "$result" "$side")")
@@ -68,4 +70,5 @@ echo
 echo "=== time per tier"
 printf '%s\n' "${rows[@]}"
 printf '%-18s %8s\n' "total" "$(fmt $(($(date +%s) - start_all)))"
+echo "tiers: $npassed passed, $nfailed failed"
 exit $failed

@@ -30,6 +30,7 @@ import yaml
 
 from ansible_collections.gpufabric.stack.plugins.filter.kube import kube_object_file
 from ansible_collections.gpufabric.stack.plugins.module_utils.kube_checks import containerd_settings
+from tests.integration.twinlab import recap
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -51,15 +52,6 @@ def render(inventory, dest, *extra):
 def finish(proc):
     out, _ = proc.communicate()
     return proc.returncode, out
-
-
-def recap(out):
-    res = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) > 2 and parts[1] == ":" and "ok=" in line:
-            res[parts[0]] = {k: int(v) for k, v in (p.split("=") for p in parts[2:])}
-    return res
 
 
 def inventory(path):

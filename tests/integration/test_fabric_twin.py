@@ -66,7 +66,7 @@ def test_host_pfc_mismatch_degrades(fab):
     since = time.time()
     fab.fault("node02", "host-pfc-mismatch")
     try:
-        fab.settle("node02", since)
+        fab.settle("node02", since, until=lambda state: state["pfs"][0]["pfc"][4] == 1)
         client, _ = write_bw(fab)
         assert client.returncode == 0, client.stderr
         assert avg_gbps(client.stdout) < 0.90 * 400

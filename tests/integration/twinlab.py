@@ -68,21 +68,28 @@ class Twin:
     def fault(self, target, kind):
         return self.simlab("fault", target, kind)
 
-    def settle(self, node, since, limit=5.0):
+    def settle(self, node, since, until=None, limit=5.0):
         """Wait until the node's agent has published its state (live.json in the
         lab directory, which the fabric model reads) after ``since`` (a
-        time.time() taken before the change), at most ``limit`` seconds: a
-        change that publishes nothing (a fault the model reads from its own
-        file) costs the limit, never a stale read."""
+        time.time() taken before the change), that state carries the faults the
+        lab holds for the node (faults.json), and ``until(state)``, when given,
+        holds; at most ``limit`` seconds. A publish after ``since`` can still be
+        one the agent started for an earlier change, so the content decides,
+        not the time alone. A change that publishes nothing (a fault the model
+        reads from its own file) costs the limit, never a stale read."""
         from simlab.lab import lab_dir
-        path = lab_dir(self.name) / "nodes" / node / "live.json"
+        base = lab_dir(self.name) / "nodes" / node
+        path = base / "live.json"
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             try:
                 if path.stat().st_mtime > since:
-                    return True
-            except FileNotFoundError:
-                pass
+                    state = json.loads(path.read_text())
+                    faults = json.loads((base / "faults.json").read_text() or "{}")
+                    if state.get("faults", {}) == faults and (until is None or until(state)):
+                        return True
+            except (FileNotFoundError, ValueError):
+                pass        # not there yet, or caught mid-write
             time.sleep(0.05)
         return False
 
@@ -177,7 +184,10 @@ def roce_host_by_hand(t, node):
                        f"ip link set dev {pf} mtu 9000" for pf in ROCE_PFS)
     since = time.time()
     t.sh(node, "set -e; " + script)
-    t.settle(node, since)   # the fabric model reads what the agent published
+    # the fabric model reads what the agent published
+    t.settle(node, since, until=lambda state: all(
+        pf["trust"] == "dscp" and pf["pfc"] == [0, 0, 0, 1, 0, 0, 0, 0] and pf["mtu"] == 9000
+        for pf in state["pfs"] if pf["netdev"] in ROCE_PFS))
 
 
 def task_lines(stdout, task):

@@ -176,6 +176,15 @@ def test_faults_over_ssh(fleet):
         c.send_config_set(["interface Ethernet1/2", "mtu 9000", "mtu 9100", "mtu 9200"], read_timeout=1)
     c.disconnect()
     assert load_switch(d, "nxos1").port_view("Ethernet1/2")["mtu"] == 9000
+    # netmiko alone reads the closed session until read_timeout and raises
+    # ReadTimeout; the module's transport wraps the reader so that a closed
+    # channel raises at once, naming it
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.transport import fail_fast_on_close
+    c = fail_fast_on_close(connect(fleet, "nxos1"))
+    with pytest.raises(EOFError, match="the switch closed the SSH session"):
+        c.send_config_set(["interface Ethernet1/2", "mtu 9000", "mtu 9100", "mtu 9200"], read_timeout=10)
+    c.disconnect()
+    assert load_switch(d, "nxos1").port_view("Ethernet1/2")["mtu"] == 9000
     inject_fault(d, "nxos1", "clear")
     # the port's PFC and MTU, pushed here: the module's tests may run on other workers (pytest -n)
     c = connect(fleet, "nxos1")

@@ -58,6 +58,7 @@ class Switch:
         self.log = io.BytesIO()
         try:
             self.conn = ConnectHandler(session_log=self.log, **self.params)
+            fail_fast_on_close(self.conn)
             if self.driver.nos in ("onyx", "eos"):
                 self.conn.enable()
         except Exception as e:
@@ -201,6 +202,26 @@ class Switch:
         if self.driver.save_command:
             return self.config([self.driver.save_command])
         return self.conn.save_config()
+
+
+def fail_fast_on_close(conn):
+    """netmiko reads an idle channel until its read timeout even after the
+    switch has closed the session (paramiko's channel is then closed and
+    empty, which netmiko does not look at): a push cut mid-way would wait out
+    the timeout on every attempt. Wrap the connection's reader so that an
+    empty read from a closed channel raises at once; the push then fails,
+    names the line and restores the running config without waiting."""
+    inner = conn.read_channel
+
+    def read_channel():
+        out = inner()
+        chan = getattr(conn, "remote_conn", None)
+        if not out and chan is not None and getattr(chan, "closed", False):
+            raise EOFError("the switch closed the SSH session")
+        return out
+
+    conn.read_channel = read_channel
+    return conn
 
 
 def _one_line(e):

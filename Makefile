@@ -42,11 +42,18 @@ $(VENV)/.installed: requirements.txt scripts/setup-host.sh
 	mkdir -p .build/ansible_collections/gpufabric
 	ln -sfn ../../.. $@
 
-image: setup
-	$(PY) -m simlab image --kind all
+# The twin's node image (podman) and the VM nodes' images (QEMU tree, guest
+# disk under out/vm); each tier depends on the one it uses.
+image: image-twin image-vm
+
+image-twin: setup
+	$(PY) -m simlab image --kind twin
+
+image-vm: setup
+	$(PY) -m simlab image --kind vm
 
 # --- demo ----------------------------------------------------------------------
-demo: image
+demo: image-twin
 	$(PY) -m simlab up --name $(LAB) --nodes $(NODES) --switches $(SWITCHES) --inventory $(TWIN_INV)
 	$(BIN)/ansible-playbook -i $(TWIN_INV)/hosts.yml playbooks/site.yml
 	$(BIN)/ansible-playbook -i $(TWIN_INV)/hosts.yml playbooks/validate.yml
@@ -64,7 +71,7 @@ VMLAB    ?= vmdemo
 VM_INV   := out/inventories/$(VMLAB)
 VM_LAYERS := layer01,layer02,layer03,layer04,layer05,layer06,layer08,layer09,layer10
 
-demo-vm: image
+demo-vm: image-vm
 	$(PY) -m simlab up --kind vm --name $(VMLAB) --nodes 2 --inventory $(VM_INV)
 	$(BIN)/ansible-playbook -i $(VM_INV)/hosts.yml playbooks/site.yml --tags $(VM_LAYERS)
 	$(BIN)/ansible-playbook -i $(VM_INV)/hosts.yml playbooks/validate.yml
@@ -88,7 +95,7 @@ SIZES   ?= 8 32 64
 RUNS    ?= 3
 MITOGEN ?=
 
-bench: image
+bench: image-twin
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements-bench.txt
 	$(PY) -m bench.run --sizes "$(SIZES)" --runs $(RUNS) $(if $(MITOGEN),--mitogen)
 	$(PY) bench/report.py
@@ -97,10 +104,12 @@ bench: image
 # Every tier, each timed: scripts/test-tiers.sh prints the time of each at the
 # end (docs/testing.md says what each covers and costs). The node images are
 # built side by side with the unit tests, ansible-lint and sanity (downloads
-# and disk against CPU); the labs' tiers follow one at a time: run side by
-# side, the twin tier's two workers starved the emulated VMs, whose converge
-# took three times as long, and the whole was no shorter (docs/testing.md).
-TIERS ?= image+unit,lint,sanity twin-test vm-test molecule-default
+# and disk against CPU), and the Molecule default scenario runs as soon as the
+# twin's image is there, while the VM images build; the labs' tiers follow one
+# at a time: run side by side, the twin tier's two workers starved the emulated
+# VMs, whose converge took three times as long, and the whole was no shorter
+# (docs/testing.md).
+TIERS ?= image-twin,molecule-default+image-vm+unit,lint,sanity twin-test vm-test
 
 test: setup
 	scripts/test-tiers.sh $(TIERS)
@@ -112,13 +121,13 @@ unit: setup
 # Two workers, each test file on one of them (module labs stay whole); each
 # worker brings up its own session rack. A twin test that cannot run fails
 # here (SIMLAB_REQUIRED=1) instead of being skipped.
-twin-test: image
+twin-test: image-twin
 	SIMLAB_REQUIRED=1 $(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/integration
 
 # The VM nodes: one lab per test module, tests in order (converge, re-run,
 # the vm_nodes scenario's testinfra checks, doctor, faults); CPU-bound
 # emulation, so no parallel workers.
-vm-test: image
+vm-test: image-vm
 	SIMLAB_REQUIRED=1 $(BIN)/pytest -q --durations 15 tests/vm
 
 # Every Molecule scenario, whole. make test runs the default scenario whole
@@ -130,8 +139,8 @@ SCENARIOS ?= default host_bringup vm_nodes
 molecule: image
 	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test $(foreach s,$(SCENARIOS),-s $(s))
 
-molecule-default: image
-	$(MAKE) --no-print-directory molecule SCENARIOS=default
+molecule-default: image-twin
+	SIMLAB_IMAGE=$$($(PY) -m simlab image) $(BIN)/molecule test -s default
 
 lint: setup
 	$(BIN)/ansible-lint --profile production playbooks roles

@@ -20,6 +20,19 @@ roce_tos           ``cma_roce_tos -d <dev> -p 1``                  ``cma_roce_to
 mtu                ``class/net/<pf>/mtu``                          ``ip link set dev <pf> mtu 9000``
 =================  ==============================================  ==========================================
 
+Where DOCA-OFED's mlnx-tools are absent (the inbox mlx5 driver with upstream
+rdma-core and iproute2), the same fields go through upstream interfaces
+(``qos_tool`` ``dcb``): trust and the DSCP map through the dcbnl APP table
+(``dcb -N app show dev <pf>``; ``dcb app replace dev <pf> dscp-prio 26:3``,
+which on mlx5 also switches the port to DSCP trust, ``dcb app flush dev <pf>
+dscp-prio`` back to PCP), PFC through ``dcb pfc show|set dev <pf> prio-pfc
+3:on``, the RDMA-CM defaults through configfs
+(``kernel/config/rdma_cm/<dev>/ports/1/default_roce_mode`` and
+``default_roce_tos``, after ``mkdir kernel/config/rdma_cm/<dev>``).  mlx5 has
+no dcbnl apptrust; its trust is DSCP exactly when the APP table holds DSCP
+entries, and a DSCP the table lacks keeps the firmware's default priority
+(``dscp >> 3``).
+
 The inbox mlx5 driver has no ``ecn/`` (or ``qos/``) sysfs: DCQCN is on for
 the priorities in the firmware's ``ROCE_CC_PRIO_MASK_P1`` (255, every
 priority, by default) and CNPs carry ``CNP_DSCP_P1``/``CNP_802P_PRIO_P1``
@@ -39,12 +52,16 @@ import copy
 import os
 import re
 
+from ansible_collections.gpufabric.stack.plugins.module_utils import iproute_dcb
 from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlnx_qos, split_enum
 
 ROCE_V1 = "IB/RoCE v1"
 ROCE_V2 = "RoCE v2"
 ROCE_MODES = {1: ROCE_V1, 2: ROCE_V2}
 TRUSTS = ("dscp", "pcp")
+# the tools that read and set trust, PFC, the DSCP map and the RDMA-CM defaults
+QOS_TOOLS = ("mlnx_qos", "dcb")
+TOOL_BINS = {"mlnx_qos": ("mlnx_qos", "cma_roce_mode", "cma_roce_tos"), "dcb": ("dcb",)}
 # mlx5e accepts MTUs from 68 to the port's maximum (9978 on ConnectX-5 and later).
 MTU_MIN = 68
 MTU_MAX = 9978
@@ -284,6 +301,52 @@ def pf_state(pf, mlnx_qos_text, roce_mode=None, roce_tos=None, mtu=None, ecn=Non
     }
 
 
+def configfs_dir(sysfs_root, rdma_device):
+    """The RDMA-CM configfs directory of an RDMA device (configfs is mounted
+    at ``<sysfs>/kernel/config``; the kernel fills ``ports/<n>/`` when the
+    directory is made)."""
+    return os.path.join(sysfs_root, "kernel", "config", "rdma_cm", rdma_device)
+
+
+def configfs_port_path(sysfs_root, rdma_device, port, name):
+    return os.path.join(configfs_dir(sysfs_root, rdma_device), "ports", str(port), name)
+
+
+def pf_state_dcb(pf, pfc_text, app_text, roce_mode=None, roce_tos=None, mtu=None, ecn=None, driver=None):
+    """One PF's QoS state, the shape of :func:`pf_state`, from iproute2's
+    ``dcb -N pfc show dev <pf>`` and ``dcb -N app show dev <pf>`` and the
+    configfs ``default_roce_mode``/``default_roce_tos`` texts (or values).
+    In DSCP trust a DSCP the APP table lacks has the firmware default
+    priority; one listed twice keeps both (a list), which no intent matches."""
+    try:
+        q = iproute_dcb.qos_state(pfc_text, app_text)
+    except iproute_dcb.DcbError as exc:
+        raise ValueError(str(exc))
+    d2p = q["dscp_to_prio"]
+    if d2p is not None:
+        d2p = [d >> 3 if v is None else v for d, v in enumerate(d2p)]
+    if isinstance(roce_mode, str) and roce_mode not in (ROCE_V1, ROCE_V2):
+        roce_mode = parse_cma_roce_mode(roce_mode)
+    if isinstance(roce_tos, str):
+        roce_tos = parse_cma_roce_tos(roce_tos)
+    if driver is None:
+        driver = "ofed" if ecn and ecn.get("source") == "sysfs" else "inbox"
+    return {
+        "name": pf.get("name"),
+        "pci_address": pf.get("pci_address"),
+        "rdma_device": pf.get("rdma_device"),
+        "driver": driver,
+        "trust": q["trust"],
+        "pfc": q["pfc_enabled"],
+        "pfc_priorities": q["pfc_priorities"],
+        "dscp_to_prio": d2p,
+        "ecn": ecn,
+        "roce_mode": roce_mode,
+        "roce_tos": roce_tos,
+        "mtu": mtu,
+    }
+
+
 # --------------------------------------------------------------------------
 # diff
 # --------------------------------------------------------------------------
@@ -474,19 +537,67 @@ def np_param_path(sysfs_root, pf, name, params_dir=""):
     return netdev_path(sysfs_root, pf, *parts)
 
 
-def render(state, want, diffs, sysfs_root="/sys", port=1):
+def _dcb_cmds(pf, want, fields, map_entries):
+    """iproute2 dcb: PFC in one call; on mlx5 (no apptrust) DSCP trust comes
+    with the first DSCP entry of the APP table, so a change to DSCP trust
+    replaces every DSCP of the intent, and PCP trust flushes the DSCP
+    entries."""
+    cmds = []
+    if "pfc" in fields:
+        cmds.append({"argv": ["dcb", "pfc", "set", "dev", pf, "prio-pfc"]
+                     + ["%d:%s" % (i, "on" if v else "off") for i, v in enumerate(want["pfc"])]})
+    if want["trust"] == "pcp":
+        if "trust" in fields:
+            cmds.append({"argv": ["dcb", "app", "flush", "dev", pf, "dscp-prio"]})
+        return cmds
+    entries = dict(map_entries)
+    if "trust" in fields:
+        entries.update(want["dscp_map"] or dict((d, d >> 3) for d in range(64)))
+    if entries:
+        cmds.append({"argv": ["dcb", "app", "replace", "dev", pf, "dscp-prio"]
+                     + ["%d:%d" % (d, p) for d, p in sorted(entries.items())]})
+    return cmds
+
+
+def _roce_cmds(tool, want, fields, rdma_device, sysfs_root, port):
+    cmds = []
+    if tool == "dcb":
+        if fields & set(["roce_mode", "roce_tos"]):
+            cmds.append({"mkdir": configfs_dir(sysfs_root, rdma_device)})
+        if "roce_mode" in fields:
+            cmds.append({"write": configfs_port_path(sysfs_root, rdma_device, port, "default_roce_mode"),
+                         "value": want["roce_mode"]})
+        if "roce_tos" in fields:
+            cmds.append({"write": configfs_port_path(sysfs_root, rdma_device, port, "default_roce_tos"),
+                         "value": want["roce_tos"]})
+        return cmds
+    if "roce_mode" in fields:
+        cmds.append({"argv": ["cma_roce_mode", "-d", rdma_device, "-p", str(port), "-m",
+                              str(want["roce_mode_number"])]})
+    if "roce_tos" in fields:
+        cmds.append({"argv": ["cma_roce_tos", "-d", rdma_device, "-p", str(port), "-t", str(want["roce_tos"])]})
+    return cmds
+
+
+def render(state, want, diffs, sysfs_root="/sys", port=1, tool="mlnx_qos"):
     """Commands for the settable ``diffs`` of one PF, in the order they run.
 
-    Each is ``{"argv": [...]}`` (a tool) or ``{"write": path, "value": v}``
-    (a sysfs write), with ``text`` the shell form: ``mlnx_qos -i enp59s0f0np0
+    Each is ``{"argv": [...]}`` (a tool), ``{"write": path, "value": v}``
+    (a sysfs or configfs write) or ``{"mkdir": path}`` (a configfs
+    directory), with ``text`` the shell form: ``mlnx_qos -i enp59s0f0np0
     --trust dscp --pfc 0,0,0,1,0,0,0,0``, ``echo 1 > /sys/.../enable/3``,
     ``cma_roce_mode -d rocep59s0f0 -p 1 -m 2``, ``cma_roce_tos -d rocep59s0f0
-    -p 1 -t 106``, ``ip link set dev enp59s0f0np0 mtu 9000``."""
+    -p 1 -t 106``, ``ip link set dev enp59s0f0np0 mtu 9000``; with ``tool``
+    ``dcb``: ``dcb pfc set dev enp59s0f0np0 prio-pfc 0:off ... 3:on ...``,
+    ``dcb app replace dev enp59s0f0np0 dscp-prio 26:3 48:6``, ``mkdir -p
+    /sys/kernel/config/rdma_cm/rocep59s0f0``, ``echo 106 >
+    /sys/kernel/config/rdma_cm/rocep59s0f0/ports/1/default_roce_tos``."""
     pf = state["name"]
     dev = state.get("rdma_device")
     todo = [d for d in diffs if d["settable"]]
     fields = set(d["field"] for d in todo)
-    cmds = _qos_cmds(pf, want, fields, [(d["key"], d["want"]) for d in todo if d["field"] == "dscp_map"])
+    entries = [(d["key"], d["want"]) for d in todo if d["field"] == "dscp_map"]
+    cmds = _dcb_cmds(pf, want, fields, entries) if tool == "dcb" else _qos_cmds(pf, want, fields, entries)
     ecn = state.get("ecn") or {}
     for d in todo:
         if d["field"] == "ecn":
@@ -495,10 +606,7 @@ def render(state, want, diffs, sysfs_root="/sys", port=1):
         elif d["field"] in ("cnp_dscp", "cnp_802p_prio"):
             cmds.append({"write": np_param_path(sysfs_root, pf, d["field"], ecn.get("np_params_dir") or ""),
                          "value": d["want"]})
-    if "roce_mode" in fields:
-        cmds.append({"argv": ["cma_roce_mode", "-d", dev, "-p", str(port), "-m", str(want["roce_mode_number"])]})
-    if "roce_tos" in fields:
-        cmds.append({"argv": ["cma_roce_tos", "-d", dev, "-p", str(port), "-t", str(want["roce_tos"])]})
+    cmds += _roce_cmds(tool, want, fields, dev, sysfs_root, port)
     if "mtu" in fields:
         cmds.append({"argv": ["ip", "link", "set", "dev", pf, "mtu", str(want["mtu"])]})
     for c in cmds:
@@ -507,12 +615,15 @@ def render(state, want, diffs, sysfs_root="/sys", port=1):
 
 
 def command_text(cmd):
+    if "mkdir" in cmd:
+        return "mkdir -p %s" % cmd["mkdir"]
     if "write" in cmd:
-        return "echo %s > %s" % (cmd["value"], cmd["write"])
+        value = cmd["value"]
+        return "echo %s > %s" % ("'%s'" % value if " " in str(value) else value, cmd["write"])
     return " ".join(cmd["argv"])
 
 
-def render_full(want, pf, rdma_device, ofed=False, sysfs_root="/sys", np_params_dir="", port=1):
+def render_full(want, pf, rdma_device, ofed=False, sysfs_root="/sys", np_params_dir="", port=1, tool="mlnx_qos"):
     """Every command that takes a PF with the driver's defaults (trust pcp,
     no PFC, the default DSCP map, RoCE v2, TOS 0, ECN on every priority) to the
     intent: for ``state: rendered`` and for the boot script, where ``pf``,
@@ -522,7 +633,7 @@ def render_full(want, pf, rdma_device, ofed=False, sysfs_root="/sys", np_params_
         fields.add("mtu")
     default = default_dscp_to_prio()
     entries = [(d, p) for d, p in sorted(want["dscp_map"].items()) if default[d] != p]
-    cmds = _qos_cmds(pf, want, fields, entries)
+    cmds = _dcb_cmds(pf, want, fields, entries) if tool == "dcb" else _qos_cmds(pf, want, fields, entries)
     if ofed and want["ecn"]:
         for proto in ECN_PROTOS:
             cmds.append({"write": netdev_path(sysfs_root, pf, "ecn", proto, "enable", str(want["priority"])),
@@ -530,8 +641,7 @@ def render_full(want, pf, rdma_device, ofed=False, sysfs_root="/sys", np_params_
         cmds.append({"write": np_param_path(sysfs_root, pf, "cnp_dscp", np_params_dir), "value": want["cnp_dscp"]})
         cmds.append({"write": np_param_path(sysfs_root, pf, "cnp_802p_prio", np_params_dir),
                      "value": want["cnp_priority"]})
-    cmds.append({"argv": ["cma_roce_mode", "-d", rdma_device, "-p", str(port), "-m", str(want["roce_mode_number"])]})
-    cmds.append({"argv": ["cma_roce_tos", "-d", rdma_device, "-p", str(port), "-t", str(want["roce_tos"])]})
+    cmds += _roce_cmds(tool, want, fields, rdma_device, sysfs_root, port)
     if want["mtu"] is not None:
         cmds.append({"argv": ["ip", "link", "set", "dev", pf, "mtu", str(want["mtu"])]})
     for c in cmds:
@@ -539,14 +649,17 @@ def render_full(want, pf, rdma_device, ofed=False, sysfs_root="/sys", np_params_
     return cmds
 
 
-def boot_lines(want, ofed, np_params_dir=""):
+def boot_lines(want, ofed, np_params_dir="", tool="mlnx_qos"):
     """Shell lines of the boot script for one PF; the script sets ``$PF``
     (netdev), ``$DEV`` (RDMA device) and ``$SYSFS`` and defines ``run`` (runs
     a command, logs a failure) and ``put`` (a sysfs write, logged the same way)."""
     lines = []
-    for c in render_full(want, "$PF", "$DEV", ofed, "$SYSFS", np_params_dir):
-        if "write" in c:
-            lines.append('put "%s" %s' % (c["write"], c["value"]))
+    for c in render_full(want, "$PF", "$DEV", ofed, "$SYSFS", np_params_dir, tool=tool):
+        if "mkdir" in c:
+            lines.append('run mkdir -p "%s"' % c["mkdir"])
+        elif "write" in c:
+            value = c["value"]
+            lines.append('put "%s" %s' % (c["write"], '"%s"' % value if " " in str(value) else value))
         else:
             lines.append("run " + " ".join('"%s"' % a if "$" in a else a for a in c["argv"]))
     return lines

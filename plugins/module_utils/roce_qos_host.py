@@ -2,14 +2,18 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The host side of the roce_qos module: select the PFs, read each one's
-QoS through mlnx_qos, cma_roce_mode, cma_roce_tos and sysfs, and (merged)
-set what differs and read again. nic_facts' qos reading runs the same
+QoS through mlnx_qos, cma_roce_mode, cma_roce_tos and sysfs (DOCA-OFED's
+tools) or through iproute2's dcb and the RDMA-CM configfs (upstream, where
+mlnx-tools are absent), and (merged) set what differs and read again. nic_facts' qos reading runs the same
 gathered read, so the doctor asks a node once. ``module`` is the running
 AnsibleModule (run_command, get_bin_path, check_mode, warn, _diff)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import errno
+import os
 
 from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
 from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
@@ -34,15 +38,61 @@ class Host(object):
         # {pci: output of `mlxconfig -d <pci> -e q`} this module run already has
         self.queries = dict(queries or {})
 
-    def bin(self, tool):
+    def has(self, tool):
         if tool not in self.bins:
-            path = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
-            if not path:
-                hint = ("install mlnx-tools (DOCA-OFED ships it)" if tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos")
-                        else "install iproute2")
-                raise Q.RoceQosError("%s: %s not found on the host: %s" % (self.node, tool, hint))
-            self.bins[tool] = path
+            self.bins[tool] = self.module.get_bin_path(tool, opt_dirs=TOOL_DIRS)
+        return bool(self.bins[tool])
+
+    def bin(self, tool):
+        if not self.has(tool):
+            hint = ("install mlnx-tools (DOCA-OFED ships it), or set qos_tool: dcb to use iproute2's dcb"
+                    if tool in Q.TOOL_BINS["mlnx_qos"] else
+                    "install iproute2 5.11 or later (it ships dcb)" if tool == "dcb" else "install iproute2")
+            raise Q.RoceQosError("%s: %s not found on the host: %s" % (self.node, tool, hint))
         return self.bins[tool]
+
+    def qos_tool(self, wanted):
+        """``auto``: mlnx_qos where DOCA-OFED's mlnx-tools are installed, else dcb."""
+        if wanted in (None, "auto"):
+            return "mlnx_qos" if self.has("mlnx_qos") else "dcb"
+        return wanted
+
+    def mkdir(self, path, pf):
+        try:
+            os.mkdir(path)
+        except (IOError, OSError) as exc:
+            if exc.errno != errno.EEXIST:
+                raise Q.RoceQosError("%s: %s: 'mkdir %s' failed: %s" % (self.node, pf, path, exc.strerror))
+
+    def configfs(self, sysfs_root, dev, port, pf):
+        """(default_roce_mode, default_roce_tos) of ``dev``'s port from the
+        RDMA-CM configfs; the device's directory is made for the read when
+        it is not there (as mlnx-tools' cma_roce_mode does) and removed again
+        (the values live in the kernel's RDMA-CM device, not in configfs)."""
+        d = Q.configfs_dir(sysfs_root, dev)
+        parent = os.path.dirname(d)
+        if not os.path.isdir(parent):
+            raise Q.RoceQosError("%s: %s: %s is missing: load rdma_cm and mount configfs on %s (layer 5)"
+                                 % (self.node, pf, parent, os.path.dirname(os.path.dirname(parent))))
+        made = not os.path.isdir(d)
+        if made:
+            self.mkdir(d, pf)
+        try:
+            values = []
+            for name in ("default_roce_mode", "default_roce_tos"):
+                path = Q.configfs_port_path(sysfs_root, dev, port, name)
+                try:
+                    with open(path) as fh:
+                        values.append(fh.read())
+                except (IOError, OSError) as exc:
+                    raise Q.RoceQosError("%s: %s: cannot read %s: %s" % (self.node, pf, path, exc.strerror))
+            return tuple(values)
+        finally:
+            if made:
+                try:
+                    os.rmdir(d)
+                except (IOError, OSError):
+                    pass
 
     def run(self, argv, pf):
         rc, out, err = self.module.run_command([self.bin(argv[0])] + list(argv[1:]))
@@ -122,31 +172,38 @@ def selection(node, sysfs_root, specs, found=None):
     return dict(out, pfs=pfs)
 
 
-def read_state(host, pf, p):
+def read_state(host, pf, p, tool="mlnx_qos"):
     name = pf["name"]
     dev = pf["rdma_device"]
     port = str(p["rdma_port"])
-    qos = host.run(["mlnx_qos", "-i", name], name)
-    mode = host.run(["cma_roce_mode", "-d", dev, "-p", port], name)
-    tos = host.run(["cma_roce_tos", "-d", dev, "-p", port], name)
+    if tool == "dcb":
+        pfc = host.run(["dcb", "-N", "pfc", "show", "dev", name], name)
+        app = host.run(["dcb", "-N", "app", "show", "dev", name], name)
+        mode, tos = host.configfs(p["sysfs_root"], dev, port, name)
+    else:
+        qos = host.run(["mlnx_qos", "-i", name], name)
+        mode = host.run(["cma_roce_mode", "-d", dev, "-p", port], name)
+        tos = host.run(["cma_roce_tos", "-d", dev, "-p", port], name)
     ecn = Q.read_ecn_sysfs(p["sysfs_root"], name)
     driver = "ofed" if ecn is not None else "inbox"
     if ecn is None and p["firmware_query"]:
         ecn = host.firmware(pf["pci_address"])
     mtu = Q._int_or_none(Q._read(Q.netdev_path(p["sysfs_root"], name, "mtu")))
     try:
+        if tool == "dcb":
+            return Q.pf_state_dcb(pf, pfc, app, mode, tos, mtu, ecn, driver)
         return Q.pf_state(pf, qos, mode, tos, mtu, ecn, Q.read_trust_sysfs(p["sysfs_root"], name), driver)
     except ValueError as exc:
         raise Q.RoceQosError("%s: %s: %s" % (host.node, name, exc))
 
 
-def pf_info(pf, state, want):
+def pf_info(pf, state, want, tool="mlnx_qos"):
     ecn = state.get("ecn") or {}
     ofed = state["driver"] == "ofed"
     params = ecn.get("np_params_dir") or ""
     return {"name": pf["name"], "pci_address": pf["pci_address"], "rdma_device": pf["rdma_device"],
-            "driver": state["driver"], "np_params_dir": params,
-            "boot_lines": Q.boot_lines(want, ofed, params) if want else []}
+            "driver": state["driver"], "qos_tool": tool, "np_params_dir": params,
+            "boot_lines": Q.boot_lines(want, ofed, params, tool) if want else []}
 
 
 def online(module, p, found=None, queries=None):
@@ -171,13 +228,14 @@ def online(module, p, found=None, queries=None):
                 result["after"] = {}
         return result
     # every tool the run needs is found before anything changes
-    for tool in ("mlnx_qos", "cma_roce_mode", "cma_roce_tos"):
-        host.bin(tool)
+    tool = host.qos_tool(p.get("qos_tool"))
+    for name in Q.TOOL_BINS[tool]:
+        host.bin(name)
     if p["state"] == "merged" and want["mtu"] is not None:
         host.bin("ip")
-    before = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
-    result = dict(scope, changed=False, commands=[], before=_public(before, want),
-                  pfs=[pf_info(pf, before[pf["name"]], want) for pf in pfs])
+    before = dict((pf["name"], read_state(host, pf, p, tool)) for pf in pfs)
+    result = dict(scope, changed=False, commands=[], before=_public(before, want), qos_tool=tool,
+                  pfs=[pf_info(pf, before[pf["name"]], want, tool) for pf in pfs])
     if want is None:
         result["gathered"] = result["before"]
         return result
@@ -191,14 +249,14 @@ def online(module, p, found=None, queries=None):
     if p["state"] == "gathered":
         result["gathered"] = result["before"]
         return result
-    plan = [(pf, Q.render(before[pf["name"]], want, diffs[pf["name"]], p["sysfs_root"], p["rdma_port"]))
+    plan = [(pf, Q.render(before[pf["name"]], want, diffs[pf["name"]], p["sysfs_root"], p["rdma_port"], tool))
             for pf in pfs]
     result["commands"] = [c["text"] for _, cmds in plan for c in cmds]
     result["changed"] = bool(result["commands"])
     if module.check_mode or not result["changed"]:
         after = dict((name, Q.predict(st, want, diffs[name])) for name, st in before.items())
     else:
-        after = apply(host, pfs, plan, p, want, result)
+        after = apply(host, pfs, plan, p, want, result, tool)
     result["after"] = _public(after, want)
     if module._diff and result["changed"]:
         result["diff"] = {"before": _diff_text(before, want), "after": _diff_text(after, want),
@@ -206,24 +264,26 @@ def online(module, p, found=None, queries=None):
     return result
 
 
-def apply(host, pfs, plan, p, want, result):
+def apply(host, pfs, plan, p, want, result, tool="mlnx_qos"):
     """Run the plan, read again; a second pass covers what the first made
     visible (the DSCP map appears once trust is dscp); fail on what is left."""
     for attempt in (1, 2):
         for pf, cmds in plan:
             for c in cmds:
-                if "write" in c:
+                if "mkdir" in c:
+                    host.mkdir(c["mkdir"], pf["name"])
+                elif "write" in c:
                     host.write(c["write"], c["value"], pf["name"])
                 else:
                     host.run(c["argv"], pf["name"])
-        after = dict((pf["name"], read_state(host, pf, p)) for pf in pfs)
+        after = dict((pf["name"], read_state(host, pf, p, tool)) for pf in pfs)
         left = dict((name, [d for d in Q.diff(st, want) if d["settable"]]) for name, st in after.items())
         if not any(left.values()):
             return after
         if attempt == 2:
             raise Q.RoceQosError("%s: still different after applying: %s"
                                  % (host.node, "; ".join(d["text"] for ds in left.values() for d in ds)))
-        plan = [(pf, Q.render(after[pf["name"]], want, left[pf["name"]], p["sysfs_root"], p["rdma_port"]))
+        plan = [(pf, Q.render(after[pf["name"]], want, left[pf["name"]], p["sysfs_root"], p["rdma_port"], tool))
                 for pf in pfs]
         result["commands"] += [c["text"] for _, cmds in plan for c in cmds]
     return after

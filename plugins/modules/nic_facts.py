@@ -142,6 +142,7 @@ options:
       config: {description: "The intent to compare with, as roce_qos' I(config).", type: dict}
       rdma_port: {description: RDMA port of each PF., type: int, default: 1}
       firmware_query: {description: As roce_qos' I(firmware_query)., type: bool, default: true}
+      qos_tool: {description: "As roce_qos' I(qos_tool).", type: str, choices: [auto, mlnx_qos, dcb], default: auto}
   runtime:
     description:
       - Read what M(gpufabric.stack.container_runtime_facts) reads (every subset) with these options, and return it
@@ -396,6 +397,7 @@ def main():
                 config=dict(type="dict"),
                 rdma_port=dict(type="int", default=1),
                 firmware_query=dict(type="bool", default=True),
+                qos_tool=dict(type="str", choices=["auto", "mlnx_qos", "dcb"], default="auto"),
             )),
             runtime=dict(type="dict", options=runtime_facts.OPTIONS),
             # the action's (plugins/action/nic_facts.py); a module run always reads

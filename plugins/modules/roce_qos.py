@@ -88,8 +88,23 @@ options:
     type: str
     choices: [inbox, ofed]
     default: inbox
+  qos_tool:
+    description:
+      - How trust, PFC, the DSCP map and the RDMA-CM defaults are read and set.
+      - C(mlnx_qos) uses DOCA-OFED's mlnx-tools (C(mlnx_qos), C(cma_roce_mode), C(cma_roce_tos)).
+      - C(dcb) uses upstream interfaces, for the inbox mlx5 driver with upstream rdma-core where mlnx-tools are absent
+        (Debian has no package of them) - iproute2's C(dcb) (C(dcb -N pfc|app show), C(dcb pfc set), C(dcb app
+        replace|flush dscp-prio)) and the RDMA-CM configfs (C(<sysfs_root>/kernel/config/rdma_cm/<dev>/ports/<port>/
+        default_roce_mode) and C(default_roce_tos)). mlx5 has no dcbnl apptrust - its trust is DSCP while the APP table
+        holds DSCP entries, which the first C(dcb app replace) adds.
+      - C(auto) picks C(mlnx_qos) where it is installed and C(dcb) otherwise; I(state=rendered) takes C(auto) as
+        C(mlnx_qos).
+    type: str
+    choices: [auto, mlnx_qos, dcb]
+    default: auto
 notes:
-  - Needs mlnx-tools (C(mlnx_qos), C(cma_roce_mode), C(cma_roce_tos)) on the host; DOCA-OFED installs it.
+  - Needs mlnx-tools (C(mlnx_qos), C(cma_roce_mode), C(cma_roce_tos)) on the host, which DOCA-OFED installs, or
+    iproute2 5.11 or later (C(dcb)) with C(rdma_cm) loaded and configfs mounted (I(qos_tool)).
   - The settings do not survive a reboot; the gpufabric.stack.roce_host role installs a boot unit that applies them.
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
@@ -229,10 +244,11 @@ def rendered(p):
             raise Q.RoceQosError("%s: state rendered needs name and rdma_device in every pfs entry, got %r"
                                  % (p["node"], dict((k, v) for k, v in spec.items() if v)))
         ofed = p["driver"] == "ofed"
+        tool = "dcb" if p["qos_tool"] == "dcb" else "mlnx_qos"
         cmds += [c["text"] for c in Q.render_full(want, spec["name"], spec["rdma_device"], ofed, p["sysfs_root"],
-                                                  port=p["rdma_port"])]
+                                                  port=p["rdma_port"], tool=tool)]
         pfs.append({"name": spec["name"], "rdma_device": spec["rdma_device"], "driver": p["driver"],
-                    "boot_lines": Q.boot_lines(want, ofed)})
+                    "qos_tool": tool, "boot_lines": Q.boot_lines(want, ofed, tool=tool)})
     return {"changed": False, "commands": cmds, "pfs": pfs, "intent": Q.jsonable(want)}
 
 
@@ -267,6 +283,7 @@ def main():
             rdma_port=dict(type="int", default=1),
             firmware_query=dict(type="bool", default=True),
             driver=dict(type="str", choices=["inbox", "ofed"], default="inbox"),
+            qos_tool=dict(type="str", choices=["auto"] + list(Q.QOS_TOOLS), default="auto"),
             **host_files.INSPECT_ARGS
         ),
         required_if=[("state", "merged", ["config"]), ("state", "rendered", ["config"]),

@@ -17,7 +17,7 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.doctor import resu
 LAYER = 8
 INTENT = ("roce_host_pfs", "roce_host_roce", "roce_host_roce_mode", "roce_host_tos", "roce_host_rdma_port",
           "roce_host_firmware_query", "roce_host_sysfs_root", "roce_host_persist", "roce_host_unit_name",
-          "roce_host_chain", "roce_host_cabling")
+          "roce_host_chain", "roce_host_cabling", "roce_host_qos_tool")
 
 
 def options(intent, host):
@@ -28,7 +28,8 @@ def options(intent, host):
         config["tos"] = int(intent["roce_host_tos"])
     return {"node": host, "pfs": list(intent.get("roce_host_pfs") or []), "config": config,
             "rdma_port": int(intent.get("roce_host_rdma_port") or 1),
-            "firmware_query": bool(intent.get("roce_host_firmware_query", True))}
+            "firmware_query": bool(intent.get("roce_host_firmware_query", True)),
+            "qos_tool": intent.get("roce_host_qos_tool") or "auto"}
 
 
 def reads(intent, host):

@@ -110,6 +110,9 @@ def _write_vm_vars(doc: dict, lab, out: Path) -> None:
         # The real /sys, /proc and boot id: nothing about the kernel is simulated.
         # A cold boot under software emulation takes a minute or more.
         "gpufabric_reboot_timeout": 900,
+        # A lab brought up from factory serves nothing: its nodes reboot
+        # together (roles/reboot; a production pool keeps the default, one at a time).
+        "gpufabric_reboot_throttle": 0,
         # No Kubernetes runs in the lab: cordon, drain and uncordon go to the
         # twin's stand-in (roles/node_maintenance, backend twin).
         "gpufabric_kube_backend": "twin",

@@ -146,22 +146,30 @@ _PFC_SCALARS = {"pfc-cap": ("pfc_cap", _u8), "macsec-bypass": ("macsec_bypass", 
 _PFC_ARRAYS = {"prio-pfc": ("prio_pfc", _onoff), "requests": ("requests", _u64), "indications": ("indications", _u64)}
 
 
+def _parse(text, what, scalars, arrays):
+    """The objects whose output is a line of ``name value`` pairs and lines
+    of one 8-entry array each (pfc, ets): {json name: value}, ``None`` for
+    what the output lacks; any other line fails quoting it."""
+    res = dict.fromkeys([k for k, _ in scalars.values()] + [k for k, _ in arrays.values()])
+    for line in _lines(text, what):
+        tokens = line.split()
+        if tokens[0] in arrays:
+            key, conv = arrays[tokens[0]]
+            res[key] = _array(tokens[1:], line, "%s %s" % (what, tokens[0]), conv)
+        elif tokens[0] in scalars:
+            res.update(_scalars(tokens, line, what, scalars))
+        else:
+            raise DcbError("dcb %s: cannot read %r" % (what, line))
+    return res
+
+
 def parse_pfc(text):
     """``dcb pfc show dev DEV`` -> ``{pfc_cap, macsec_bypass, delay, prio_pfc,
     requests, indications, pfc_enabled, pfc_priorities}``: ``prio_pfc`` the 8
     booleans, ``pfc_enabled`` the same as 0/1 (mlnx_qos's shape),
     ``pfc_priorities`` the priorities with PFC on; what the output lacks is
     ``None``."""
-    res = dict.fromkeys(("pfc_cap", "macsec_bypass", "delay", "prio_pfc", "requests", "indications"))
-    for line in _lines(text, "pfc"):
-        tokens = line.split()
-        if tokens[0] in _PFC_ARRAYS:
-            key, conv = _PFC_ARRAYS[tokens[0]]
-            res[key] = _array(tokens[1:], line, "pfc %s" % tokens[0], conv)
-        elif tokens[0] in _PFC_SCALARS:
-            res.update(_scalars(tokens, line, "pfc", _PFC_SCALARS))
-        else:
-            raise DcbError("dcb pfc: cannot read %r" % line)
+    res = _parse(text, "pfc", _PFC_SCALARS, _PFC_ARRAYS)
     if res["prio_pfc"] is None:
         raise DcbError("dcb pfc: no 'prio-pfc' line in %r" % text)
     res["pfc_enabled"] = [int(v) for v in res["prio_pfc"]]
@@ -179,16 +187,7 @@ def parse_ets(text):
     """``dcb ets show dev DEV`` -> ``{willing, ets_cap, cbs, tc_bw, pg_bw,
     tc_tsa, prio_tc, reco_tc_bw, reco_tc_tsa, reco_prio_tc}`` (dcb's JSON
     names); what the output lacks is ``None``."""
-    res = dict.fromkeys([k for k, _ in _ETS_SCALARS.values()] + [k for k, _ in _ETS_ARRAYS.values()])
-    for line in _lines(text, "ets"):
-        tokens = line.split()
-        if tokens[0] in _ETS_ARRAYS:
-            key, conv = _ETS_ARRAYS[tokens[0]]
-            res[key] = _array(tokens[1:], line, "ets %s" % tokens[0], conv)
-        elif tokens[0] in _ETS_SCALARS:
-            res.update(_scalars(tokens, line, "ets", _ETS_SCALARS))
-        else:
-            raise DcbError("dcb ets: cannot read %r" % line)
+    res = _parse(text, "ets", _ETS_SCALARS, _ETS_ARRAYS)
     if all(v is None for v in res.values()):
         raise DcbError("dcb ets: nothing read from %r" % text)
     for key in ("prio_tc", "reco_prio_tc"):

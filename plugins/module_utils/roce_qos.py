@@ -278,6 +278,14 @@ def pf_state(pf, mlnx_qos_text, roce_mode=None, roce_tos=None, mtu=None, ecn=Non
     trust = trust_sysfs or q["trust"]
     if trust == "none":
         trust = None
+    # dscp -> priority for all 64 DSCPs; None while trust is pcp (no map printed)
+    return _state(pf, trust, q, q["dscp_to_prio"] if trust == "dscp" else None, roce_mode, roce_tos, mtu, ecn,
+                  driver)
+
+
+def _state(pf, trust, q, dscp_to_prio, roce_mode, roce_tos, mtu, ecn, driver):
+    """The state both readers return; ``q`` carries ``pfc_enabled`` and
+    ``pfc_priorities``; the RDMA-CM values are texts or parsed values."""
     if isinstance(roce_mode, str) and roce_mode not in (ROCE_V1, ROCE_V2):
         roce_mode = parse_cma_roce_mode(roce_mode)
     if isinstance(roce_tos, str):
@@ -292,8 +300,7 @@ def pf_state(pf, mlnx_qos_text, roce_mode=None, roce_tos=None, mtu=None, ecn=Non
         "trust": trust,
         "pfc": q["pfc_enabled"],
         "pfc_priorities": q["pfc_priorities"],
-        # dscp -> priority for all 64 DSCPs; None while trust is pcp (no map printed)
-        "dscp_to_prio": q["dscp_to_prio"] if trust == "dscp" else None,
+        "dscp_to_prio": dscp_to_prio,
         "ecn": ecn,
         "roce_mode": roce_mode,
         "roce_tos": roce_tos,
@@ -325,26 +332,7 @@ def pf_state_dcb(pf, pfc_text, app_text, roce_mode=None, roce_tos=None, mtu=None
     d2p = q["dscp_to_prio"]
     if d2p is not None:
         d2p = [d >> 3 if v is None else v for d, v in enumerate(d2p)]
-    if isinstance(roce_mode, str) and roce_mode not in (ROCE_V1, ROCE_V2):
-        roce_mode = parse_cma_roce_mode(roce_mode)
-    if isinstance(roce_tos, str):
-        roce_tos = parse_cma_roce_tos(roce_tos)
-    if driver is None:
-        driver = "ofed" if ecn and ecn.get("source") == "sysfs" else "inbox"
-    return {
-        "name": pf.get("name"),
-        "pci_address": pf.get("pci_address"),
-        "rdma_device": pf.get("rdma_device"),
-        "driver": driver,
-        "trust": q["trust"],
-        "pfc": q["pfc_enabled"],
-        "pfc_priorities": q["pfc_priorities"],
-        "dscp_to_prio": d2p,
-        "ecn": ecn,
-        "roce_mode": roce_mode,
-        "roce_tos": roce_tos,
-        "mtu": mtu,
-    }
+    return _state(pf, q["trust"], q, d2p, roce_mode, roce_tos, mtu, ecn, driver)
 
 
 # --------------------------------------------------------------------------

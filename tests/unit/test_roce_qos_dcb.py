@@ -215,3 +215,47 @@ def test_the_dcb_output_it_cannot_read_fails_quoting_the_line(host):
     module.run_command = run
     with pytest.raises(Q.RoceQosError, match=r"node01: enp59s0f0np0: dcb pfc: cannot read 'pg-pfc 0:off"):
         roce_qos_host.online(module, params(host))
+
+
+CONFIGFS_REAL = os.path.join(os.path.dirname(__file__), "fixtures", "rdma_cm_real")
+DCB_REAL = os.path.join(os.path.dirname(__file__), "fixtures", "dcb_real")
+
+
+def _real(directory, name):
+    with open(os.path.join(directory, name)) as fh:
+        head, sep, body = fh.read().partition("# ---\n")
+    assert sep and head.startswith("# source: "), name
+    return body
+
+
+@pytest.mark.parametrize("name, mode", [("rhel7-mlx5_0-roce-mode.txt", "RoCE v2"),
+                                        ("rhel10-mlx5_0-roce-mode.txt", "RoCE v2"),
+                                        ("nvidia-rhel89-mlx4_0-roce-mode.txt", "IB/RoCE v1")])
+def test_the_configfs_reads_of_real_hosts(name, mode):
+    state = Q.pf_state_dcb({"name": PF}, "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off \n", "",
+                           _real(CONFIGFS_REAL, name), "106\n", 9000)
+    assert state["roce_mode"] == mode and state["roce_tos"] == 106
+
+
+def test_a_mode_string_mainline_does_not_print_is_refused():
+    # RHEL 7 read back the "RoCE v1" written to it; mainline's gid_type_str has no such string
+    with pytest.raises(ValueError, match="no 'RoCE v2' or 'IB/RoCE v1' line"):
+        Q.pf_state_dcb({"name": PF}, "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off \n", "",
+                       _real(CONFIGFS_REAL, "rhel7-mlx5_0-roce-v1-written.txt"), "106\n", 9000)
+
+
+def _shape(text):
+    """Each line's name and the form of its tokens (digits and on/off as placeholders)."""
+    import re
+    return [re.sub(r"\d+", "N", re.sub(r"\b(on|off)\b", "B", line.strip())) for line in text.splitlines()]
+
+
+def test_the_stand_in_prints_what_dcb_prints_on_real_hosts(host):
+    module = Mlx5Dcb(host.root)
+    _, pfc, _ = module.run_command(["/usr/sbin/dcb", "-N", "pfc", "show", "dev", PF])
+    assert _shape(pfc) == _shape(_real(DCB_REAL, "pfc-hns3-eth0-off.txt"))
+    assert all(line.endswith(" ") for line in pfc.splitlines())      # dcb.c: a space after every token
+    module.app = {24: 2, 48: 6}
+    _, app, _ = module.run_command(["/usr/sbin/dcb", "-N", "app", "show", "dev", PF])
+    assert _shape(app) == _shape(_real(DCB_REAL, "app-sparx5-eth1-duplicate.txt"))
+    assert app.rstrip("\n").endswith(" ")

@@ -41,8 +41,10 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--model", default="cx7", choices=sorted(__import__("simlab.node.hardware").node.hardware.MODELS))
         p.add_argument("--totalvfs", type=int, default=16, help="NUM_OF_VFS the firmware is set to (default 16)")
         p.add_argument("--link-type", default="ETH", choices=["ETH", "IB"])
-        p.add_argument("--driver", default="inbox", choices=["inbox", "ofed"],
-                       help="inbox mlx5 (no ecn/qos sysfs) or MLNX_OFED/DOCA-OFED sysfs")
+        p.add_argument("--driver", default="inbox",
+                       help="driver stack per node, comma-separated, taken in turn: ofed (DOCA-OFED modules, sysfs "
+                            "and mlnx-tools), inbox (inbox mlx5 with mlnx-tools installed), upstream (inbox mlx5 "
+                            "with upstream rdma-core and iproute2's dcb only); default inbox")
         p.add_argument("--preset", choices=["ready", "factory"],
                        help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off "
                             "(default: ready twin, factory vm)")
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.cmd in ("up", "inventory"):
             doc = lab.plan(args.name, args.nodes or 4, 2 if args.switches is None else args.switches,
                            nics=args.nics or 2, model=args.model,
-                           driver=args.driver, preset=args.preset or "ready", totalvfs=args.totalvfs,
+                           driver=args.driver.split(","), preset=args.preset or "ready", totalvfs=args.totalvfs,
                            link_type=args.link_type, nos=args.nos.split(",") if args.nos else None)
             if args.cmd == "up":
                 lab.Lab(args.name).up(doc, args.inventory)

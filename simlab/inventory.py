@@ -56,6 +56,9 @@ def write_inventory(doc: dict, lab, out: Path) -> Path:
             "cpu_vendor": hw["cpu_vendor"],
             "roce_addresses": {s.netdev: s.ipv4 for s in specs if s.ipv4},
         }
+        if hw.get("driver") == "ofed":
+            # layer 5 tells the stack a node runs; this node's is DOCA-OFED
+            node_vars[hw["name"]]["rdma_drivers_flavor"] = "doca"
     switch_vars = {s["name"]: {"ansible_host": "127.0.0.1", "switch_nos": s["nos"], "switch_ssh_port": s["ssh_port"],
                                "switch_username": s["username"], "switch_password": s["password"],
                                "switch_gpu_ports": s["ports"]} for s in doc["switches"]}

@@ -65,10 +65,16 @@ def switch_port_name(nos: str, i: int) -> str:
             "nxos": f"Ethernet1/{i}", "sonic-dell": f"Eth1/{i}", "sonic-community": f"Ethernet{4 * (i - 1)}"}[nos]
 
 
-def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7", driver: str = "inbox",
+def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7", driver: str | list[str] = "inbox",
          preset: str = "ready", nos: list[str] | None = None, totalvfs: int = hardware.DEFAULT_TOTALVFS,
          link_type: str = "ETH") -> dict:
-    """The lab's shape: nodes, switches, cabling and credentials."""
+    """The lab's shape: nodes, switches, cabling and credentials.  ``driver``
+    is each node's driver stack (hardware.STACKS), one for all or a list the
+    nodes take in turn (``["ofed", "upstream"]``: node01 DOCA-OFED, node02
+    inbox with upstream tools only, node03 DOCA-OFED, ...)."""
+    stacks = [driver] if isinstance(driver, str) else list(driver)
+    for stack in stacks:
+        hardware.stack_fields(stack)
     if nodes < 1 or switches < 1:
         raise ValueError("a lab needs at least one node and one switch")
     names = node_names(nodes)
@@ -92,7 +98,7 @@ def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7"
     for idx, node in enumerate(names, start=1):
         base = nics * ((idx - 1) // per_unit)
         hw = hardware.default_spec(node, idx, nics=nics, model=model, totalvfs=totalvfs,
-                                   link_type=link_type, driver=driver)
+                                   link_type=link_type, driver=stacks[(idx - 1) % len(stacks)])
         hw["preset"] = preset
         hw["bios_default"] = {"sriov": preset == "ready", "iommu": preset == "ready", "acs": False}
         node_docs.append(hw)

@@ -248,6 +248,11 @@ def online(module, p, found=None, queries=None):
         module.warn("%s: %s cannot be set at run time by the inbox driver" % (node, text))
     if p["state"] == "gathered":
         result["gathered"] = result["before"]
+        # what a converge would send, through this host's tool: the doctor's fix
+        result["fix_commands"] = [
+            c["text"] for pf in pfs
+            for c in Q.render(before[pf["name"]], want, [d for d in diffs[pf["name"]] if d["settable"]],
+                              p["sysfs_root"], p["rdma_port"], tool)] if result["drift"] else []
         return result
     plan = [(pf, Q.render(before[pf["name"]], want, diffs[pf["name"]], p["sysfs_root"], p["rdma_port"], tool))
             for pf in pfs]

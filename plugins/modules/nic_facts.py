@@ -143,6 +143,19 @@ options:
       rdma_port: {description: RDMA port of each PF., type: int, default: 1}
       firmware_query: {description: As roce_qos' I(firmware_query)., type: bool, default: true}
       qos_tool: {description: "As roce_qos' I(qos_tool).", type: str, choices: [auto, mlnx_qos, dcb], default: auto}
+  stack:
+    description:
+      - Tell which driver stack the node runs (layer 5): the inbox driver with upstream rdma-core, or NVIDIA's
+        DOCA-OFED / MLNX_OFED, from the loaded module (C(module/<name>/version), C(mlx_compat) loaded), the file
+        modprobe would load (C(modinfo)) and C(ofed_info -s); returned in RV(stack), the options in
+        RV(stack_options).
+    type: dict
+    suboptions:
+      module: {description: "The PF driver module (mlx5_core; igb on the VM nodes).", type: str, default: mlx5_core}
+      flavor:
+        description: The intended stack (rdma_drivers_flavor); a stack that differs is a problem in RV(stack).
+        type: str
+        choices: [inbox, doca]
   runtime:
     description:
       - Read what M(gpufabric.stack.container_runtime_facts) reads (every subset) with these options, and return it
@@ -291,6 +304,17 @@ files:
   returned: always
   type: dict
   sample: {/etc/udev/rules.d/70-gpufabric-nm-unmanaged.rules: true}
+stack:
+  description:
+    - With I(stack), the driver stack found (C(stack) inbox, ofed or null when the module is not loaded; C(version),
+      C(userspace) from ofed_info, C(file) and C(file_stack) of what modprobe would load, C(built_for), C(release))
+      and its C(problems), each with C(status) (fail or warn), C(reason) and C(fix); C({failed, msg}) when an
+      output could not be read.
+  returned: when stack is given
+  type: dict
+  sample: {module: mlx5_core, stack: inbox, version: null, userspace: null, file_stack: inbox, problems: [],
+           file: /lib/modules/6.1.0-31-amd64/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko,
+           built_for: 6.1.0-31-amd64, release: 6.1.0-31-amd64}
 module_probe:
   description: Per module of I(probe_modules), the exit code and output of C(modprobe -D), and C(problem), why it
     cannot be loaded (empty when it can).
@@ -356,8 +380,8 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import (boot_state, host_files, mlx_config,
-                                                                      roce_qos_host, runtime_facts, sriov, sysfs_nic)
+from ansible_collections.gpufabric.stack.plugins.module_utils import (boot_state, driver_stack, host_files,
+                                                                      mlx_config, roce_qos_host, runtime_facts, sriov, sysfs_nic)
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos import RoceQosError
 
 
@@ -398,6 +422,10 @@ def main():
                 rdma_port=dict(type="int", default=1),
                 firmware_query=dict(type="bool", default=True),
                 qos_tool=dict(type="str", choices=["auto", "mlnx_qos", "dcb"], default="auto"),
+            )),
+            stack=dict(type="dict", options=dict(
+                module=dict(type="str", default="mlx5_core"),
+                flavor=dict(type="str", choices=list(driver_stack.FLAVORS)),
             )),
             runtime=dict(type="dict", options=runtime_facts.OPTIONS),
             # the action's (plugins/action/nic_facts.py); a module run always reads
@@ -457,6 +485,17 @@ def main():
                                                              for r in extra.get("firmware") or [] if "query" in r))
         except RoceQosError as exc:
             extra["qos"] = {"failed": True, "msg": str(exc)}
+    if module.params["stack"] is not None:
+        stack = module.params["stack"]
+        extra["stack_options"] = stack
+        try:
+            extra["stack"] = driver_stack.read(
+                lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+                lambda tool: module.get_bin_path(tool), stack["module"],
+                sysfs_nic.modules(module.params["sysfs_root"]), module.params["sysfs_root"],
+                module.params["proc_root"], stack["flavor"])
+        except driver_stack.DriverStackError as exc:
+            extra["stack"] = {"failed": True, "msg": str(exc)}
     if module.params["runtime"] is not None:
         extra["runtime_options"] = module.params["runtime"]
         extra["runtime"] = runtime_facts.gather(runtime_facts.module_runner(module),

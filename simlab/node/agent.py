@@ -23,9 +23,13 @@ from .sysfs import Tree
 
 SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"
-TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "mlnx_qos",
-         "cma_roce_mode", "cma_roce_tos", "ibv_devinfo", "show_gids", "rdma", "ip", "ib_write_bw",
-         "all_reduce_perf", "mpirun", "update-grub", "grubby", "modprobe", "nmcli", "sysctl"]
+TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "ibv_devinfo", "show_gids",
+         "rdma", "ip", "dcb", "ib_write_bw", "all_reduce_perf", "mpirun", "update-grub", "grubby", "modprobe",
+         "modinfo", "nmcli", "sysctl"]
+# mlnx-tools: DOCA-OFED ships them; an inbox node has them unless its stack is upstream
+MLNX_TOOLS = ["mlnx_qos", "cma_roce_mode", "cma_roce_tos"]
+# ofed-scripts' ofed_info comes with DOCA-OFED only
+OFED_TOOLS = ["ofed_info"]
 TOOL_DIR = Path("/usr/local/sbin")
 
 
@@ -66,6 +70,7 @@ class Agent:
                     "speed_mbps": pf.spec.speed_mbps, "numa_node": pf.spec.numa_node,
                     "bound": pf.bound, "operstate": pf.operstate, "mtu": pf.mtu, "numvfs": pf.numvfs,
                     "trust": pf.trust, "pfc": pf.pfc, "dscp2prio": {str(d): p for d, p in pf.dscp2prio.items()},
+                    "app_dscp": sorted(pf.app_dscp),
                     "cable_len": pf.cable_len, "ecn_rp": pf.ecn_rp, "ecn_np": pf.ecn_np,
                     "cnp_dscp": pf.cnp_dscp, "roce_mode": pf.roce_mode, "roce_tos": pf.roce_tos,
                     "node_guid": k.node_guid(pf, None), "gids": k.gids(pf, None),
@@ -98,15 +103,29 @@ class Agent:
             raise KernelError(errno.EOPNOTSUPP, "Operation not supported on a VF")
         k = self.kernel
         with k.lock:
-            if "trust" in req:
-                pf.trust = req["trust"]
-            if "pfc" in req:
-                pf.pfc = [int(x) for x in req["pfc"]]
             for d, p in req.get("dscp2prio", {}).items():
                 pf.dscp2prio[int(d)] = int(p)
+            if "trust" in req:
+                k.set_trust(pf, req["trust"])
+            if "pfc" in req:
+                pf.pfc = [int(x) for x in req["pfc"]]
             if "cable_len" in req:
                 pf.cable_len = int(req["cable_len"])
             k.generation += 1
+        return {}
+
+    def op_dcb_app(self, req):
+        """dcb app add / del / replace / flush of DSCP entries on a PF
+        (``add``/``del``: [[dscp, prio], ...], applied in order, as dcb sends
+        them one attribute at a time: an error stops at that entry)."""
+        pf, vf = self._pf_by_netdev(req["dev"])
+        if vf is not None:
+            raise KernelError(errno.EOPNOTSUPP, "Operation not supported")
+        k = self.kernel
+        for d, p in req.get("del", []):
+            k.app_del(pf, int(d), int(p))
+        for d, p in req.get("add", []):
+            k.app_set(pf, int(d), int(p))
         return {}
 
     def op_set_roce(self, req):
@@ -289,9 +308,19 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
 
 
-def install_tools() -> None:
+def node_tools(hw: dict) -> list[str]:
+    """The tool twins of this node: its driver stack decides the vendor ones."""
+    return (TOOLS + (MLNX_TOOLS if hw.get("mlnx_tools", True) else [])
+            + (OFED_TOOLS if hw.get("driver") == "ofed" else []))
+
+
+def install_tools(hw: dict) -> None:
     TOOL_DIR.mkdir(parents=True, exist_ok=True)
-    for tool in TOOLS:
+    wanted = node_tools(hw)
+    for tool in MLNX_TOOLS + OFED_TOOLS:
+        if tool not in wanted:
+            (TOOL_DIR / tool).unlink(missing_ok=True)
+    for tool in wanted:
         path = TOOL_DIR / tool
         path.write_text("#!/bin/sh\n# simlab tool twin (see docs/simlab.md)\n"
                         f"PYTHONPATH=/opt/simlab exec /usr/bin/python3 -m simlab.tools {tool} \"$@\"\n")
@@ -320,7 +349,7 @@ def main() -> int:
     state = boot.boot()
     agent = Agent(state)
     agent.apply_boot_config()
-    install_tools()
+    install_tools(agent.kernel.hw)
     threading.Thread(target=publish_live, args=(agent, boot.LAB / "live.json"), daemon=True).start()
     try:
         SOCK.unlink()

@@ -186,6 +186,9 @@ def boot() -> dict:
     cmdline = grub_cmdline_from_cfg(GRUB_CFG.read_text()) or f"BOOT_IMAGE={KERNEL} {ROOT}"
     (RUN / "proc").mkdir(parents=True, exist_ok=True)
     (RUN / "proc" / "cmdline").write_text(cmdline + "\n")
+    # the running kernel's release, as /proc/sys/kernel/osrelease shows it (the host's)
+    (RUN / "proc" / "sys" / "kernel").mkdir(parents=True, exist_ok=True)
+    (RUN / "proc" / "sys" / "kernel" / "osrelease").write_text(os.uname().release + "\n")
     faults = read_json(LAB / "faults.json", {})
     return {"hw": hw, "firmware": boot_firmware(hw), "cmdline": cmdline,
             "bios": bios_effective(hw), "faults": faults}

@@ -94,6 +94,20 @@ class SysfsFS(fuse.Operations):
             raise fuse.FuseOSError(errno.EACCES)
         return 0
 
+    def mkdir(self, path, mode):
+        try:
+            self.tree.mkdir(path)
+        except KernelError as exc:
+            raise fuse.FuseOSError(exc.errno) from None
+        return 0
+
+    def rmdir(self, path):
+        try:
+            self.tree.rmdir(path)
+        except KernelError as exc:
+            raise fuse.FuseOSError(exc.errno) from None
+        return 0
+
     def chmod(self, path, mode):
         return 0
 

@@ -157,13 +157,34 @@ def default_spec(name: str, index: int, nics: int = 2, model: str = "cx7", total
     return {
         "name": name,
         "index": index,
-        "driver": driver,               # "inbox" (upstream mlx5) or "ofed" (MLNX_OFED / DOCA-OFED)
-        "rdma_naming": "kernel" if driver == "ofed" else "pci",
+        **stack_fields(driver),         # driver: inbox (upstream mlx5) or ofed (MLNX_OFED / DOCA-OFED)
         "gpus": gpus,
         "numa_nodes": numa_nodes,
         "cpu_vendor": "intel",
         "nics": nic_list,
     }
+
+
+# What a DOCA-OFED node's modules say of themselves (modinfo, sysfs module/),
+# after real MLNX_OFED 24.10 modinfo output (tests/unit/fixtures/driver_stack_real)
+OFED_MODULE = {"version": "24.10-2.1.8", "basedon": "Korg 6.8-rc4", "srcversion": "78352976D87E8F24553D352",
+               "ofed_info": "OFED-internal-24.10-2.1.8.0"}
+# the modules DOCA-OFED ships (the rest are the kernel's)
+OFED_MODULES = ("mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "ib_cm", "mlx_compat")
+# mlx-tools are installed on OFED nodes (DOCA-OFED ships them) and on inbox
+# nodes unless the rack spec says the node runs upstream tools only
+STACKS = ("inbox", "ofed", "upstream")
+
+
+def stack_fields(stack: str) -> dict:
+    """The hardware fields of a node's driver stack: ``ofed`` (DOCA-OFED
+    modules and mlnx-tools), ``inbox`` (inbox mlx5 with mlnx-tools installed)
+    or ``upstream`` (inbox mlx5, upstream rdma-core and iproute2 only)."""
+    if stack not in STACKS:
+        raise ValueError(f"unknown driver stack {stack!r}; known: {', '.join(STACKS)}")
+    driver = "ofed" if stack == "ofed" else "inbox"
+    return {"driver": driver, "rdma_naming": "kernel" if driver == "ofed" else "pci",
+            "mlnx_tools": stack != "upstream"}
 
 
 def nic_specs(hw: dict) -> list[NicSpec]:

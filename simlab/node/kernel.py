@@ -153,6 +153,10 @@ class PF:
     trust: str = "pcp"
     pfc: list[int] = field(default_factory=lambda: [0] * 8)
     dscp2prio: dict[int, int] = field(default_factory=lambda: {d: d >> 3 for d in range(64)})
+    # the dcbnl APP table's DSCP keys (dcb app show dscp-prio): mlx5 keeps one
+    # entry per DSCP the host set; the first switches the port to DSCP trust,
+    # deleting the last back to PCP (en_dcbnl.c ieee_setapp / ieee_delapp)
+    app_dscp: set[int] = field(default_factory=set)
     cable_len: int = 7
     ecn_rp: list[int] = field(default_factory=lambda: [0] * 8)
     ecn_np: list[int] = field(default_factory=lambda: [0] * 8)
@@ -196,6 +200,12 @@ class Kernel:
         self.firmware = firmware
         self.generation = 0
         self.modules = {"mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "ib_cm"}
+        if self.ofed:
+            # DOCA-OFED's modules all depend on its compat layer (lsmod shows
+            # mlx_compat used by ib_core, mlx5_core, ...)
+            self.modules.add("mlx_compat")
+        # RDMA-CM configfs groups made with mkdir /sys/kernel/config/rdma_cm/<dev>
+        self.configfs_groups: set[str] = set()
         self.sysctls = dict(BASE_SYSCTLS)
         self.pfs: list[PF] = []
         rdma = 0
@@ -342,6 +352,42 @@ class Kernel:
                 if vf.on_kernel_driver and now >= vf.probed_at:
                     out[self.rdma_name(pf, vf)] = (pf, vf)
         return out
+
+    # ----------------------------------------------------------------- dcbnl APP table
+    def set_trust(self, pf: PF, value: str) -> None:
+        """mlx5e_set_trust_state: in DSCP trust the driver registers every
+        DSCP in the APP table (mlx5e_dcbnl_dscp_app INIT), in PCP none."""
+        if value not in ("pcp", "dscp"):
+            raise KernelError(errno.EINVAL, "Invalid argument")
+        with self.lock:
+            if value != pf.trust or (value == "dscp" and not pf.app_dscp):
+                pf.app_dscp = set(range(64)) if value == "dscp" else set()
+            pf.trust = value
+            self.generation += 1
+
+    def app_set(self, pf: PF, dscp: int, prio: int) -> None:
+        """mlx5e_dcbnl_ieee_setapp for a DSCP entry: the first one switches
+        the port to DSCP trust; a DSCP already present gets the new priority."""
+        if not 0 <= dscp < 64 or not 0 <= prio < 8:
+            raise KernelError(errno.EINVAL, "Invalid argument")
+        with self.lock:
+            if not pf.app_dscp:
+                pf.trust = "dscp"
+            pf.app_dscp.add(dscp)
+            pf.dscp2prio[dscp] = prio
+            self.generation += 1
+
+    def app_del(self, pf: PF, dscp: int, prio: int) -> None:
+        """mlx5e_dcbnl_ieee_delapp: the entry must match; its DSCP maps to
+        priority 0 again and the last one gone switches back to PCP trust."""
+        with self.lock:
+            if dscp not in pf.app_dscp or pf.dscp2prio.get(dscp) != prio:
+                raise KernelError(errno.ENOENT, "No such file or directory")
+            pf.app_dscp.discard(dscp)
+            pf.dscp2prio[dscp] = 0
+            if not pf.app_dscp:
+                pf.trust = "pcp"
+            self.generation += 1
 
     # ----------------------------------------------------------------- writes
     def write_numvfs(self, pf: PF, data: bytes) -> None:

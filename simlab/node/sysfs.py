@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from .hardware import GPU, PCIE_SWITCH, VENDOR, Slot, pcie_slots
+from .hardware import GPU, OFED_MODULE, OFED_MODULES, PCIE_SWITCH, VENDOR, Slot, pcie_slots
 from .kernel import GID_TABLE, PF, VF, VF_DRIVER, VFIO_DRIVER, ZERO_GID, Kernel, KernelError
 
 PF_BAR_SIZE = 0x2000000   # BAR 0 of a ConnectX PF: 32 MiB
@@ -105,6 +105,87 @@ class Tree:
         if e.write is None:
             raise KernelError(errno.EACCES)
         e.write(data)
+
+    # ------------------------------------------------------------ RDMA-CM configfs
+    CONFIGFS = "/kernel/config/rdma_cm"
+
+    def _configfs(self) -> None:
+        """``<sysfs>/kernel/config/rdma_cm``, as the kernel's
+        drivers/infiniband/core/cma_configfs.c makes it: present with rdma_cm
+        loaded; a group per mkdir of an RDMA device name (ENODEV for another
+        name) with ports/<n>/default_roce_mode and default_roce_tos, whose
+        values live in the RDMA-CM device, not in configfs (they outlive
+        rmdir)."""
+        k = self.k
+        if "rdma_cm" not in k.modules:
+            return
+        self._dir(self.CONFIGFS)
+        devices = k.rdma_devices()
+        for name in sorted(k.configfs_groups):
+            if name not in devices:
+                continue
+            pf, vf = devices[name]
+            port = f"{self.CONFIGFS}/{name}/ports/1"
+            self._dir(f"{self.CONFIGFS}/{name}/ports")
+            if vf is not None:
+                # the model keeps RDMA-CM defaults per PF; a VF's read as the kernel's defaults
+                self._file(f"{port}/default_roce_mode", "RoCE v2", write=lambda d: self._no_vf(), mode=0o644)
+                self._file(f"{port}/default_roce_tos", "0", write=lambda d: self._no_vf(), mode=0o644)
+                continue
+            self._file(f"{port}/default_roce_mode", lambda pf=pf: f"{pf.roce_mode}\n".encode(),
+                       write=lambda d, pf=pf: self._write_roce_mode(pf, d), mode=0o644)
+            self._file(f"{port}/default_roce_tos", lambda pf=pf: f"{pf.roce_tos}\n".encode(),
+                       write=lambda d, pf=pf: self._write_roce_tos(pf, d), mode=0o644)
+
+    @staticmethod
+    def _no_vf() -> None:
+        raise KernelError(errno.EOPNOTSUPP)
+
+    def _write_roce_mode(self, pf: PF, data: bytes) -> None:
+        # cma_configfs default_roce_mode_store: exactly a GID type name, one optional newline
+        text = data.decode(errors="replace")
+        text = text[:-1] if text.endswith("\n") else text
+        if text not in ("RoCE v2", "IB/RoCE v1"):
+            raise KernelError(errno.EINVAL)
+        with self.k.lock:
+            pf.roce_mode = text
+            self.k.generation += 1
+
+    def _write_roce_tos(self, pf: PF, data: bytes) -> None:
+        # kstrtou8(buf, 0, &tos): decimal, 0x hex or 0 octal; > 255 is ERANGE
+        text = data.decode(errors="replace")
+        text = text[:-1] if text.endswith("\n") else text
+        try:
+            value = int(text, 0) if not (len(text) > 1 and text[0] == "0" and text[1] not in "xX") else int(text, 8)
+        except ValueError:
+            raise KernelError(errno.EINVAL) from None
+        if value < 0:
+            raise KernelError(errno.EINVAL)
+        if value > 255:
+            raise KernelError(errno.ERANGE)
+        with self.k.lock:
+            pf.roce_tos = value
+            self.k.generation += 1
+
+    def mkdir(self, path: str) -> None:
+        parent, _, name = path.rstrip("/").rpartition("/")
+        if parent != self.CONFIGFS or not isinstance(self.lookup(self.CONFIGFS), Dir):
+            raise KernelError(errno.EPERM)
+        with self.k.lock:
+            if name in self.k.configfs_groups:
+                raise KernelError(errno.EEXIST)
+            if name not in self.k.rdma_devices():
+                raise KernelError(errno.ENODEV)
+            self.k.configfs_groups.add(name)
+            self.k.generation += 1
+
+    def rmdir(self, path: str) -> None:
+        parent, _, name = path.rstrip("/").rpartition("/")
+        with self.k.lock:
+            if parent != self.CONFIGFS or name not in self.k.configfs_groups:
+                raise KernelError(errno.ENOENT if parent == self.CONFIGFS else errno.EPERM)
+            self.k.configfs_groups.discard(name)
+            self.k.generation += 1
 
     def readlink(self, path: str) -> str:
         e = self.lookup(path)
@@ -217,6 +298,11 @@ class Tree:
         self._file("/bus/pci/drivers_probe", None, write=lambda d: k.drivers_probe(d.decode()), mode=0o200)
         for mod in sorted(k.modules):
             self._file(f"/module/{mod}/initstate", "live")
+            if k.ofed and mod in OFED_MODULES:
+                # MODULE_VERSION makes version and srcversion (kernel/params.c); inbox mlx5 has none since 5.11
+                self._file(f"/module/{mod}/version", OFED_MODULE["version"])
+                self._file(f"/module/{mod}/srcversion", OFED_MODULE["srcversion"])
+        self._configfs()
         groups = _Groups()
         for slot in self._slots():
             self._slot(slot, groups)
@@ -437,9 +523,7 @@ class Tree:
         value = data.decode().strip()
         if value not in ("pcp", "dscp"):
             raise KernelError(errno.EINVAL)
-        with self.k.lock:
-            pf.trust = value
-            self.k.generation += 1
+        self.k.set_trust(pf, value)
 
     def _ecn(self, pf: PF, n: str) -> None:
         k = self.k

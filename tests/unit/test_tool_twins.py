@@ -311,3 +311,75 @@ def test_nmcli_vf_unmanaged_by_udev_rule(agent, tmp_path, monkeypatch, capsys):
     assert lines["enp59s0f0v0"] == "ethernet:unmanaged"
     assert lines["enp59s0f0v1"] == "ethernet:connected"
     assert lines["enp59s0f0np0"] == "ethernet:connected" and lines["lo"] == "loopback:unmanaged"
+
+
+# ----------------------------------------------------------------- iproute2 dcb
+def test_dcb_reads_parse_with_the_collections_parser_and_follow_mlx5(agent, capsys):
+    from plugins.module_utils import iproute_dcb
+    from simlab.tools import dcb
+    rc, out, _ = run(capsys, dcb, ["-N", "pfc", "show", "dev", PF])
+    assert rc == 0 and out == "pfc-cap 8 macsec-bypass off delay 7 \nprio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off \n"
+    rc, out, _ = run(capsys, dcb, ["-N", "app", "show", "dev", PF])
+    assert (rc, out) == (0, "")                               # PCP trust: an empty APP table prints nothing
+    assert iproute_dcb.qos_state(dcb.run(["-N", "pfc", "show", "dev", PF]), out)["trust"] == "pcp"
+    rc, _, _ = run(capsys, dcb, ["pfc", "set", "dev", PF, "prio-pfc", "all:off", "3:on"])
+    rc2, _, _ = run(capsys, dcb, ["app", "replace", "dev", PF, "dscp-prio", "26:3", "CS6:6"])
+    assert (rc, rc2) == (0, 0)
+    pf = agent.kernel.pfs[0]
+    assert pf.pfc == [0, 0, 0, 1, 0, 0, 0, 0] and pf.trust == "dscp" and pf.app_dscp == {26, 48}
+    rc, out, _ = run(capsys, dcb, ["app", "show", "dev", PF])
+    assert out == "dscp-prio AF31:3 CS6:6 \n"                   # rt_dsfield names without -N
+    q = iproute_dcb.qos_state(dcb.run(["-N", "pfc", "show", "dev", PF]), dcb.run(["-N", "app", "show", "dev", PF]))
+    assert q["trust"] == "dscp" and q["pfc_priorities"] == [3] and q["dscp_to_prio"][26] == 3
+    # mlx5's delapp: the DSCP maps to 0 again; the last entry gone is PCP trust again
+    rc, _, err = run(capsys, dcb, ["app", "del", "dev", PF, "dscp-prio", "26:5"])
+    assert (rc, err) == (1, "Attribute write: No such file or directory\n")
+    run(capsys, dcb, ["app", "flush", "dev", PF, "dscp-prio"])
+    assert pf.trust == "pcp" and pf.app_dscp == set() and pf.dscp2prio[26] == 0
+    # mlnx_qos --trust dscp: the driver registers every DSCP (mlx5e_dcbnl_dscp_app INIT)
+    agent.kernel.set_trust(pf, "dscp")
+    assert len(iproute_dcb.parse_app(dcb.run(["-N", "app", "show", "dev", PF]))["dscp_prio"]) == 64
+
+
+def test_dcb_errors_are_iproute2s(agent, capsys):
+    from plugins.module_utils import iproute_dcb
+    from simlab.tools import dcb
+    rc, _, err = run(capsys, dcb, ["apptrust", "show", "dev", PF])
+    assert (rc, err) == (1, "Attribute not found: Success\n")  # mlx5 has no apptrust ops
+    with pytest.raises(iproute_dcb.DcbUnsupported) as exc:
+        iproute_dcb.parse_apptrust(err)
+    assert exc.value.reason == "not-found"
+    rc, _, err = run(capsys, dcb, ["pfc", "show", "dev", "nosuch0"])
+    assert (rc, err) == (1, "Attribute read: No such device\n")
+    enable_vfs(agent)
+    rc, _, err = run(capsys, dcb, ["pfc", "show", "dev", hardware.nic_specs(agent.kernel.hw)[0].vf_netdev(0)])
+    assert (rc, err) == (1, "Attribute read: Operation not supported\n")
+    rc, _, err = run(capsys, dcb, ["app", "add", "dev", PF, "pcp-prio", "1:1"])
+    assert (rc, err) == (1, "Attribute write: Invalid argument\n")   # mlx5 takes DSCP entries only
+    rc, out, _ = run(capsys, dcb, ["ets", "show", "dev", PF])
+    assert iproute_dcb.parse_ets(out)["prio_tc"] == [1, 0, 2, 3, 4, 5, 6, 7]
+
+
+@pytest.mark.parametrize("driver,real", [
+    ("inbox", "modinfo-mlx5_core-inbox-debian12-6.1.0-31.txt"),
+    ("ofed", "modinfo-mlx5_core-mlnxofed-24.10-debian12.txt"),
+])
+def test_modinfo_twin_has_the_fields_of_the_real_output(tmp_path, monkeypatch, capsys, driver, real):
+    from pathlib import Path
+    from plugins.module_utils import driver_stack
+    from simlab.tools import modinfo
+    monkeypatch.setattr(boot, "LAB", tmp_path)
+    a = agent_mod.Agent(make_state(driver=driver))
+    monkeypatch.setattr(agentclient, "request", lambda req, sock_path=None, timeout=30: a.handle(req))
+    rc, out, _ = run(capsys, modinfo, ["mlx5_core"])
+    mine = driver_stack.parse_modinfo(out, "mlx5_core")
+    text = (Path(__file__).parent / "fixtures/driver_stack_real" / real).read_text().partition("# ---\n")[2]
+    theirs = driver_stack.parse_modinfo(text, "mlx5_core")
+    skip = {"parm", "sig_id", "signer", "sig_key", "sig_hashalgo", "signature"}
+    assert set(mine) == set(theirs) - skip
+    assert driver_stack.disk_stack(mine) == driver_stack.disk_stack(theirs)
+    assert [k for k in mine] == [k for k in theirs if k not in skip]      # kmod's order
+    sysfs_version = agent_mod.Tree(a.kernel).lookup("/module/mlx5_core/version")
+    assert (sysfs_version is not None) == (driver == "ofed")
+    rc, out, _ = run(capsys, modinfo, ["-s"], prog="ofed_info")
+    assert driver_stack.parse_ofed_info(out)["name"] == "OFED-internal"

@@ -133,6 +133,9 @@ def _layer_result(host, check, unit_enabled, persist, unit_name, chain, layer, f
                 + [d["text"] for d in all_chain if d.get("severity") == "warn"])
     evidence += [w for w in warnings if w not in evidence]
     if drift:
+        cmds = list(check.get("fix_commands") or [])
+        if cmds:
+            fix_host = "%s; it runs (%s): %s" % (fix_host, check.get("qos_tool") or "mlnx_qos", "; ".join(cmds))
         return result(layer, "fail", "%s %s" % (host, drift[0]), evidence, fix_host)
     if chain_diffs:
         first = chain_diffs[0]

@@ -145,7 +145,7 @@ options:
       qos_tool: {description: "As roce_qos' I(qos_tool).", type: str, choices: [auto, mlnx_qos, dcb], default: auto}
   stack:
     description:
-      - Tell which driver stack the node runs (layer 5): the inbox driver with upstream rdma-core, or NVIDIA's
+      - Tell which driver stack the node runs (layer 5), the inbox driver with upstream rdma-core or NVIDIA's
         DOCA-OFED / MLNX_OFED, from the loaded module (C(module/<name>/version), C(mlx_compat) loaded), the file
         modprobe would load (C(modinfo)) and C(ofed_info -s); returned in RV(stack), the options in
         RV(stack_options).
@@ -357,6 +357,10 @@ qos:
 qos_options:
   description: With I(qos), the options it was read with (defaults filled in, unset PF keys left out).
   returned: when I(qos) is given
+  type: dict
+stack_options:
+  description: With I(stack), the options it was read with (defaults filled in).
+  returned: when I(stack) is given
   type: dict
 runtime:
   description: With I(runtime), what M(gpufabric.stack.container_runtime_facts) returns as its C(runtime).

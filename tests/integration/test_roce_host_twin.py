@@ -1,8 +1,10 @@
 """Layer 8 (host RoCE QoS) and the cross-layer chain on a live twin rack:
 converge from the twin's defaults, idempotence, the values through the tools,
 the boot unit across a reboot, the doctor's verdicts for host-pfc-mismatch and
-a switch port without PFC, bad input, check mode; and the OFED driver's ECN
-sysfs on a rack of its own."""
+a switch port without PFC, bad input, check mode; and, on a rack with one
+node per driver stack (DOCA-OFED with mlnx-tools; inbox mlx5 with upstream
+tools only), layers 5 and 8 through each stack's tools, the OFED driver's ECN
+sysfs and the boot unit through dcb."""
 
 import json
 import time
@@ -74,16 +76,117 @@ def lab_up(tmp_path_factory, prefix, *args):
     return twin, play
 
 
-@pytest.fixture
-def ofed_rack(tmp_path_factory):
-    # function scope, first in the file: its lab is down before the 2-node rack comes up
-    twin, play = lab_up(tmp_path_factory, "ro", "--nodes", "1", "--switches", "1", "--driver", "ofed")
+STACKS = """
+- name: Layer 5 on the GPU nodes
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.rdma_drivers
+- name: Layer 7 on the leaves
+  hosts: leaf_switches
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.roce_switch
+- name: Layer 8 on the GPU nodes
+  hosts: gpu_workers
+  gather_facts: false
+  roles:
+    - role: gpufabric.stack.roce_host
+"""
+
+CHECK_5_8 = """
+- name: Layer 7 checks
+  hosts: leaf_switches
+  gather_facts: false
+  tasks:
+    - name: Check the switch
+      gpufabric.stack.doctor:
+      register: doctor_node
+- name: Layers 5 and 8
+  hosts: gpu_workers
+  gather_facts: false
+  tasks:
+    - name: Check the host
+      gpufabric.stack.doctor: {layers: [5, 8]}
+      register: layers
+    - name: Write the verdicts
+      ansible.builtin.copy:
+        content: "{{ layers.results | to_json }}"
+        dest: "{{ verdict_dir }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+      delegate_to: localhost
+"""
+
+
+def verdicts_5_8(twin, play):
+    out = play / "verdicts"
+    for f in out.iterdir():
+        f.unlink()
+    twin.playbook(str(play / "check58.yml"), "-e", f"verdict_dir={out}", check=True)
+    return dict((n, dict((r["layer"], r) for r in json.loads((out / f"{n}.json").read_text())))
+                for n in ("node01", "node02"))
+
+
+@pytest.fixture(scope="class")
+def stacks_rack(tmp_path_factory):
+    # class scope, first in the file: its lab is down before the 2-node rack comes up
+    twin, play = lab_up(tmp_path_factory, "ro", "--nodes", "2", "--switches", "1", "--driver", "ofed,upstream")
+    (play / "stacks.yml").write_text(STACKS)
+    (play / "check58.yml").write_text(CHECK_5_8)
     yield twin, play
     twin.down()
 
 
-def test_ofed_ecn_sysfs_is_set_and_kept_across_a_reboot(ofed_rack):
-    twin, play = ofed_rack
+@pytest.mark.layers(5)
+class TestOneNodePerStack:
+    def test_ofed_ecn_sysfs_is_set_and_kept_across_a_reboot(self, stacks_rack):
+        ofed_ecn(*stacks_rack)
+
+    def test_layers_5_and_8_converge_on_both_stacks_and_the_doctor_names_each_tools_fix(self, stacks_rack):
+        twin, play = stacks_rack
+        # node02 runs the inbox driver with upstream tools: no mlnx-tools, no ofed_info
+        assert twin.sh("node02", "command -v mlnx_qos cma_roce_mode ofed_info || true").stdout.strip() == ""
+        assert twin.sh("node01", "ofed_info -s").stdout.strip() == "OFED-internal-24.10-2.1.8.0:"
+        first = twin.playbook(str(play / "stacks.yml"))
+        assert all(recap(first.stdout)[n]["failed"] == 0 for n in ("node01", "node02", "leaf1")), first.stdout[-4000:]
+        again = twin.playbook(str(play / "stacks.yml"))
+        assert [recap(again.stdout)[n]["changed"] for n in ("node01", "node02", "leaf1")] == [0, 0, 0], \
+            again.stdout[-4000:]
+        # node02's QoS went through dcb and the RDMA-CM configfs
+        pfc = twin.sh("node02", "dcb -N pfc show dev enp59s0f0np0 prio-pfc").stdout
+        assert pfc == "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off \n"
+        assert twin.sh("node02", "dcb -N app show dev enp59s0f0np0").stdout == "dscp-prio 26:3 48:6 \n"
+        cfg = f"{SYSFS}/kernel/config/rdma_cm/rocep59s0f0/ports/1"
+        ofed = [twin.sh("node01", f"{tool} -d mlx5_0").stdout.strip() for tool in ("cma_roce_mode", "cma_roce_tos")]
+        assert twin.sh("node02", f"cat {cfg}/default_roce_mode {cfg}/default_roce_tos").stdout.split("\n")[:2] == ofed
+        assert ofed[0] == "RoCE v2"
+        v = verdicts_5_8(twin, play)
+        assert v["node01"][5]["status"] == "pass" and v["node01"][5]["reason"].endswith("; DOCA-OFED stack")
+        assert "stack: OFED mlx5_core 24.10-2.1.8 (ofed_info OFED-internal-24.10-2.1.8.0)" in v["node01"][5]["evidence"]
+        assert v["node02"][5]["status"] == "pass" and v["node02"][5]["reason"].endswith("; inbox stack")
+        assert [v[n][8]["status"] for n in ("node01", "node02")] == ["pass", "pass"], v
+        # a PFC mismatch on each: named at layer 8 with the fix through that node's tool
+        for node in ("node01", "node02"):
+            twin.fault(node, "host-pfc-mismatch")
+        v = verdicts_5_8(twin, play)
+        for node in ("node01", "node02"):
+            assert (v[node][8]["status"], v[node][8]["reason"]) == ("fail", f"{node} enp59s0f0np0 PFC {{4}} vs intent {{3}}")
+        assert v["node01"][8]["remediation"].endswith("it runs (mlnx_qos): mlnx_qos -i enp59s0f0np0 --pfc 0,0,0,1,0,0,0,0")
+        assert v["node02"][8]["remediation"].endswith(
+            "it runs (dcb): dcb pfc set dev enp59s0f0np0 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off")
+        fixed = twin.playbook(str(play / "host.yml"))
+        assert [recap(fixed.stdout)[n]["changed"] for n in ("node01", "node02")] == [1, 1], fixed.stdout[-3000:]
+        for node in ("node01", "node02"):
+            twin.fault(node, "clear")
+        # the boot unit puts dcb's settings back after a reboot
+        assert reboot(twin, "node02") == "active"
+        assert twin.sh("node02", "dcb -N pfc show dev enp59s0f0np0 prio-pfc").stdout == pfc
+        assert twin.sh("node02", "dcb -N app show dev enp59s0f0np0").stdout == "dscp-prio 26:3 48:6 \n"
+        v = verdicts_5_8(twin, play)
+        assert [v[n][8]["status"] for n in ("node01", "node02")] == ["pass", "pass"], v
+
+
+def ofed_ecn(twin, play):
     ecn = f"{SYSFS}/class/net/enp59s0f0np0/ecn"
     # ECN starts as the firmware has it (every priority); turn it off where RoCE runs
     assert twin.sh("node01", f"cat {ecn}/roce_np/enable/3").stdout.strip() == "1"

@@ -126,3 +126,26 @@ def test_the_twin_answers_the_sriov_sequence_as_the_kernel_does(vmlab, twin1):
     assert bound["py"] == "ok" and bound["vf0"]["driver"] == "vfio-pci" and bound["vf0"]["iommu_group"] == ["VF0"]
     print(json.dumps(real, indent=1), file=sys.stderr)
     print(f"with an IOMMU: {len(real)} steps equal ({time.monotonic() - t0:.0f}s in all)", file=sys.stderr)
+
+
+CONFIGFS_SEQUENCE = Path(__file__).with_name("configfs_sequence.py")
+
+
+@pytest.mark.layers(8)
+def test_the_twin_answers_the_rdma_cm_configfs_as_the_kernel_does(vmlab, twin1):
+    """Layer 8's upstream path writes the default RoCE mode and TOS through
+    the RDMA-CM configfs: the twin's is held to a real kernel's (the VM
+    node's Soft-RoCE device), errno by errno."""
+    dev = vmlab.sh("node01", "ls /sys/class/infiniband | head -n 1").stdout.strip()
+    assert dev, "node01 has no RDMA device"
+    real = json.loads(vmlab.sh(
+        "node01", f"modprobe rdma_cm && (mountpoint -q /sys/kernel/config || mount -t configfs configfs "
+                  f"/sys/kernel/config) && cat > /tmp/cfs.py && python3 /tmp/cfs.py /sys/kernel/config {dev}",
+        stdin=CONFIGFS_SEQUENCE.read_text()).stdout)
+    twin1.sh("node01", f"cat > /tmp/cfs.py <<'PYEOF'\n{CONFIGFS_SEQUENCE.read_text()}PYEOF")
+    twin = json.loads(twin1.sh("node01", "python3 /tmp/cfs.py /run/simlab/sys/kernel/config rocep59s0f0").stdout)
+    assert real["present"] and real["read"] == ["RoCE v2\n", "0\n"], real
+    assert real["mkdir a missing device"] == "ENODEV" and real["tos '300'"][0] == "ERANGE", real
+    for key in sorted(real):
+        assert twin.get(key) == real[key], f"{key}: twin {twin.get(key)!r} != kernel {real[key]!r}"
+    assert sorted(twin) == sorted(real)

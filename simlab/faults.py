@@ -6,7 +6,8 @@ Two kinds behave differently under ``clear``:
 * *Conditions* of the environment (a link down, an unreachable BMC or node, a
   board short of MMIO, a switch that rejects a command or drops SSH, NCCL
   falling back to sockets, a PF sharing its IOMMU group with its VFs, an
-  install rule that keeps vfio-pci from loading): ``clear`` removes them.
+  install rule that keeps vfio-pci from loading, DOCA-OFED's userspace left
+  over inbox modules): ``clear`` removes them.
 * *Misconfigurations* (SR-IOV or VT-d switched off in BIOS or firmware, a
   pending firmware change, the IOMMU flag gone from GRUB, the VF persistence
   unit disabled, NetworkManager let onto the VFs, PFC changed on a host or a
@@ -35,6 +36,7 @@ NODE_FAULTS = {
     "fw-pending-reboot": (4, "now"),
     "iommu-off": (3, "boot"),
     "driver-unbound": (5, "now"),
+    "ofed-userspace-over-inbox": (5, "now"),
     "numvfs-enomem": (3, "boot"),
     "vfs-lost-on-reboot": (6, "boot"),
     "networkmanager-grabs-vfs": (6, "now"),
@@ -131,6 +133,8 @@ def inject(lab: Lab, target: str, kind: str) -> str:
     node = name
     if kind == "vf-wrong-driver":
         _vf_back_to_kernel_driver(lab, node)
+    if kind == "ofed-userspace-over-inbox" and _agent(lab, node, {"op": "summary"}).get("ofed"):
+        raise FaultError(f"{node}: {kind} needs a node on the inbox driver; this one runs DOCA-OFED")
     faults = _node_faults(lab, node)
     faults[kind] = True
     _save_node_faults(lab, node, faults)
@@ -154,6 +158,12 @@ def inject(lab: Lab, target: str, kind: str) -> str:
         _sh(lab, node, f"echo {shlex.quote(bdf)} > /run/simlab/sys/bus/pci/drivers/mlx5_core/unbind")
     elif kind == "vfs-lost-on-reboot":
         _sh(lab, node, f"systemctl disable {PERSISTENCE_UNIT} >/dev/null 2>&1 || true")
+    elif kind == "ofed-userspace-over-inbox":
+        # DOCA-OFED's userspace (ofed_info) stays while its kernel modules are
+        # gone (a kernel upgrade without them): the inbox mlx5 is what loads
+        from .node.agent import OFED_TOOLS, TOOL_DIR, wrapper
+        for tool in OFED_TOOLS:
+            _sh(lab, node, f"cat > {TOOL_DIR}/{tool} <<'EOF'\n{wrapper(tool)}EOF\nchmod 0755 {TOOL_DIR}/{tool}")
     elif kind == "host-pfc-mismatch":
         summary = _agent(lab, node, {"op": "summary"})
         pf = summary["pfs"][0]
@@ -213,6 +223,9 @@ def clear(lab: Lab, what: str, name: str) -> str:
     _agent(lab, name, {"op": "reload_faults"})
     if faults.get("vfio-unloadable"):  # the collection writes no modprobe.d rule, so it removes none
         _sh(lab, name, f"rm -f {VFIO_RULE}")
+    if faults.get("ofed-userspace-over-inbox"):
+        from .node.agent import OFED_TOOLS, TOOL_DIR
+        _sh(lab, name, "rm -f " + " ".join(f"{TOOL_DIR}/{t}" for t in OFED_TOOLS))
     if faults.get("driver-unbound"):
         summary = _agent(lab, name, {"op": "summary"})
         for pf in summary["pfs"]:

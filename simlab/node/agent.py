@@ -308,22 +308,30 @@ class _Server(socketserver.ThreadingUnixStreamServer):
     daemon_threads = True
 
 
-def node_tools(hw: dict) -> list[str]:
-    """The tool twins of this node: its driver stack decides the vendor ones."""
+def node_tools(hw: dict, faults: dict | None = None) -> list[str]:
+    """The tool twins of this node: its driver stack decides the vendor ones
+    (the fault ofed-userspace-over-inbox leaves DOCA-OFED's ofed_info on an
+    inbox node)."""
+    ofed_userspace = hw.get("driver") == "ofed" or (faults or {}).get("ofed-userspace-over-inbox")
     return (TOOLS + (MLNX_TOOLS if hw.get("mlnx_tools", True) else [])
-            + (OFED_TOOLS if hw.get("driver") == "ofed" else []))
+            + (OFED_TOOLS if ofed_userspace else []))
 
 
-def install_tools(hw: dict) -> None:
+def wrapper(tool: str) -> str:
+    """The text of a tool twin's wrapper in TOOL_DIR."""
+    return ("#!/bin/sh\n# simlab tool twin (see docs/simlab.md)\n"
+            f"PYTHONPATH=/opt/simlab exec /usr/bin/python3 -m simlab.tools {tool} \"$@\"\n")
+
+
+def install_tools(hw: dict, faults: dict | None = None) -> None:
     TOOL_DIR.mkdir(parents=True, exist_ok=True)
-    wanted = node_tools(hw)
+    wanted = node_tools(hw, faults)
     for tool in MLNX_TOOLS + OFED_TOOLS:
         if tool not in wanted:
             (TOOL_DIR / tool).unlink(missing_ok=True)
     for tool in wanted:
         path = TOOL_DIR / tool
-        path.write_text("#!/bin/sh\n# simlab tool twin (see docs/simlab.md)\n"
-                        f"PYTHONPATH=/opt/simlab exec /usr/bin/python3 -m simlab.tools {tool} \"$@\"\n")
+        path.write_text(wrapper(tool))
         path.chmod(0o755)
 
 
@@ -349,7 +357,7 @@ def main() -> int:
     state = boot.boot()
     agent = Agent(state)
     agent.apply_boot_config()
-    install_tools(agent.kernel.hw)
+    install_tools(agent.kernel.hw, agent.kernel.faults)
     threading.Thread(target=publish_live, args=(agent, boot.LAB / "live.json"), daemon=True).start()
     try:
         SOCK.unlink()

@@ -185,6 +185,25 @@ class TestOneNodePerStack:
         v = verdicts_5_8(twin, play)
         assert [v[n][8]["status"] for n in ("node01", "node02")] == ["pass", "pass"], v
 
+    def test_ofed_userspace_over_inbox_modules_is_named_at_layer_5_by_the_doctor_and_the_role(self, stacks_rack):
+        twin, play = stacks_rack
+        refused = twin.simlab("fault", "node01", "ofed-userspace-over-inbox", check=False)
+        assert refused.returncode != 0 and "needs a node on the inbox driver" in refused.stderr
+        twin.fault("node02", "ofed-userspace-over-inbox")
+        try:
+            reason = ("OFED userspace (ofed_info: OFED-internal-24.10-2.1.8.0) over the inbox mlx5_core: "
+                      "its kernel modules are missing")
+            v = verdicts_5_8(twin, play)
+            assert (v["node02"][5]["status"], v["node02"][5]["reason"]) == ("fail", reason), v["node02"][5]
+            assert "dkms autoinstall -k" in v["node02"][5]["remediation"]
+            assert v["node01"][5]["status"] == "pass"
+            run = twin.playbook(str(play / "stacks.yml"), "--limit", "node02")
+            assert recap(run.stdout)["node02"]["failed"] == 1
+            assert f"node02: mlx5_core: {reason}. Fix: Install the DOCA-OFED kernel modules" in run.stdout
+        finally:
+            twin.fault("node02", "clear")
+        assert verdicts_5_8(twin, play)["node02"][5]["status"] == "pass"
+
 
 def ofed_ecn(twin, play):
     ecn = f"{SYSFS}/class/net/enp59s0f0np0/ecn"

@@ -149,3 +149,18 @@ def test_the_twin_answers_the_rdma_cm_configfs_as_the_kernel_does(vmlab, twin1):
     for key in sorted(real):
         assert twin.get(key) == real[key], f"{key}: twin {twin.get(key)!r} != kernel {real[key]!r}"
     assert sorted(twin) == sorted(real)
+
+
+@pytest.mark.layers(8)
+def test_real_dcb_on_igb_is_named_as_a_device_without_dcb(vmlab):
+    """The emulated 82576 has no dcbnl ops: real iproute2 answers `Attribute
+    read: Operation not supported`, which the dcb parser names as a device
+    without DCB (reason no-dcb), not as a parse error or a crash."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils import iproute_dcb
+    pf = vmlab.sh("node01", "ls /sys/bus/pci/devices/0000:01:00.0/net | head -n 1").stdout.strip()
+    proc = vmlab.sh("node01", f"dcb -N pfc show dev {pf}", check=False)
+    assert proc.returncode == 1 and proc.stdout == "", proc
+    assert proc.stderr == "Attribute read: Operation not supported\n", proc.stderr
+    with pytest.raises(iproute_dcb.DcbUnsupported) as exc:
+        iproute_dcb.parse_pfc(proc.stderr)
+    assert exc.value.reason == "no-dcb"

@@ -232,6 +232,59 @@ def _check_vf_settings(label, where, settings, link_type):
         raise SriovError("%s: %s: mtu %s is outside 68-9978" % (label, where, mtu))
 
 
+# the keys of a gpufabric_nics entry that the sriov_vf module takes
+MODULE_KEYS = ("num_vfs", "vf_mtu", "vf_defaults", "vfs", "vf_drivers")
+
+
+def module_pfs(entry):
+    """A gpufabric_nics entry as a ``pfs`` entry of the sriov_vf module (the
+    role and the doctor's layer 6 check build the module's plan from it)."""
+    if not isinstance(entry, dict):
+        raise SriovError("each NIC entry must be a mapping, got %r" % (entry,))
+    match = entry.get("match") or {}
+    keys = [k for k in ("name", "pci_address", "vendor_device") if match.get(k)]
+    if len(keys) != 1:
+        raise SriovError("'match' must have exactly one of name, pci_address, vendor_device; got %r" % (match,))
+    out = {keys[0]: match[keys[0]]}
+    for key in MODULE_KEYS:
+        if entry.get(key) is not None:
+            out[key] = entry[key]
+    return out
+
+
+def settings_drift(plan, current):
+    """What the module would change on VFs that exist, as the doctor names
+    it: for each (pf, desired) of :func:`build_plan` whose VF count is the
+    intended one, every per-VF setting that differs (:func:`vf_changes`, the
+    module's own comparison) and every VF MTU off the intent (``current``:
+    {pf netdev: {vf index: ip's vfinfo}}). Returns [text]."""
+    out = []
+    for pf, want in plan:
+        num = want["num_vfs"]
+        if not num or (pf["sriov"].get("numvfs") or 0) != num:
+            continue
+        label = pf["name"] or pf["pci_address"]
+        have = (current or {}).get(pf["name"]) or {}
+        sysfs_vfs = dict((v["index"], v) for v in pf.get("vfs") or [])
+        for idx in range(num):
+            desired = want["vfs"][idx]
+            cur = have.get(idx) or have.get(str(idx))
+            if cur is not None:
+                for key, value in sorted(vf_changes(cur, desired).items()):
+                    out.append("pf %s VF %d: %s %s vs intent %s" % (label, idx, key, _shown(cur.get(key)), _shown(value)))
+            mtu = desired.get("mtu", want["vf_mtu"]) if want["drivers"].get(idx) != PASSTHROUGH_DRIVER else None
+            info = sysfs_vfs.get(idx) or {}
+            if mtu is not None and info.get("netdev") and info.get("mtu") is not None and info["mtu"] != mtu:
+                out.append("pf %s VF %d: mtu %s vs intent %s" % (label, idx, info["mtu"], mtu))
+    return out
+
+
+def _shown(value):
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "none" if value is None else str(value)
+
+
 def build_plan(pfs, wanted):
     """Resolve the module's ``pfs`` entries against discovered PFs and check
     every value before anything changes.  Returns a list of
@@ -602,3 +655,67 @@ def carriers(addresses_by_dev, default_route_devs, masters, protected):
                 out[dev] = "is enslaved to %s, which %s" % (master, out[master])
                 changed = True
     return out
+
+
+# What a VF has when the kernel makes it, on every driver: trust off, link
+# state auto, no VLAN; the boot script sends those only when they differ
+# (igb has no link-state setting at all: EOPNOTSUPP). Spoof checking starts
+# on with some drivers and off with others, so it is always sent.
+NEW_VF = {"trust": False, "link_state": "auto", "vlan": 0, "qos": 0, "max_tx_rate": 0, "min_tx_rate": 0}
+
+
+def boot_settings(vf):
+    """The per-VF settings the boot script sends for one VF of the module's
+    result: every setting the module applies, less what a new VF already has."""
+    out = {}
+    for key in VF_KEYS:
+        value = vf.get(key)
+        if key == "mtu" or value is None or value == "":
+            continue
+        if key in NEW_VF and value == NEW_VF[key] and key != "spoofchk":
+            continue
+        out[key] = value
+    return out
+
+
+def boot_lines(pf, sysfs="$SYSFS"):
+    """Shell lines that recreate one PF's VF layout at boot, from the module's
+    result for it (``pci_address``, ``num_vfs``, ``vfs``: index, pci_address,
+    the per-VF settings, ``mtu``, ``driver``): the VF count (0, then N), the
+    per-VF settings through the PF (:func:`ip_args`, as the module sends them),
+    the VF MTUs on their netdevs, and the VFs meant for VMs moved to vfio-pci
+    with :func:`bind_steps`' writes.  The script defines ``set_numvfs``,
+    ``wait_vfs``, ``netdev_of``, ``driver_of`` and ``fail`` and sets ``$PF``
+    per PF (roles/sriov_vfs/templates/sriov-vfs.sh.j2)."""
+    pci, num = pf["pci_address"], int(pf["num_vfs"])
+    lines = ["set_numvfs %s %d" % (pci, num)]
+    if not num:
+        return lines
+    lines += ["wait_vfs %s %d" % (pci, num), "PF=$(netdev_of %s)" % pci]
+    fs = sysfs_nic.Sysfs(sysfs)
+    moves = []
+    for vf in sorted(pf["vfs"], key=lambda v: v["index"]):
+        idx = vf["index"]
+        args = ip_args('"$PF"', idx, boot_settings(vf))
+        lines.append('ip %s || fail "%s ($PF) VF %d: ip link set failed"' % (" ".join(args), pci, idx))
+        if vf.get("mtu") and vf.get("driver") != PASSTHROUGH_DRIVER:
+            lines.append('echo %d > "%s/class/net/$(netdev_of %s)/mtu"' % (int(vf["mtu"]), sysfs, vf["pci_address"]))
+        if vf.get("driver") == PASSTHROUGH_DRIVER:
+            moves.append(vf)
+    if moves:
+        lines.append('[ -d "%s" ] || modprobe %s || fail "%s: %s cannot be loaded"'
+                     % (fs.p("bus", "pci", "drivers", PASSTHROUGH_DRIVER), PASSTHROUGH_DRIVER, pci,
+                        PASSTHROUGH_DRIVER))
+    for vf in moves:
+        steps = []
+        for path, value in bind_steps(fs, vf["pci_address"], "bound at creation", PASSTHROUGH_DRIVER):
+            if path.endswith("/driver/unbind"):
+                steps.append('if [ -e "%s" ]; then echo %s > "%s"; fi' % (path[:-len("/unbind")], value, path))
+            else:
+                steps.append('echo %s > "%s"' % (value, path))
+        lines.append('if [ "$(driver_of %s)" != %s ]; then' % (vf["pci_address"], PASSTHROUGH_DRIVER))
+        lines += ["  " + step for step in steps]
+        lines.append("fi")
+    lines.append('log "%s ($PF): %d VFs"' % (pci, num))
+    return lines
+

@@ -96,6 +96,13 @@ options:
         every reading, so the layer that writes a file there can leave the write out when it would change nothing.
     type: path
     default: /etc/modules-load.d
+  vf_settings:
+    description:
+      - Read every PF's VF settings (MAC, VLAN, QoS, spoof checking, trust, link state, GUIDs, rates) as its driver
+        reports them, C(ip -j link show dev <pf>), into RV(vf_settings); the doctor's layer 6 check compares them
+        with the sriov_vf module's own plan.
+    type: bool
+    default: false
   firmware:
     description:
       - Run the firmware queries of M(gpufabric.stack.mlx_config) (C(mstflint -d <pci> q) and C(mstconfig -d <pci> -e q))
@@ -358,6 +365,14 @@ qos_options:
   description: With I(qos), the options it was read with (defaults filled in, unset PF keys left out).
   returned: when I(qos) is given
   type: dict
+vf_settings:
+  description:
+    - With I(vf_settings), per PF netdev with VFs, its VFs by index (as a string) with their settings as
+      C(ip -j link show) reports them; C({failed, msg}) when ip failed.
+  returned: when vf_settings is true
+  type: dict
+  sample: {enp59s0f0np0: {"0": {vf: 0, mac: "02:00:00:00:00:10", vlan: 0, qos: 0, spoofchk: true, trust: false,
+                                link_state: auto}}}
 stack_options:
   description: With I(stack), the options it was read with (defaults filled in).
   returned: when I(stack) is given
@@ -385,7 +400,8 @@ proc_root:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.stack.plugins.module_utils import (boot_state, driver_stack, host_files,
-                                                                      mlx_config, roce_qos_host, runtime_facts, sriov, sysfs_nic)
+                                                                      mlx_config, rdma_tools, roce_qos_host,
+                                                                      runtime_facts, sriov, sysfs_nic)
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos import RoceQosError
 
 
@@ -402,6 +418,27 @@ def read_firmware(module, nics, options):
     return out
 
 
+def read_vf_settings(module, nics):
+    """Per PF with VFs, its VFs' settings as the PF's driver reports them
+    (``ip -j link show dev <pf>``'s vfinfo_list, what sriov_vf compares)."""
+    ip = module.get_bin_path("ip")
+    out = {}
+    for nic in nics:
+        if not nic.get("name") or not ((nic.get("sriov") or {}).get("numvfs") or 0):
+            continue
+        if not ip:
+            return {"failed": True, "msg": "ip (iproute2) not found"}
+        rc, stdout, err = module.run_command([ip, "-j", "link", "show", "dev", nic["name"]],
+                                             environ_update={"LC_ALL": "C"})
+        if rc != 0:
+            return {"failed": True, "msg": "ip -j link show dev %s failed: %s" % (nic["name"], err.strip())}
+        try:
+            out[nic["name"]] = dict((str(v["vf"]), v) for v in rdma_tools.parse_ip_json_vfinfo(stdout))
+        except ValueError as exc:
+            return {"failed": True, "msg": "%s: %s" % (nic["name"], exc)}
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -413,6 +450,7 @@ def main():
             contents=dict(type="list", elements="path", default=[]),
             modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
             probe_modules=dict(type="list", elements="str", default=[]),
+            vf_settings=dict(type="bool", default=False),
             firmware=dict(type="dict", options=dict(
                 match=dict(type="list", elements="dict", required=True),
                 tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
@@ -473,6 +511,8 @@ def main():
                 rc, out, err = 127, "", "modprobe (kmod) not found"
             extra["module_probe"][name] = {"rc": rc, "stdout": out, "stderr": err,
                                            "problem": sriov.modprobe_problem(name, rc, out, err) or ""}
+    if module.params["vf_settings"]:
+        extra["vf_settings"] = read_vf_settings(module, nics)
     if module.params["firmware"] is not None:
         extra["firmware"] = read_firmware(module, nics, module.params["firmware"])
     qos = module.params["qos"]

@@ -172,7 +172,10 @@ passthrough:
             vf_index: 2, driver: vfio-pci, iommu_group: "17", iommu_group_devices: ["0000:01:10.4"], numa_node: 0,
             mac: "02:00:00:00:01:02", vlan: 0, gpus: []}]
 pfs:
-  description: Per PF, the VF count before and after and the VFs with their settings.
+  description:
+    - Per PF, the VF count before and after and the VFs with their settings.
+    - C(boot_lines), the shell lines of the boot script that recreate this PF's layout (the role's
+      C(sriov-vfs.sh) wraps them), built from the same steps as the run.
   returned: always
   type: list
   elements: dict
@@ -355,8 +358,16 @@ def run(module, backend):
             vf_results.append(vf_result)
         before[label]["vfs"] = vf_before
         after[label]["vfs"] = vf_after
-        results.append(dict(name=pf["name"], pci_address=pf["pci_address"], vendor_device=pf["vendor_device"],
-                            num_vfs_before=pf["sriov"]["numvfs"] or 0, num_vfs=num, vfs=vf_results))
+        # VFs not made yet (check mode) get the addresses the kernel will give them
+        addresses = sriov.vf_addresses(pf, num) or []
+        for vf_result in vf_results:
+            if not vf_result.get("pci_address") and vf_result["index"] < len(addresses):
+                vf_result["pci_address"] = addresses[vf_result["index"]]
+        pf_result = dict(name=pf["name"], pci_address=pf["pci_address"], vendor_device=pf["vendor_device"],
+                         num_vfs_before=pf["sriov"]["numvfs"] or 0, num_vfs=num, vfs=vf_results)
+        # the boot script's lines for this PF, from the same steps as above
+        pf_result["boot_lines"] = sriov.boot_lines(pf_result)
+        results.append(pf_result)
     # 4. VF drivers: every move checked first (isolation, what the host
     # cannot lose), then made, VF by VF, in the kernel's order.
     changed |= vfio.bind(commands)

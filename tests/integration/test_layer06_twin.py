@@ -133,14 +133,20 @@ def test_doctor_names_vfs_lost_on_reboot_only_on_that_node_and_site_repairs(twin
     assert green_through(twin.report()["node02"], 6), twin.report()["node02"]
 
 
-def test_doctor_names_wrong_count(twin):
+def test_doctor_names_a_wrong_count_and_a_vf_setting_changed_by_hand(twin):
     twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
     twin.sh("node01", f"echo 0 > {PF0}/sriov_numvfs; echo 4 > {PF0}/sriov_numvfs")
+    # the doctor compares the VFs' netlink settings with the sriov_vf module's own plan
+    twin.sh("node02", "ip link set dev enp59s0f0np0 vf 1 spoofchk off")
     twin.playbook("playbooks/validate.yml")
     v = twin.report()["node01"]["verdict"]
     assert v["layer"] == 6 and v["reason"] == "pf enp59s0f0np0: 4 VFs, inventory wants 8"
-    assert green_through(twin.report()["node02"], 6), twin.report()["node02"]
+    v = twin.report()["node02"]["verdict"]
+    assert (v["layer"], v["reason"]) == (6, "pf enp59s0f0np0 VF 1: spoofchk off vs intent on"), v
+    assert green_through(twin.report()["node02"], 5), twin.report()["node02"]
     twin.playbook("playbooks/site.yml", "--tags", "layer06", check=True)
+    twin.playbook("playbooks/validate.yml", check=True)
+    assert green_through(twin.report()["node02"], 6), twin.report()["node02"]
 
 
 @pytest.mark.parametrize("mutate, words", [

@@ -88,11 +88,35 @@ def vm_host(tmp_path):
             "nic_firmware_vendor": "8086"}
 
 
+# The PF's netlink answer for the sysfs tree above (the tree is not this
+# machine's, so its netdev is not either): igb's VFs as `ip -j link show dev`
+# prints them (../shared/reference/host-interfaces.md), spoof checking on.
+IGB_VFS = [{"ifname": "enp1s0", "vfinfo_list": [
+    {"vf": i, "link_type": "ether", "address": "00:00:00:00:00:00", "broadcast": "ff:ff:ff:ff:ff:ff",
+     "vlan_list": [{"vlan": 0}], "rate": {"max_tx": 0, "min_tx": 0}, "spoofchk": True, "link_state": "auto",
+     "trust": False, "query_rss_en": False} for i in range(7)]}]
+
+
+def ip_of_the_tree(tmp_path):
+    """A directory with an `ip` that answers `ip -j link show dev enp1s0` for
+    the tree and hands everything else to the real ip."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "IGB_VFS.json").write_text(json.dumps(IGB_VFS))
+    (bin_dir / "ip").write_text(
+        "#!/bin/sh\n"
+        'if [ "$*" = "-j link show dev enp1s0" ]; then cat "%s"; exit 0; fi\n'
+        'exec /usr/sbin/ip "$@"\n' % (bin_dir / "IGB_VFS.json"))
+    (bin_dir / "ip").chmod(0o755)
+    return str(bin_dir)
+
+
 def test_layers_4_and_8_do_not_apply_to_an_igb_node_and_5_and_6_select_it(tmp_path):
     (tmp_path / "hosts.json").write_text(json.dumps({"nodes": {"hosts": {"vm01": vm_host(tmp_path)}}}))
     (tmp_path / "play.yml").write_text(PLAY)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
-               ANSIBLE_NOCOLOR="1", PYTHONPATH=str(REPO))
+               ANSIBLE_NOCOLOR="1", PYTHONPATH=str(REPO),
+               PATH=ip_of_the_tree(tmp_path) + os.pathsep + os.environ.get("PATH", ""))
     proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")),
                            "-i", str(tmp_path / "hosts.json"), str(tmp_path / "play.yml"),
                            "-e", "ansible_python_interpreter=%s" % sys.executable,

@@ -185,3 +185,47 @@ def test_every_layer_selects_the_pfs_of_gpufabric_nics_by_one_rule():
         assert [p["pci_address"] for p in nccl_validate.select_pfs(pfs, nics)] == want
         v = sriov_vfs_check.check_sriov_vfs(pfs, nics, unit_enabled=True, udev_rule_present=True)
         assert v["reason"].startswith("no PF matches") != bool(want)
+
+
+def test_the_doctor_judges_vf_settings_with_the_modules_own_plan(tmp_path):
+    """Layer 6's check builds the sriov_vf module's plan (build_plan from
+    module_pfs) and compares each VF's netlink settings with vf_changes, as
+    the module does before it sends ip commands: what the module would change
+    fails the layer, naming PF, VF, setting, found and intended values."""
+    k, t, clock = make()
+    t.write("/bus/pci/devices/0000:3b:00.0/sriov_numvfs", b"2")
+    clock.t += 1
+    pfs, _root = discover(t, tmp_path)
+    nics = [{"match": {"name": "enp59s0f0np0"}, "num_vfs": 2, "vf_mtu": 1500,
+             "vfs": [{"index": 0, "mac": "02:00:00:00:00:10", "vlan": 100}]}]
+    pf = pfs[0]
+
+    def ip(vf0=None):
+        vfs = {0: {"vf": 0, "mac": "02:00:00:00:00:10", "vlan": 100, "qos": 0, "spoofchk": True, "trust": False,
+                   "link_state": "auto", "max_tx_rate": 0, "min_tx_rate": 0},
+               1: {"vf": 1, "mac": "00:00:00:00:00:00", "vlan": 0, "qos": 0, "spoofchk": True, "trust": False,
+                   "link_state": "auto", "max_tx_rate": 0, "min_tx_rate": 0}}
+        vfs[0].update(vf0 or {})
+        return {"enp59s0f0np0": dict((str(i), v) for i, v in vfs.items())}
+
+    def run(settings):
+        return sriov_vfs_check.check_sriov_vfs([pf], nics, unit_enabled=True, udev_rule_present=True,
+                                               vf_settings=settings)
+    for vf in pf["vfs"]:
+        vf["mtu"] = 1500
+    assert run(ip())["status"] == "pass"
+    res = run(ip({"mac": "02:00:00:00:00:99", "spoofchk": False, "vlan": 0}))
+    assert (res["status"], res["reason"]) == ("fail", "pf enp59s0f0np0 VF 0: mac 02:00:00:00:00:99 vs intent "
+                                                      "02:00:00:00:00:10")
+    assert "pf enp59s0f0np0 VF 0: spoofchk off vs intent on" in res["evidence"]
+    assert "pf enp59s0f0np0 VF 0: vlan 0 vs intent 100" in res["evidence"]
+    assert res["remediation"].startswith("run site.yml --tags layer06 on this host")
+    # the module's comparison, not a second one: its changes are the doctor's lines
+    plan = sriov.build_plan([pf], [sriov.module_pfs(nics[0])])
+    cur = {"mac": "02:00:00:00:00:99", "spoofchk": False, "vlan": 0}
+    assert sorted(sriov.vf_changes(dict(ip()["enp59s0f0np0"]["0"], **cur), plan[0][1]["vfs"][0])) == [
+        "mac", "spoofchk", "vlan"]
+    pf["vfs"][1]["mtu"] = 9000
+    assert run(ip())["reason"] == "pf enp59s0f0np0 VF 1: mtu 9000 vs intent 1500"
+    assert run({"failed": True, "msg": "ip -j link show dev enp59s0f0np0 failed: x"})["reason"] == (
+        "the VF settings cannot be read: ip -j link show dev enp59s0f0np0 failed: x")

@@ -26,7 +26,7 @@ def _passthrough(nics):
 
 
 def reads(intent, host):
-    return {"nic_facts": {"sysfs_root": intent["sriov_vfs_sysfs_root"],
+    return {"nic_facts": {"sysfs_root": intent["sriov_vfs_sysfs_root"], "vf_settings": True,
                           "units": [intent["sriov_vfs_unit_name"] + ".service"],
                           "files": [intent["sriov_vfs_udev_rule_path"]],
                           "probe_modules": [sriov.PASSTHROUGH_DRIVER] if _passthrough(intent.get("sriov_vfs_nics"))
@@ -41,15 +41,20 @@ def check(reading, intent, host):
                            bool((facts.get("files") or {}).get(intent["sriov_vfs_udev_rule_path"])),
                            bool(intent.get("sriov_vfs_persist", True)), bool(intent.get("sriov_vfs_nm_unmanaged", True)),
                            module_probe=facts.get("module_probe") or {}, iommu_active=facts.get("iommu_active"),
-                           unit_failed=(facts.get("units_active") or {}).get(unit) == "failed")
+                           unit_failed=(facts.get("units_active") or {}).get(unit) == "failed",
+                           vf_settings=facts.get("vf_settings"), unit=unit)
 
 
 def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm_unmanaged=True,
-                    uptime_seconds=None, module_probe=None, iommu_active=None, unit_failed=False):
+                    uptime_seconds=None, module_probe=None, iommu_active=None, unit_failed=False,
+                    vf_settings=None, unit="gpufabric-sriov.service"):
     """Layer 6: VF counts and netdevs as the inventory wants, persistence and
     NetworkManager exclusion in place, trust off where tenants share a NIC;
     VFs meant for VMs on vfio-pci, each alone in its IOMMU group, and vfio-pci
-    loadable at the next boot (``module_probe``: nic_facts' modprobe -D)."""
+    loadable at the next boot (``module_probe``: nic_facts' modprobe -D).
+    ``vf_settings`` (nic_facts': each PF's VFs as ip reports them) is judged
+    with the sriov_vf module's own plan (sriov.build_plan, settings_drift):
+    what the module would change is what fails here."""
     evidence, warnings = [], []
     missing_after_reboot = []
     passthrough = False
@@ -97,12 +102,12 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
         names = ", ".join(missing_after_reboot)
         if persist and not unit_enabled:
             return result(6, "fail", "VFs missing after reboot: persistence unit not enabled (pf %s)" % names,
-                          evidence + ["gpufabric-sriov.service is not enabled"],
+                          evidence + ["%s is not enabled" % unit],
                           "run site.yml --tags layer06 (installs and enables the unit), or "
-                          "systemctl enable gpufabric-sriov.service && reboot")
+                          "systemctl enable %s && reboot" % unit)
         if persist:
             return result(6, "fail", "VFs missing on pf %s although the persistence unit is enabled" % names,
-                          evidence, "journalctl -b -u gpufabric-sriov.service shows why the boot script failed")
+                          evidence, "journalctl -b -u %s shows why the boot script failed" % unit)
         return result(6, "fail", "pf %s: no VFs, inventory wants some" % names, evidence,
                       "run site.yml --tags layer06")
     if passthrough:
@@ -112,13 +117,27 @@ def check_sriov_vfs(pfs, nics, unit_enabled, udev_rule_present, persist=True, nm
                           "driver at the next boot: %s" % problem, evidence + [problem],
                           "remove the install or blacklist rule for vfio-pci from /etc/modprobe.d, or install the "
                           "kernel's vfio-pci module (linux-image of the running kernel)")
+    if vf_settings and vf_settings.get("failed"):
+        return result(6, "fail", "the VF settings cannot be read: %s" % vf_settings.get("msg"), evidence,
+                      "check that iproute2's ip answers on this host")
+    if vf_settings is not None:
+        try:
+            plan = sriov.build_plan(pfs, [sriov.module_pfs(e) for e in nics])
+        except sriov.SriovError as exc:
+            return result(6, "fail", "gpufabric_nics: %s" % exc, evidence, "fix gpufabric_nics for this host")
+        drift = sriov.settings_drift(plan, dict((name, dict((int(k), v) for k, v in vfs.items()))
+                                                for name, vfs in vf_settings.items()))
+        if drift:
+            return result(6, "fail", drift[0], evidence + drift,
+                          "run site.yml --tags layer06 on this host (sets them as the inventory has them); "
+                          "--check --diff shows the ip commands")
     if persist and not unit_enabled:
         return result(6, "fail", "VFs present but will be lost on reboot: persistence unit not enabled",
                       evidence, "run site.yml --tags layer06")
     if persist and unit_failed:
-        return result(6, "fail", "the VF boot unit gpufabric-sriov.service failed at this boot, so the VFs may lack "
-                      "settings the layout wants", evidence + ["gpufabric-sriov.service: ActiveState failed"],
-                      "journalctl -b -u gpufabric-sriov.service shows the failing step; run site.yml --tags layer06")
+        return result(6, "fail", "the VF boot unit %s failed at this boot, so the VFs may lack "
+                      "settings the layout wants" % unit, evidence + ["%s: ActiveState failed" % unit],
+                      "journalctl -b -u %s shows the failing step; run site.yml --tags layer06" % unit)
     if nm_unmanaged and not udev_rule_present:
         return result(6, "fail", "NetworkManager may manage the VFs: the NM_UNMANAGED udev rule is missing",
                       evidence, "run site.yml --tags layer06 (installs the rule)")

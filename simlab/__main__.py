@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from .nos import DESCRIPTIONS, NOS
 from . import faults, image, lab
 
 
@@ -48,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--preset", choices=["ready", "factory"],
                        help="ready: BIOS, firmware and GRUB already set up for SR-IOV; factory: all off "
                             "(default: ready twin, factory vm)")
-        p.add_argument("--nos", help="comma-separated NOS per switch: onyx, nvue, eos, nxos, sonic-dell (Dell Enterprise "
-                                      "SONiC), sonic-community (community SONiC); default cycles through them")
+        p.add_argument("--nos", help="comma-separated NOS per switch: " + ", ".join(
+            f"{n} ({DESCRIPTIONS[n]})" for n in NOS) + "; default cycles through them")
 
     for name, helptext in (("down", "remove a twin rack"), ("status", "show a twin rack")):
         p = sub.add_parser(name, help=helptext)

@@ -28,10 +28,11 @@ from pathlib import Path
 
 from . import image, podman
 from .node import hardware
+from .nos import NOS, port_name
 
 REPO = Path(__file__).resolve().parents[1]
 HOME = Path(os.environ.get("SIMLAB_HOME", Path.home() / ".local/share/simlab"))
-NOS_KINDS = ["onyx", "nvue", "eos", "nxos", "sonic-dell", "sonic-community"]
+NOS_KINDS = list(NOS)
 SWITCH_PORTS = 32
 
 
@@ -60,9 +61,8 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
-def switch_port_name(nos: str, i: int) -> str:
-    return {"onyx": f"ethernet 1/{i}", "nvue": f"swp{i}", "eos": f"Ethernet{i}",
-            "nxos": f"Ethernet1/{i}", "sonic-dell": f"Eth1/{i}", "sonic-community": f"Ethernet{4 * (i - 1)}"}[nos]
+def switch_port_name(kind: str, i: int) -> str:
+    return port_name(kind, i)
 
 
 def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7", driver: str | list[str] = "inbox",

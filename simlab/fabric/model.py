@@ -115,9 +115,6 @@ def _mtu_efficiency(mtu: int) -> float:
 # switch state, read without the SSH server's dependencies
 # --------------------------------------------------------------------------
 
-_MODEL_CLASSES = {"onyx": ("onyx", "OnyxModel"), "nvue": ("nvue", "NvueModel"), "eos": ("eos", "EosModel"),
-                  "nxos": ("nxos", "NxosModel"), "sonic-dell": ("dell_sonic", "DellSonicModel"),
-                  "sonic-community": ("sonic_community", "CommunitySonicModel")}
 _PKG = "_simlab_fabric_switch_models"
 
 
@@ -130,8 +127,7 @@ def _switch_class(nos: str):
         mod = importlib.util.module_from_spec(spec)
         sys.modules[_PKG] = mod
         spec.loader.exec_module(mod)
-    modname, cls = _MODEL_CLASSES[nos]
-    return getattr(importlib.import_module(f"{_PKG}.{modname}"), cls)
+    return sys.modules[_PKG].by_nos()[nos]
 
 
 def load_port_views(switch_dir: Path, ports_by_switch: dict[str, list[str]]) -> dict:

@@ -18,16 +18,10 @@ from pathlib import Path
 
 import paramiko
 
+from .models import by_nos
 from .models.base import SwitchModel
-from .models.eos import EosModel
-from .models.nvue import NvueModel
-from .models.nxos import NxosModel
-from .models.onyx import OnyxModel
-from .models.dell_sonic import DellSonicModel
-from .models.sonic_community import CommunitySonicModel
 
-MODELS = {"onyx": OnyxModel, "nvue": NvueModel, "eos": EosModel, "nxos": NxosModel, "sonic-dell": DellSonicModel,
-          "sonic-community": CommunitySonicModel}
+MODELS = by_nos()
 FAULT_KINDS = ("switch-pfc-off", "switch-mtu-low", "switch-rejects-command",
                "switch-ssh-drops-mid-push", "switch-watchdog-off", "switch-global-pfc-off", "clear")
 

@@ -29,6 +29,8 @@ class Driver:
     end_word = "end"  # what leaves configuration mode after a push ("" where the push runs in a shell)
     sudo = False  # netmiko's config mode is 'sudo -s', which asks for the login password
     save_command = ""  # the configuration command that saves, where netmiko's save_config does not
+    save_exec = ""  # the exec-mode command that saves (NVUE: nv config save), where neither does
+    enable = False  # enter privileged (enable) mode after login
     switch = "switch"  # the switch's name in messages (get_driver sets it)
 
     # -- lines a parser must understand ------------------------------------------

@@ -40,6 +40,7 @@ def _thr(n):
 
 class EosDriver(Driver):
     nos = "eos"
+    enable = True
     label = "Arista EOS"
     device_type = "arista_eos"
     min_mtu, max_mtu, default_mtu = 68, 9214, 1500

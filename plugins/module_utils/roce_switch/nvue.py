@@ -45,6 +45,7 @@ def _ints(text, lo, hi):
 
 class NvueDriver(Driver):
     nos = "nvue"
+    save_exec = "nv config save"
     label = "Cumulus NVUE"
     device_type = "cumulus_linux"
     min_mtu, max_mtu, default_mtu = 552, 9216, 9216

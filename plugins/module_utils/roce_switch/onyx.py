@@ -32,6 +32,7 @@ ROCE_ECN_KB = (150, 1500)
 
 class OnyxDriver(Driver):
     nos = "onyx"
+    enable = True
     label = "Onyx"
     device_type = "mellanox_mlnxos"
     min_mtu, max_mtu, default_mtu = 1500, 9216, 1500

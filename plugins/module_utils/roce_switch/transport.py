@@ -59,7 +59,7 @@ class Switch:
         try:
             self.conn = ConnectHandler(session_log=self.log, **self.params)
             fail_fast_on_close(self.conn)
-            if self.driver.nos in ("onyx", "eos"):
+            if self.driver.enable:
                 self.conn.enable()
         except Exception as e:
             self.conn = None
@@ -197,8 +197,8 @@ class Switch:
             self.config(self.driver.drop_checkpoint_commands(CHECKPOINT))
 
     def save(self):
-        if self.driver.nos == "nvue":
-            return self.conn.send_command("nv config save", read_timeout=max(self.timeout, 60))
+        if self.driver.save_exec:
+            return self.conn.send_command(self.driver.save_exec, read_timeout=max(self.timeout, 60))
         if self.driver.save_command:
             return self.config([self.driver.save_command])
         return self.conn.save_config()

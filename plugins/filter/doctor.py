@@ -16,11 +16,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-def kernel_iov_unassigned(nics, nic_vendor="15b3"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel
-    return kernel.kernel_iov_unassigned(nics, nic_vendor)
-
-
 def doctor_layers(group=None, scope=None, numbers=None):
     from ansible_collections.gpufabric.stack.plugins.module_utils import layers
     return layers.entries(layers.select(group, scope, numbers))
@@ -75,7 +70,7 @@ def doctor_use_color(value=None):
 
 class FilterModule(object):
     def filters(self):
-        return {"kernel_iov_unassigned": kernel_iov_unassigned, "doctor_layers": doctor_layers,
+        return {"doctor_layers": doctor_layers,
                 "doctor_failed": doctor_failed,
                 "doctor_layer_results": doctor_layer_results, "doctor_verdict": doctor_verdict,
                 "doctor_table": doctor_table, "doctor_json": doctor_json, "doctor_junit": doctor_junit, "doctor_html": doctor_html,

@@ -1,9 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters behind playbooks/rollout.yml, playbooks/report-merge.yml and
-roles/node_maintenance (module_utils/rollout.py and
-module_utils/node_maintenance.py). Each filter is documented in
+"""Filters behind playbooks/rollout.yml and playbooks/report-merge.yml
+(module_utils/rollout.py). Each filter is documented in
 plugins/filter/<name>.yml.
 
 Each filter imports its module_utils when it is called: Ansible imports every
@@ -26,8 +25,8 @@ def _wrap(func):
         try:
             return func(*args, **kwargs)
         except ValueError as exc:
-            from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance, rollout
-            if isinstance(exc, (rollout.RolloutError, node_maintenance.MaintenanceError)):
+            from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+            if isinstance(exc, rollout.RolloutError):
                 raise AnsibleFilterError(str(exc))
             raise
     return inner
@@ -58,25 +57,8 @@ def rollout_signals(facts, paths):
     return rollout.signals(facts, paths)
 
 
-def node_maintenance_decision(node, objects=None, node_name=None, annotation=None, join_maintenance=True):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
-    return node_maintenance.decide(node or None, objects, node_name, annotation or node_maintenance.ROLLOUT_ANNOTATION,
-                                   join_maintenance)
 
 
-def node_maintenance_drain_outcome(result):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
-    return node_maintenance.drain_outcome(result)
-
-
-def node_maintenance_twin_state(state, op, name, annotation=None, rollout_id=""):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
-    return node_maintenance.twin_apply(state, op, name, annotation or node_maintenance.ROLLOUT_ANNOTATION, rollout_id)
-
-
-def node_maintenance_twin_drain(state, name, disable_eviction=False):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
-    return node_maintenance.twin_drain_result(state, name, disable_eviction)
 
 
 def report_merge(fragments):
@@ -98,5 +80,4 @@ class FilterModule(object):
     def filters(self):
         return dict((f.__name__, _wrap(f)) for f in (
             rollout_plan, rollout_default_serial, rollout_batch_of, rollout_layers, rollout_signals,
-            node_maintenance_decision, node_maintenance_drain_outcome, node_maintenance_twin_state,
-            node_maintenance_twin_drain, report_merge, report_merge_record, rollout_record_line))
+            report_merge, report_merge_record, rollout_record_line))

@@ -4,7 +4,7 @@ and over hand-made readings for each way the layer fails."""
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
+from ansible_collections.gpufabric.stack.plugins.filter import kernel as kernel_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel as kernel_check
 from test_twin_kernel import make
@@ -84,7 +84,7 @@ def test_pfs_without_iov_bars_fail_with_the_fix_that_fits_the_booted_line(tmp_pa
 ])
 def test_only_capable_pfs_of_the_vendor_known_to_lack_bars_count(nics, unassigned):
     # iov_bars_assigned None (resource unreadable) is not evidence of a missing window
-    assert doctor_filters.kernel_iov_unassigned(nics, "15b3") == unassigned
+    assert kernel_filters.kernel_iov_unassigned(nics, "15b3") == unassigned
 
 
 def test_an_unreadable_command_line_is_a_failing_verdict_not_an_error():

@@ -6,8 +6,7 @@ nic_firmware_selection)."""
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
-from ansible_collections.gpufabric.stack.plugins.filter import sriov as sriov_filters
+from ansible_collections.gpufabric.stack.plugins.filter import nic_firmware as firmware_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
 from test_mlx_config_module import PF0, PF1, _call, agent  # noqa: F401 agent is the twin's mstconfig/mstflint
@@ -28,7 +27,7 @@ def nics(tmp_path, preset):
 
 def judge(found, entries, num_vfs=0, min_fw_version="", extra_devices=()):
     """What check.yml does: select, query in check mode, judge."""
-    selection = sriov_filters.nic_firmware_selection(found, entries, num_vfs)
+    selection = firmware_filters.nic_firmware_selection(found, entries, num_vfs)
     devices = selection["devices"] + list(extra_devices)
     checked = _call({"devices": devices, "at_least": ["NUM_OF_VFS"]}, check=True) if devices else {"skipped": True}
     return nic_firmware_check.check_nic_firmware(checked, selection["pfs"], found, min_fw_version)
@@ -51,7 +50,7 @@ def test_factory_firmware_fails_with_sriov_off_on_every_pf(agent, tmp_path):  # 
 
 def test_staged_firmware_warns_until_the_reboot(agent, tmp_path):  # noqa: F811
     found = nics(tmp_path, "factory")
-    _call({"devices": sriov_filters.nic_firmware_selection(found, EIGHT)["devices"], "at_least": ["NUM_OF_VFS"]})
+    _call({"devices": firmware_filters.nic_firmware_selection(found, EIGHT)["devices"], "at_least": ["NUM_OF_VFS"]})
     v = judge(found, EIGHT)
     assert v["status"] == "warn" and v["reason"] == "firmware change pending a reboot: NUM_OF_VFS current 0 next 8"
     # SR-IOV is still off in sysfs: that is said too, as waiting for the same reboot
@@ -105,10 +104,10 @@ def test_the_selection_takes_the_largest_num_vfs_and_keeps_the_pf_order():
     entries = [{"match": {"pci_address": PF1[5:]}, "num_vfs": 24},         # a short BDF
                {"match": {"vendor_device": "15B3:1021"}, "num_vfs": 8},     # upper case
                {"match": {"name": "nope"}, "num_vfs": 64}]                  # selects nothing
-    got = sriov_filters.nic_firmware_selection(found, entries, 12, {"LINK_TYPE_P1": "ETH", "NUM_OF_VFS": 1})
+    got = firmware_filters.nic_firmware_selection(found, entries, 12, {"LINK_TYPE_P1": "ETH", "NUM_OF_VFS": 1})
     assert got["pfs"] == [{"pci_address": PF0, "num_vfs": 12}, {"pci_address": PF1, "num_vfs": 24}]
     assert got["devices"] == [
         {"device": PF0, "params": {"LINK_TYPE_P1": "ETH", "SRIOV_EN": True, "NUM_OF_VFS": 12}},
         {"device": PF1, "params": {"LINK_TYPE_P1": "ETH", "SRIOV_EN": True, "NUM_OF_VFS": 24}}]
-    assert sriov_filters.nic_firmware_selection(found, [], 16) == {"pfs": [], "devices": [], "left_out": [],
+    assert firmware_filters.nic_firmware_selection(found, [], 16) == {"pfs": [], "devices": [], "left_out": [],
                                                                   "not_applicable": "", "left_out_text": ""}

@@ -12,6 +12,7 @@ The sysfs trees are laid out as a real kernel lays them out
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
+from ansible_collections.gpufabric.stack.plugins.filter import nic_firmware as firmware_filters
 from ansible_collections.gpufabric.stack.plugins.filter import sriov as sriov_filters
 from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, roce_qos
 from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos_host, sriov, sysfs_nic
@@ -45,7 +46,7 @@ def vm_node(tmp_path, connectx=False, e810=False):
 
 def test_layer4_selection_of_an_igb_node_is_not_applicable(tmp_path):
     _, nics = vm_node(tmp_path)
-    got = sriov_filters.nic_firmware_selection(nics, IGB, 16, {}, "15b3")
+    got = firmware_filters.nic_firmware_selection(nics, IGB, 16, {}, "15b3")
     assert got["pfs"] == [] and got["devices"] == []
     assert got["not_applicable"] == "not applicable: 0000:01:00.0 is 8086:10c9, not a ConnectX (15b3)"
     assert got["left_out"] == [{"pci_address": "0000:01:00.0", "vendor_device": "8086:10c9", "name": "enp1s0"}]
@@ -63,7 +64,7 @@ def test_layer4_selection_of_an_e810_names_every_pci_id(tmp_path):
 def test_layer4_on_a_mixed_node_sets_only_the_connectx_and_names_the_others(tmp_path):
     _, nics = vm_node(tmp_path, connectx=True)
     entries = IGB + [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8}]
-    got = sriov_filters.nic_firmware_selection(nics, entries, 16, {})
+    got = firmware_filters.nic_firmware_selection(nics, entries, 16, {})
     assert got["pfs"] == [{"pci_address": "0000:3b:00.0", "num_vfs": 16}]
     assert [d["device"] for d in got["devices"]] == ["0000:3b:00.0"]
     assert got["not_applicable"] == ""
@@ -72,7 +73,7 @@ def test_layer4_on_a_mixed_node_sets_only_the_connectx_and_names_the_others(tmp_
 
 def test_the_doctor_says_layer4_does_not_apply_and_the_report_shows_a_dash(tmp_path):
     _, nics = vm_node(tmp_path)
-    sel = sriov_filters.nic_firmware_selection(nics, IGB, 16, {}, "15b3")
+    sel = firmware_filters.nic_firmware_selection(nics, IGB, 16, {}, "15b3")
     # the check's mlx_config query is left out when nothing is selected: no answer
     res = nic_firmware_check.check_nic_firmware(None, sel["pfs"], nics, "", sel["left_out"])
     assert res["layer"] == 4 and res["status"] == "skipped"

@@ -7,7 +7,11 @@ Every list of layers in the collection comes from here or is held to it by
 tests/unit/test_layer_registry.py: site.yml's tags, validate.yml's plays,
 rollout's defaults, the doctor's action plugin, make bench, the README's
 table and docs/layers/.  Adding a 16th layer means one entry here, one check
-file (module_utils/checks/<role>.py), one role and one docs page.
+file (module_utils/checks/<role>.py), one role and one docs page.  It is
+also the index of the tree: ``FILES`` names every module, action, filter
+file, module_utils file and twin part of each layer, ``SHARED`` what serves
+them all; a file in neither fails the registry test, and the docs pages'
+"Code:" lines are written from it (scripts/layer-docs.py).
 
 Fields of a layer:
 
@@ -74,6 +78,136 @@ REGISTRY = (
     Layer(15, "nccl_validate", "NCCL validation", "fabric", GPU,
           ("an all_reduce_perf run over the nodes, or the last recorded one",), False, False, NO_VM),
 )
+
+# The index: every file of a layer, by kind, paths relative to the
+# collection's root (a file may serve more than one layer). Its role is
+# roles/<role>, its check plugins/module_utils/checks/<role>.py, its tests
+# the ones marked layerNN (pytest -m layerNN), its page docs/layers/NN-*.md.
+# tests/unit/test_layer_registry.py fails when a file named here is missing,
+# or a file of the kinds below belongs to no layer and is not in SHARED; the
+# pages' "Code" lines are code_line()'s.
+FILES = {
+    1: {"twin": ("simlab/bmc/server.py", "simlab/bmc/power.py", "simlab/bmc/state.py", "simlab/bmc/vendors.py",
+                 "simlab/bmc/faults.py", "simlab/vm/power.py")},
+    2: {"modules": ("plugins/modules/bios_facts.py",),
+        "module_utils": ("plugins/module_utils/bios_attributes.py", "plugins/module_utils/redfish_bios.py"),
+        "filters": ("plugins/filter/bios.py",),
+        "twin": ("simlab/bmc/server.py", "simlab/bmc/state.py", "simlab/bmc/vendors.py", "simlab/bmc/faults.py")},
+    3: {"filters": ("plugins/filter/kernel.py",),
+        "twin": ("simlab/tools/grub.py", "simlab/tools/grubby.py", "simlab/node/boot.py")},
+    4: {"modules": ("plugins/modules/mlx_config.py",),
+        "module_utils": ("plugins/module_utils/mlx_config.py", "plugins/module_utils/mlx_tools.py"),
+        "filters": ("plugins/filter/nic_firmware.py",),
+        "twin": ("simlab/tools/mlxconfig.py", "simlab/tools/mstflint.py", "simlab/tools/mstfwreset.py")},
+    5: {"module_utils": ("plugins/module_utils/driver_stack.py",),
+        "twin": ("simlab/tools/modprobe.py", "simlab/tools/modinfo.py")},
+    6: {"modules": ("plugins/modules/sriov_vf.py",),
+        "module_utils": ("plugins/module_utils/sriov.py", "plugins/module_utils/vfio_passthrough.py"),
+        "filters": ("plugins/filter/sriov.py",),
+        "twin": ("simlab/tools/ip.py", "simlab/tools/nmcli.py", "simlab/node/kernel.py", "simlab/node/sysfs.py")},
+    7: {"modules": ("plugins/modules/roce_switch.py",),
+        "module_utils": ("plugins/module_utils/roce_switch/__init__.py", "plugins/module_utils/roce_switch/base.py",
+                         "plugins/module_utils/roce_switch/model.py", "plugins/module_utils/roce_switch/nos.py",
+                         "plugins/module_utils/roce_switch/drivers.py",
+                         "plugins/module_utils/roce_switch/transport.py", "plugins/module_utils/roce_switch/onyx.py",
+                         "plugins/module_utils/roce_switch/nvue.py", "plugins/module_utils/roce_switch/eos.py",
+                         "plugins/module_utils/roce_switch/nxos.py", "plugins/module_utils/roce_switch/dell_sonic.py",
+                         "plugins/module_utils/roce_switch/sonic_community.py"),
+        "twin": ("simlab/switches/server.py", "simlab/switches/models/base.py", "simlab/nos.py")},
+    8: {"modules": ("plugins/modules/roce_qos.py",),
+        "module_utils": ("plugins/module_utils/roce_qos.py", "plugins/module_utils/roce_qos_host.py",
+                         "plugins/module_utils/iproute_dcb.py", "plugins/module_utils/fabric_chain.py"),
+        "twin": ("simlab/tools/mlnx_qos.py", "simlab/tools/cma_roce.py", "simlab/tools/dcb.py")},
+    9: {"modules": ("plugins/modules/rdma_check.py", "plugins/modules/perftest_round.py"),
+        "actions": ("plugins/action/rdma_check.py",),
+        "module_utils": ("plugins/module_utils/rdma_pairs.py", "plugins/module_utils/perftest_round.py",
+                         "plugins/module_utils/rdma_tools.py", "plugins/module_utils/perf_parsers.py"),
+        "filters": ("plugins/filter/rdma_check.py",),
+        "twin": ("simlab/tools/perftest.py", "simlab/tools/rdma.py", "simlab/fabric/model.py")},
+    10: {"modules": ("plugins/modules/container_runtime_facts.py",),
+         "module_utils": ("plugins/module_utils/runtime_facts.py",),
+         "twin": ("simlab/tools/sysctl.py",)},
+    11: {"module_utils": ("plugins/module_utils/kube_intent.py", "plugins/module_utils/kube_checks.py"),
+         "filters": ("plugins/filter/kube.py",)},
+    12: {"module_utils": ("plugins/module_utils/kube_net.py", "plugins/module_utils/kube_checks.py"),
+         "filters": ("plugins/filter/cni_settings.py",)},
+    13: {"module_utils": ("plugins/module_utils/kube_checks.py",)},
+    14: {"module_utils": ("plugins/module_utils/sriov_policy.py", "plugins/module_utils/kube_checks.py"),
+         "filters": ("plugins/filter/sriov_policy.py",)},
+    15: {"module_utils": ("plugins/module_utils/nccl_validate.py", "plugins/module_utils/perf_parsers.py"),
+         "filters": ("plugins/filter/nccl.py",),
+         "twin": ("simlab/tools/nccl.py",)},
+}
+
+# What serves every layer, and why: the doctor, reading a node once, boot
+# files, reboots, rollouts and the twin's plumbing.
+SHARED = {
+    "plugins/modules/doctor.py": "the doctor's action: runs the layers' checks",
+    "plugins/modules/doctor_print.py": "prints the doctor's table",
+    "plugins/modules/doctor_report.py": "writes the doctor's reports",
+    "plugins/modules/nic_facts.py": "the one reading of a node that the node layers share",
+    "plugins/modules/host_files.py": "installs the layers' boot files",
+    "plugins/modules/wait_for_boot.py": "the reboot role's wait",
+    "plugins/action/doctor.py": "the doctor",
+    "plugins/action/doctor_print.py": "the doctor",
+    "plugins/action/doctor_report.py": "the doctor",
+    "plugins/action/nic_facts.py": "the play's reading of a node (reuse, forget)",
+    "plugins/action/wait_for_boot.py": "the reboot role's wait",
+    "plugins/module_utils/layers.py": "this registry",
+    "plugins/module_utils/doctor.py": "the doctor's result record",
+    "plugins/module_utils/doctor_report.py": "the doctor's reports",
+    "plugins/module_utils/nic_reading.py": "the play's reading of a node",
+    "plugins/module_utils/plain_data.py": "Ansible's lazy containers made plain for the checks",
+    "plugins/module_utils/host_files.py": "the layers' boot files",
+    "plugins/module_utils/boot_state.py": "the layers' boot units and files, read",
+    "plugins/module_utils/sysfs_nic.py": "the NICs from sysfs, for layers 3-9",
+    "plugins/module_utils/rollout.py": "playbooks/rollout.yml",
+    "plugins/module_utils/node_maintenance.py": "roles/node_maintenance",
+    "plugins/filter/doctor.py": "the doctor",
+    "plugins/filter/host_files.py": "the layers' boot files",
+    "plugins/filter/nic_reading.py": "the play's reading of a node",
+    "plugins/filter/rollout.py": "playbooks/rollout.yml",
+    "plugins/filter/node_maintenance.py": "roles/node_maintenance",
+    "roles/doctor": "playbooks/validate.yml",
+    "roles/reboot": "the layers that reboot a node (1-4, 11)",
+    "roles/rollout": "playbooks/rollout.yml",
+    "roles/node_maintenance": "cordon and drain around a rollout's batch",
+    "simlab/tools/__main__.py": "the tool twins' entry point",
+    "simlab/tools/agentclient.py": "the tool twins' way to the node agent",
+    "simlab/tools/twin.py": "the tool twins' lookups",
+    "simlab/tools/formats.py": "the tool twins' output formats",
+}
+# the kinds of file every one of which belongs to a layer or to SHARED
+INDEXED = ("plugins/modules/*.py", "plugins/action/*.py", "plugins/filter/*.py", "plugins/module_utils/*.py",
+           "plugins/module_utils/roce_switch/*.py", "simlab/tools/*.py", "roles/*")
+
+
+def files(number):
+    """Every file of a layer, by kind; with ``role``, ``check`` and ``docs``."""
+    layer = get(number)
+    out = dict((kind, list(paths)) for kind, paths in FILES.get(layer.number, {}).items())
+    out["role"] = ["roles/%s" % layer.role]
+    out["check"] = ["plugins/module_utils/checks/%s.py" % layer.role]
+    return out
+
+
+def code_line(number, docs_dir="docs/layers"):
+    """The "Code:" line of a layer's docs page, from the index (links
+    relative to ``docs_dir``)."""
+    up = "../" * len([p for p in docs_dir.split("/") if p])
+    index = files(number)
+    parts = []
+    for kind, label in (("role", "role"), ("modules", "modules"), ("actions", "actions"),
+                        ("module_utils", "module_utils"), ("filters", "filters"), ("check", "check"),
+                        ("twin", "twin")):
+        paths = index.get(kind) or []
+        if paths:
+            end = "/" if kind == "role" else ""
+            links = ", ".join("[`%s%s`](%s%s%s)" % (p, end, up, p, end) for p in paths)
+            parts.append("%s %s" % (label, links))
+    parts.append("registry entry in [`plugins/module_utils/layers.py`](%splugins/module_utils/layers.py)" % up)
+    return "Code: " + "; ".join(parts) + "."
+
 
 BY_NUMBER = dict((layer.number, layer) for layer in REGISTRY)
 BY_ROLE = dict((layer.role, layer) for layer in REGISTRY)

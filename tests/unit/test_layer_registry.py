@@ -193,3 +193,31 @@ def test_each_docs_page_says_how_to_run_its_layers_tests():
         line = ("Tests: `pytest -m %s` runs every test of this layer (tiers: %s; see [testing](../testing.md))."
                 % (layers.tag(layer.number), ", ".join(layer.tiers)))
         assert line in page.read_text().splitlines(), (page.name, line)
+
+
+def test_the_registry_indexes_every_file_of_every_layer():
+    """Every file the index names exists; every module, action, filter file,
+    module_utils file, tool twin and role belongs to a layer or to SHARED."""
+    named = set(layers.SHARED)
+    for layer in layers.REGISTRY:
+        for kind, paths in layers.files(layer.number).items():
+            for path in paths:
+                assert (REPO / path).exists(), "layer %d %s: %s does not exist" % (layer.number, kind, path)
+                named.add(path)
+    for path in layers.SHARED:
+        assert (REPO / path).exists(), "SHARED: %s does not exist" % path
+    orphans = []
+    for pattern in layers.INDEXED:
+        for path in sorted(REPO.glob(pattern)):
+            rel = str(path.relative_to(REPO))
+            if path.name == "__init__.py" and rel != "plugins/module_utils/roce_switch/__init__.py":
+                continue
+            if rel not in named:
+                orphans.append(rel)
+    assert orphans == [], "files of no layer (add them to layers.FILES or layers.SHARED): %s" % orphans
+
+
+def test_the_docs_pages_code_lines_are_the_index():
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/layer-docs.py"), "--check"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout

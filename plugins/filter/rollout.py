@@ -57,10 +57,6 @@ def rollout_signals(facts, paths):
     return rollout.signals(facts, paths)
 
 
-
-
-
-
 def report_merge(fragments):
     from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
     return rollout.merge_reports(fragments)

@@ -16,6 +16,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+
 def sriov_module_pfs(entry):
     from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
     try:
@@ -27,7 +28,6 @@ def sriov_module_pfs(entry):
 def sriov_selected_pfs(nics, entries):
     from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
     return sriov.selected_pfs(nics or [], entries or [])
-
 
 
 class FilterModule(object):

@@ -718,4 +718,3 @@ def boot_lines(pf, sysfs="$SYSFS"):
         lines.append("fi")
     lines.append('log "%s ($PF): %d VFs"' % (pci, num))
     return lines
-

@@ -79,7 +79,7 @@ class RoceQosError(Exception):
 # --------------------------------------------------------------------------
 
 def _int(value, what, lo, hi, where):
-    if isinstance(value, bool):
+    if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise RoceQosError("%s: %s %r is not an integer" % (where, what, value))
     try:
         v = int(value)
@@ -101,7 +101,39 @@ def default_tos(dscp):
     return (dscp << 2) | 2
 
 
-def normalise_intent(config, where="intent"):
+def host_config(config, roce_mode=None, tos=None):
+    """The host's RoCE intent: the fabric intent shared by every layer
+    (``gpufabric_roce``) with the RDMA-CM default RoCE mode and, when above
+    0, the TOS of roce_host (roce_host_roce_mode, roce_host_tos) over it.
+    The one place it is put together: the role's converge and the doctor's
+    read pass the parts to the module, which calls this."""
+    if not isinstance(config, dict):
+        return config
+    out = dict(config)
+    if roce_mode is not None:
+        out["roce_mode"] = roce_mode
+    if tos is not None:
+        try:
+            number = int(tos)
+        except (TypeError, ValueError):
+            out["tos"] = tos        # not a number: normalise_intent names it
+        else:
+            if number > 0:
+                out["tos"] = number
+    return out
+
+
+def intent_of(p):
+    """The normalised intent of a roce_qos call's options (``config``,
+    ``roce_mode``, ``tos``, ``config_name``, ``node``); None without a
+    config."""
+    if p.get("config") is None:
+        return None
+    return normalise_intent(host_config(p["config"], p.get("roce_mode"), p.get("tos")), p.get("node") or "host",
+                            p.get("config_name") or "")
+
+
+def normalise_intent(config, where="intent", name=""):
     """Validate the host side of the fabric intent and return it normalised.
 
     ``config`` keys (the inventory's ``gpufabric_roce`` names): ``priority``
@@ -111,24 +143,26 @@ def normalise_intent(config, where="intent"):
     DSCP << 2 | ECT(0)), ``roce_mode`` (1 or 2, default 2), ``ecn`` (enable
     ECN on ``priority``; default true).  Raises RoceQosError naming ``where``
     and the value."""
+    def f(key):
+        return "%s.%s" % (name, key) if name else key
     if not isinstance(config, dict):
-        raise RoceQosError("%s: the RoCE intent must be a mapping, got %r" % (where, config))
+        raise RoceQosError("%s: %s must be a mapping, got %r" % (where, name or "the RoCE intent", config))
     if config.get("priority") is None or config.get("dscp") is None:
-        raise RoceQosError("%s: the RoCE intent needs priority and dscp" % where)
-    prio = _int(config["priority"], "priority", 0, 7, where)
-    dscp = _int(config["dscp"], "dscp", 0, 63, where)
-    cprio = _int(_get(config, "cnp_priority", 6), "cnp_priority", 0, 7, where)
-    cdscp = _int(_get(config, "cnp_dscp", 48), "cnp_dscp", 0, 63, where)
+        raise RoceQosError("%s: %s needs priority and dscp" % (where, name or "the RoCE intent"))
+    prio = _int(config["priority"], f("priority"), 0, 7, where)
+    dscp = _int(config["dscp"], f("dscp"), 0, 63, where)
+    cprio = _int(_get(config, "cnp_priority", 6), f("cnp_priority"), 0, 7, where)
+    cdscp = _int(_get(config, "cnp_dscp", 48), f("cnp_dscp"), 0, 63, where)
     trust = _get(config, "trust", "dscp")
     if trust not in TRUSTS:
-        raise RoceQosError("%s: trust %r is not one of %s (a NIC trusts DSCP or PCP, not both)"
-                           % (where, trust, ", ".join(TRUSTS)))
+        raise RoceQosError("%s: %s %r is not one of %s (a NIC trusts DSCP or PCP, not both)"
+                           % (where, f("trust"), trust, ", ".join(TRUSTS)))
     if cdscp == dscp and cprio != prio:
         raise RoceQosError("%s: dscp %d is both the RoCE DSCP (priority %d) and the CNP DSCP (priority %d)"
                            % (where, dscp, prio, cprio))
     mtu = _get(config, "mtu", config.get("host_mtu"))
     if mtu is not None:
-        mtu = _int(mtu, "mtu", MTU_MIN, MTU_MAX, where)
+        mtu = _int(mtu, f("mtu" if config.get("mtu") is not None else "host_mtu"), MTU_MIN, MTU_MAX, where)
     tos = _get(config, "tos", None)
     if tos is None:
         tos = default_tos(dscp)

@@ -146,7 +146,8 @@ def selection(node, sysfs_root, specs, found=None):
         except sysfs_nic.SysfsError as exc:
             raise Q.RoceQosError("%s: %s" % (node, exc))
     if not specs:
-        raise Q.RoceQosError("%s: pfs is empty: nothing selects a PF" % node)
+        raise Q.RoceQosError("%s: pfs is empty: nothing selects a PF (the roce_host role takes them from "
+                             "gpufabric_nics, the PFs of layers 4-6)" % node)
     hit, seen = [], set()
     for spec in specs:
         try:
@@ -211,7 +212,7 @@ def online(module, p, found=None, queries=None):
     and ``queries`` (firmware queries by PCI address) are what a caller that
     read them already hands over, so that they are not read twice."""
     node = p["node"]
-    want = Q.normalise_intent(p["config"], node) if p["config"] is not None else None
+    want = Q.intent_of(dict(p, node=node))
     host = Host(module, node, queries)
     chosen = selection(node, p["sysfs_root"], p["pfs"], found)
     pfs = chosen["pfs"]

@@ -147,6 +147,9 @@ options:
         elements: dict
         required: true
       config: {description: "The intent to compare with, as roce_qos' I(config).", type: dict}
+      roce_mode: {description: "As roce_qos' I(roce_mode).", type: int}
+      tos: {description: "As roce_qos' I(tos).", type: raw}
+      config_name: {description: "As roce_qos' I(config_name).", type: str, default: ""}
       rdma_port: {description: RDMA port of each PF., type: int, default: 1}
       firmware_query: {description: As roce_qos' I(firmware_query)., type: bool, default: true}
       qos_tool: {description: "As roce_qos' I(qos_tool).", type: str, choices: [auto, mlnx_qos, dcb], default: auto}
@@ -461,6 +464,9 @@ def main():
                 node=dict(type="str", default="host"),
                 pfs=dict(type="list", elements="dict", required=True),
                 config=dict(type="dict"),
+                roce_mode=dict(type="int"),
+                tos=dict(type="raw"),
+                config_name=dict(type="str", default=""),
                 rdma_port=dict(type="int", default=1),
                 firmware_query=dict(type="bool", default=True),
                 qos_tool=dict(type="str", choices=["auto", "mlnx_qos", "dcb"], default="auto"),

@@ -56,6 +56,19 @@ options:
         unset leaves the MTU alone), C(tos) (default DSCP << 2 | ECT(0), 106 for DSCP 26), C(roce_mode) (1 or 2,
         default 2) and C(ecn) (true or a mapping enables ECN on C(priority); default true). Other keys are ignored."
     type: dict
+  roce_mode:
+    description: The RDMA-CM default RoCE mode (1 or 2) over I(config)'s C(roce_mode); the roce_host role passes
+      roce_host_roce_mode here.
+    type: int
+  tos:
+    description: The RDMA-CM default TOS over I(config)'s C(tos) when above 0 (0 keeps DSCP << 2 | ECT(0)); the
+      roce_host role passes roce_host_tos here.
+    type: raw
+  config_name:
+    description: How error messages name I(config) (C(gpufabric_roce) from the roce_host role), so that a bad value
+      is named as the inventory spells it.
+    type: str
+    default: ""
   state:
     description:
       - C(merged) sets what differs; C(gathered) only reads, and reports drift from I(config) when given;
@@ -237,7 +250,7 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos_host impo
 
 
 def rendered(p):
-    want = Q.normalise_intent(p["config"], p["node"])
+    want = Q.intent_of(p)
     cmds, pfs = [], []
     for spec in p["pfs"]:
         if not spec.get("name") or not spec.get("rdma_device"):
@@ -264,7 +277,7 @@ def parsed(p):
     out = {"changed": False, "commands": []}
     want = None
     if p["config"] is not None:
-        want = Q.normalise_intent(p["config"], p["node"])
+        want = Q.intent_of(p)
         out["intent"] = Q.jsonable(want)
         out["drift"] = [d["text"] for d in Q.diff(state, want) if d["field"] in ("trust", "pfc", "dscp_map")]
     out["parsed"] = Q.public_state(state, want)
@@ -276,6 +289,9 @@ def main():
         argument_spec=dict(
             pfs=dict(type="list", elements="dict", options=PF_SPEC, default=[]),
             config=dict(type="dict"),
+            roce_mode=dict(type="int"),
+            tos=dict(type="raw"),
+            config_name=dict(type="str", default=""),
             state=dict(type="str", default="merged", choices=["merged", "gathered", "rendered", "parsed"]),
             running_config=dict(type="str"),
             sysfs_root=dict(type="path", default="/sys"),

@@ -383,7 +383,7 @@ def test_bad_intent_fails_before_any_change(rack):
     before = qos(twin, "node01")
     res = twin.playbook(str(play / "host.yml"), "--limit", "node01", "-e", json.dumps({"gpufabric_roce": intent}))
     assert res.returncode != 0
-    assert "node01: gpufabric_roce.priority 9 is not an integer in 0-7" in res.stdout
+    assert "node01: gpufabric_roce.priority 9 is outside 0-7" in res.stdout
     assert qos(twin, "node01") == before
 
 

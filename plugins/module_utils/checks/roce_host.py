@@ -22,11 +22,9 @@ INTENT = ("roce_host_pfs", "roce_host_roce", "roce_host_roce_mode", "roce_host_t
 
 def options(intent, host):
     """roce_qos' options for the node, as the role's converge passes them."""
-    config = dict(intent.get("roce_host_roce") or {})
-    config["roce_mode"] = int(intent.get("roce_host_roce_mode") or 2)
-    if int(intent.get("roce_host_tos") or 0) > 0:
-        config["tos"] = int(intent["roce_host_tos"])
-    return {"node": host, "pfs": list(intent.get("roce_host_pfs") or []), "config": config,
+    return {"node": host, "pfs": list(intent.get("roce_host_pfs") or []), "config": intent.get("roce_host_roce"),
+            "roce_mode": intent.get("roce_host_roce_mode"), "tos": intent.get("roce_host_tos"),
+            "config_name": "gpufabric_roce",
             "rdma_port": int(intent.get("roce_host_rdma_port") or 1),
             "firmware_query": bool(intent.get("roce_host_firmware_query", True)),
             "qos_tool": intent.get("roce_host_qos_tool") or "auto"}

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from .nos import DESCRIPTIONS, NOS
-from . import faults, image, lab
+from . import faults, lab
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,36 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     try:
         if args.cmd == "image":
-            if args.kind in ("vm", "all"):
-                from .vm import image as vm_image
-                vm_image.build(force=args.force, log=lambda m: print(m, file=sys.stderr))
-            if args.kind in ("twin", "all"):
-                print(image.build(force=args.force))
-        elif args.cmd in ("up", "inventory") and args.kind == "vm":
-            from .vm import lab as vm_lab
-            doc = vm_lab.plan(args.name, args.nodes or 2, nics=args.nics or 1, switches=args.switches or 0,
-                              preset=args.preset or "factory", nos=args.nos.split(",") if args.nos else None,
-                              memory_mb=args.memory)
-            if args.cmd == "inventory":
-                raise ValueError("--kind vm: 'inventory' needs the ports of a running lab; use 'up'")
-            lab.Lab(args.name).up(doc, args.inventory)
+            from .backend import KINDS, of
+            for kind in (KINDS[::-1] if args.kind == "all" else (args.kind,)):
+                made = of(kind).build_image(force=args.force, log=lambda m: print(m, file=sys.stderr))
+                if made:
+                    print(made)
         elif args.cmd in ("up", "inventory"):
-            doc = lab.plan(args.name, args.nodes or 4, 2 if args.switches is None else args.switches,
-                           nics=args.nics or 2, model=args.model,
-                           driver=args.driver.split(","), preset=args.preset or "ready", totalvfs=args.totalvfs,
-                           link_type=args.link_type, nos=args.nos.split(",") if args.nos else None)
+            from .backend import of
+            backend = of(args.kind)
+            doc = backend.plan(args.name, args)
             if args.cmd == "up":
                 lab.Lab(args.name).up(doc, args.inventory)
             else:
-                # What 'up' assigns when it starts the BMCs and switches; port 0
-                # marks endpoints that do not exist.
-                for i, hw in enumerate(doc["nodes"]):
-                    hw["bmc_port"] = 0
-                    hw["bmc_vendor"] = doc["vendors"][i % len(doc["vendors"])]
-                for sw in doc["switches"]:
-                    sw["ssh_port"] = 0
-                from .inventory import write_inventory
-                print(write_inventory(doc, lab.Lab(args.name), args.inventory))
+                print(backend.offline_inventory(lab.Lab(args.name), doc, args.inventory))
         elif args.cmd == "down":
             lab.Lab(args.name).down()
         elif args.cmd == "status":

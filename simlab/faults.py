@@ -29,6 +29,7 @@ import shlex
 
 from . import podman
 from .lab import Lab, container_name
+from .switches import faults as switch_faults
 
 NODE_FAULTS = {
     # kind: (layer, takes effect at) -- "boot" faults reboot the node after injection
@@ -49,8 +50,7 @@ NODE_FAULTS = {
     "nccl-socket-fallback": (15, "now"),
 }
 BMC_FAULTS = {"bmc-unreachable": 1, "bios-sriov-off": 2, "bios-vtd-off": 2}
-SWITCH_FAULTS = {"switch-pfc-off": 7, "switch-mtu-low": 7, "switch-rejects-command": 7,
-                 "switch-ssh-drops-mid-push": 7, "switch-watchdog-off": 7, "switch-global-pfc-off": 7}
+SWITCH_FAULTS = dict.fromkeys(switch_faults.KINDS, switch_faults.LAYER)
 ALL = sorted([*NODE_FAULTS, *BMC_FAULTS, *SWITCH_FAULTS])
 PERSISTENCE_UNIT = "gpufabric-sriov.service"
 # the same rule file as on VM nodes (simlab/vm/faults.py)
@@ -101,12 +101,29 @@ def resolve(lab: Lab, target: str) -> tuple[str, str]:
 
 
 def inject(lab: Lab, target: str, kind: str) -> str:
-    if lab.kind == "vm":
-        from .vm import faults as vm_faults
-        try:
-            return vm_faults.inject(lab, target, kind)
-        except vm_faults.FaultError as exc:
-            raise FaultError(str(exc)) from None
+    """``simlab fault``: a switch of any lab takes the switch twins' faults
+    (inject_switch); a node or BMC fault is the lab's backend's to make
+    (simlab/backend.py)."""
+    if target in {s["name"] for s in lab.doc["switches"]}:
+        return inject_switch(lab, target, kind)
+    return lab.backend.fault(lab, target, kind)
+
+
+def inject_switch(lab: Lab, name: str, kind: str) -> str:
+    """A switch twin's fault (simlab/switches/faults.py), or ``clear``."""
+    from .switches.server import inject_fault
+    if kind != "clear" and kind not in SWITCH_FAULTS:
+        raise FaultError(f"{kind} is not a switch fault; {name} is a switch (its faults: "
+                         f"{', '.join(SWITCH_FAULTS)}, clear)")
+    try:
+        inject_fault(lab.dir / "switches", name, kind)
+    except ValueError as exc:
+        raise FaultError(f"{name}: {exc}") from None
+    return f"{name}: faults cleared" if kind == "clear" else f"{name}: {kind} (layer {switch_faults.LAYER})"
+
+
+def inject_twin(lab: Lab, target: str, kind: str) -> str:
+    """A fault on a twin rack (a node, a switch or a BMC)."""
     what, name = resolve(lab, target)
     if kind == "clear":
         return clear(lab, what, name)
@@ -118,14 +135,7 @@ def inject(lab: Lab, target: str, kind: str) -> str:
             lab.reboot(name)
         return f"{target}: {kind} (layer {BMC_FAULTS[kind]})"
     if kind in SWITCH_FAULTS:
-        if what != "switch":
-            raise FaultError(f"{kind} is a switch fault; {target} is a {what}")
-        from .switches.server import inject_fault
-        try:
-            inject_fault(lab.dir / "switches", name, kind)
-        except ValueError as exc:
-            raise FaultError(f"{target}: {exc}") from None
-        return f"{target}: {kind} (layer 7)"
+        raise FaultError(f"{kind} is a switch fault; {target} is a {what}")
     if kind not in NODE_FAULTS:
         raise FaultError(f"unknown fault {kind!r}; known: {', '.join(ALL)}, clear")
     if what != "node":
@@ -207,10 +217,6 @@ def _vf_back_to_kernel_driver(lab: Lab, node: str) -> str:
 
 
 def clear(lab: Lab, what: str, name: str) -> str:
-    if what == "switch":
-        from .switches.server import inject_fault
-        inject_fault(lab.dir / "switches", name, "clear")
-        return f"{name}: faults cleared"
     from .bmc import faults as bmc_faults
     bmc_faults.clear(lab.dir, name)
     if what == "bmc":

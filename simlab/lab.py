@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import image, podman
+from . import podman
 from .node import hardware
 from .nos import NOS, port_name
 
@@ -158,41 +158,15 @@ class Lab:
     def kind(self) -> str:
         return self.doc.get("kind", "twin") if self.exists() else "twin"
 
+    @property
+    def backend(self):
+        """This lab's node backend (simlab/backend.py), by the kind its lab.json names."""
+        from .backend import of
+        return of(self.kind)
+
     def up(self, doc: dict, inventory: Path | None, log=print) -> dict:
-        if doc.get("kind") == "vm":
-            from .vm import lab as vm_lab
-            return vm_lab.up(self, doc, inventory, log)
-        t0 = time.monotonic()
-        ref = image.build(log=log)
-        if self.exists():
-            self.down(log=lambda *_: None)
-        (self.dir / "nodes").mkdir(parents=True, exist_ok=True)
-        (self.dir / "logs").mkdir(exist_ok=True)
-        (self.dir / "fabric").mkdir(exist_ok=True)
-        bmc_ports = free_ports(len(doc["nodes"]))
-        sw_ports = free_ports(len(doc["switches"]))
-        for i, hw in enumerate(doc["nodes"]):
-            hw["bmc_port"] = bmc_ports[i]
-            hw["bmc_vendor"] = doc["vendors"][i % len(doc["vendors"])]
-            nd = self.dir / "nodes" / hw["name"]
-            nd.mkdir(parents=True, exist_ok=True)
-            hardware.dump(hw, nd / "hardware.json")
-            (nd / "faults.json").write_text("{}\n")
-        for i, sw in enumerate(doc["switches"]):
-            sw["ssh_port"] = sw_ports[i]
-        (self.dir / "lab.json").write_text(json.dumps(doc, indent=2) + "\n")
-        self._init_bmc_state(doc)
-        ensure_inotify(len(doc["nodes"]), log)
-        self._start_services(doc, log)
-        for hw in doc["nodes"]:
-            self._run_node(ref, hw)
-        self.wait_nodes([hw["name"] for hw in doc["nodes"]])
-        if inventory:
-            from .inventory import write_inventory
-            write_inventory(doc, self, Path(inventory))
-        log(f"simlab: lab {self.name} up: {len(doc['nodes'])} nodes, {len(doc['switches'])} switches "
-            f"in {time.monotonic() - t0:.1f}s")
-        return doc
+        from .backend import of
+        return of(doc.get("kind", "twin")).up(self, doc, inventory, log)
 
     def _init_bmc_state(self, doc: dict) -> None:
         """Factory BIOS per node; the 'ready' preset has SR-IOV and VT-d on,
@@ -248,39 +222,10 @@ class Lab:
                           state_dir=self.dir / "switches",
                           extra=("--known-hosts", str(self.dir / "switches" / "known_hosts")))
 
-    def _run_node(self, ref: str, hw: dict) -> None:
-        name = container_name(self.name, hw["name"])
-        nd = self.dir / "nodes" / hw["name"]
-        podman.run("run", "-d", "--name", name, "--hostname", hw["name"],
-                   "--label", f"simlab.lab={self.name}", "--label", "simlab.kind=node",
-                   "--systemd=always", "--network=none", "--restart=always",
-                   "--device", "/dev/fuse", "--cap-add", "SYS_ADMIN",
-                   "-v", f"{REPO / 'simlab'}:/opt/simlab/simlab:ro",
-                   "-v", f"{nd}:/var/lib/simlab/lab",
-                   "-v", f"{self.dir}/fabric:/run/simlab-fabric",
-                   "-v", f"{self.dir}:/var/lib/simlab/rack:ro",
-                   ref, "/sbin/init")
-
-    def wait_nodes(self, nodes: list[str], timeout: float = 120) -> None:
-        """Until every node's twin hardware is up (its sysfs is mounted)."""
-        pending = set(nodes)
-        deadline = time.monotonic() + timeout
-        while pending:
-            for node in sorted(pending):
-                proc = podman.run("exec", container_name(self.name, node), "mountpoint", "-q",
-                                  "/run/simlab/sys", check=False)
-                if proc.returncode == 0:
-                    pending.discard(node)
-            if pending:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"twin hardware did not come up on {', '.join(sorted(pending))}")
-                time.sleep(0.2)
-
     # ------------------------------------------------------------ down / status
     def down(self, log=print) -> None:
-        if self.kind == "vm":
-            from .vm import lab as vm_lab
-            vm_lab.down(self)
+        if self.exists():
+            self.backend.stop_nodes(self)
         for c in podman.containers(f"simlab.lab={self.name}"):
             podman.run("rm", "-f", "-t", "0", c["Names"][0], check=False)
         for tag in ("bmc", "switches", "fabric"):
@@ -295,19 +240,8 @@ class Lab:
             shutil.rmtree(self.dir)
         log(f"simlab: lab {self.name} removed")
 
-    def status(self) -> dict:
-        doc = self.doc
-        if doc.get("kind") == "vm":
-            from .vm import lab as vm_lab
-            return {"lab": self.name, "kind": "vm", "nodes": vm_lab.status(self),
-                    "switches": {s["name"]: {"nos": s["nos"], "ssh": f"127.0.0.1:{s['ssh_port']}"}
-                                 for s in doc["switches"]}}
-        states = {c["Names"][0]: c["State"] for c in podman.containers(f"simlab.lab={self.name}")}
-        nodes = {}
-        for hw in doc["nodes"]:
-            faults = json.loads((self.dir / "nodes" / hw["name"] / "faults.json").read_text() or "{}")
-            nodes[hw["name"]] = {"container": states.get(container_name(self.name, hw["name"]), "missing"),
-                                 "bmc": f"127.0.0.1:{hw['bmc_port']}", "faults": sorted(faults)}
+    def services(self) -> dict:
+        """The state of the lab's host services (BMCs, switches, the VM fabric)."""
         services = {}
         for tag in ("bmc", "switches", "fabric"):
             pid_file = self.dir / f"{tag}.pid"
@@ -319,21 +253,19 @@ class Lab:
                 except (ProcessLookupError, ValueError):
                     pass
             services[tag] = "running" if alive else "stopped"
-        return {"lab": self.name, "nodes": nodes, "services": services,
-                "switches": {s["name"]: {"nos": s["nos"], "ssh": f"127.0.0.1:{s['ssh_port']}"}
-                             for s in doc["switches"]}}
+        return services
+
+    def status(self) -> dict:
+        doc = self.doc
+        out = {"lab": self.name, "kind": self.kind}
+        out.update(self.backend.status(self, doc))
+        out["services"] = self.services()
+        out["switches"] = {s["name"]: {"nos": s["nos"], "ssh": f"127.0.0.1:{s['ssh_port']}"} for s in doc["switches"]}
+        return out
 
     # ------------------------------------------------------------ node helpers
     def node_exec(self, node: str, *cmd: str, check: bool = True) -> subprocess.CompletedProcess:
-        if self.kind == "vm":
-            from .vm import lab as vm_lab
-            return vm_lab.ssh(self, node, *cmd, check=check)
-        return podman.run("exec", container_name(self.name, node), *cmd, check=check)
+        return self.backend.node_exec(self, node, *cmd, check=check)
 
     def reboot(self, node: str) -> None:
-        if self.kind == "vm":
-            from .vm import lab as vm_lab
-            vm_lab.reboot(self, node)
-            return
-        podman.run("restart", "-t", "5", container_name(self.name, node))
-        self.wait_nodes([node])
+        self.backend.reboot(self, node)

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import paramiko
 
+from . import faults
 from .models import by_nos
 from .models.base import SwitchModel
 
 MODELS = by_nos()
-FAULT_KINDS = ("switch-pfc-off", "switch-mtu-low", "switch-rejects-command",
-               "switch-ssh-drops-mid-push", "switch-watchdog-off", "switch-global-pfc-off", "clear")
+FAULT_KINDS = faults.KINDS + ("clear",)
 
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
 

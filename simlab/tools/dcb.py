@@ -122,7 +122,7 @@ def pfc(cmd: str, args: list[str], s: dict, opts: dict) -> str:
         if stats:
             out.update(requests=[0] * 8, indications=[0] * 8)
         return json.dumps(out, separators=(",", ":")) + "\n"
-    lines = {"pfc-cap": f"pfc-cap 8 ", "macsec-bypass": "macsec-bypass off ", "delay": f"delay {pf['cable_len']} ",
+    lines = {"pfc-cap": "pfc-cap 8 ", "macsec-bypass": "macsec-bypass off ", "delay": f"delay {pf['cable_len']} ",
              "prio-pfc": _arr("prio-pfc", [_onoff(v) for v in pf["pfc"]]),
              "requests": _arr("requests", [0] * 8), "indications": _arr("indications", [0] * 8)}
     if not rest:

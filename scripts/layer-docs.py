@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write the "Code:" line of every docs/layers page from the layer registry's
-index (plugins/module_utils/layers.py, code_line()); with --check, exit 1
+index (plugins/plugin_utils/layers.py, code_line()); with --check, exit 1
 naming the pages whose line differs instead."""
 
 import importlib.util
@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def registry():
-    spec = importlib.util.spec_from_file_location("_layers", REPO / "plugins/module_utils/layers.py")
+    spec = importlib.util.spec_from_file_location("_layers", REPO / "plugins/plugin_utils/layers.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod

@@ -42,7 +42,7 @@ TIER_DIRS = {"unit": "unit", "integration": "twin", "vm": "vm"}
 
 
 def _registry():
-    from ansible_collections.gpufabric.stack.plugins.module_utils import layers
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers
     return layers
 
 

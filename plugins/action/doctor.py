@@ -2,10 +2,10 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The doctor: every layer judged by its check file
-(module_utils/checks/<role>.py) against its role's intent (the role's
+(plugin_utils/checks/<role>.py) against its role's intent (the role's
 defaults, the inventory over them, the role's vars over both), in the
 controller, one record per layer.  Where the reading comes from is the
-layer's scope in the registry (module_utils/layers.py):
+layer's scope in the registry (plugin_utils/layers.py):
 
 - node layers: what each check wants read merged into one nic_facts
   execution on the node and one Redfish read of its BMC made here; a layer
@@ -29,10 +29,11 @@ from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, kube_checks, layers, redfish_bios
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers
+from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHECKS = "ansible_collections.gpufabric.stack.plugins.module_utils.checks."
+CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
 LIST_OPTIONS = ("units", "files", "contents", "probe_modules")
 DICT_OPTIONS = ("firmware", "qos", "runtime")
 

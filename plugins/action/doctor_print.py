@@ -11,7 +11,7 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report
 
 display = Display()
 

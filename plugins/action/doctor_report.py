@@ -4,8 +4,8 @@
 """Build the doctor's report of the play's hosts from their records
 (doctor_results) and write it (report.json, report.xml, report.html) on the
 controller, in the task's own process: no module runs anywhere. The writers
-are module_utils/doctor_report.py's; the files are compared and written by
-module_utils/host_files.py (replaced only when they differ, through a
+are plugin_utils/doctor_report.py's; the files are compared and written by
+module_utils/host/host_files.py (replaced only when they differ, through a
 temporary file in the same directory)."""
 
 from __future__ import absolute_import, division, print_function
@@ -20,7 +20,8 @@ from ansible.plugins.action import ActionBase
 from jinja2 import Environment
 from jinja2.filters import do_truncate
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, host_files
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
 
 ARGS = {
     "hosts": {"type": "list", "elements": "str"},

@@ -6,7 +6,7 @@ execution keeps its answer as the host fact gpufabric_nic_reading; with
 ``reuse`` a task takes that reading instead of reading again when it was
 taken with the options the task gives; ``forget`` drops it (a layer that
 changed what sysfs shows: firmware, VFs, QoS, a boot). The rules are
-module_utils/nic_reading.py's."""
+plugin_utils/nic_reading.py's."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,7 +18,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import nic_reading
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading
 
 
 def run_id():

@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Layer 9's coordination across nodes (the rdma_check role), one phase per
-task, the logic in module_utils/rdma_pairs.py:
+task, the logic in plugin_utils/rdma_check/rdma_pairs.py:
 
 - ``links``: the node's PF link and RoCE v2 GID verdicts from its nic_facts
   reading (given, or read here) and, optionally, ``rdma link show``;
@@ -26,7 +26,8 @@ import os
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, nic_reading, plain_data, rdma_pairs
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, nic_reading, plain_data
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
 
 PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate")
 ARGS = {

@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that map the BIOS intent (SR-IOV, IOMMU, ACS) to vendor attributes
-(module_utils/bios_attributes.py). Documented in bios_vendor.yml and
+(plugin_utils/bios/bios_attributes.py). Documented in bios_vendor.yml and
 bios_plan.yml.
 
 Each filter imports its module_utils when it is called: Ansible imports every
@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def bios_vendor(name):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attributes
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.bios import bios_attributes
     try:
         return bios_attributes.bios_vendor(name)
     except bios_attributes.BiosError as exc:
@@ -26,7 +26,7 @@ def bios_vendor(name):
 
 
 def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=False, registry=None, pending=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attributes
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.bios import bios_attributes
     try:
         return bios_attributes.bios_plan(current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry,
                                          pending=pending)

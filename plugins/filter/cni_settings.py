@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The CNI settings of layer 12 (plugins/module_utils/kube_net.py).
+"""The CNI settings of layer 12 (plugins/plugin_utils/cni/kube_net.py).
 Documented in cni_settings.yml.
 
 The filter imports its module_utils when it is called: Ansible imports every
@@ -14,7 +14,7 @@ __metaclass__ = type
 
 
 def cni_settings(plugin, encapsulation, underlay_mtu, mtu=0, pod_cidr=None, cross_subnet=False):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_net
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.cni import kube_net
     return kube_net.cni_settings(plugin, encapsulation, underlay_mtu, mtu, pod_cidr, cross_subnet)
 
 

@@ -2,9 +2,9 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters behind the doctor (playbooks/validate.yml, roles/doctor) and the
-rollout's health gate: the layer registry (module_utils/layers.py), a host's
-records per layer and verdict (module_utils/doctor.py) and the report writers
-(module_utils/doctor_report.py). Each filter is documented in
+rollout's health gate: the layer registry (plugin_utils/layers.py), a host's
+records per layer and verdict (plugin_utils/doctor.py) and the report writers
+(plugin_utils/doctor_report.py). Each filter is documented in
 plugins/filter/<name>.yml.
 
 Each filter imports its module_utils when it is called: Ansible imports every
@@ -17,43 +17,43 @@ __metaclass__ = type
 
 
 def doctor_layers(group=None, scope=None, numbers=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import layers
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers
     return layers.entries(layers.select(group, scope, numbers))
 
 
 def doctor_failed(entries, skip_tags=None, given=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
     return doctor.earlier_failure(entries, skip_tags or [], given) is not None
 
 
 def doctor_layer_results(entries, skip_tags=None, given=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
     return doctor.layer_results(entries, skip_tags or [], given)
 
 
 def doctor_verdict(results):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
     v, rows = doctor.verdict(results or [])
     return {"verdict": v, "layers": rows}
 
 
 def doctor_table(report, color=False):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report
     return doctor_report.table(report or {}, bool(color))
 
 
 def doctor_json(report):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report
     return doctor_report.json_report(report or {})
 
 
 def doctor_junit(report, name="gpufabric doctor", timestamp=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report
     return doctor_report.junit_xml(report or {}, name, timestamp)
 
 
 def doctor_html(report, switches=None, cabling=None, title="gpufabric doctor", generated=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import doctor_report
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report
     return doctor_report.html_report(report or {}, switches, cabling, title, generated)
 
 

@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def host_files_pending(files, inspected, enable_units=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
     if not isinstance(files, list):
         raise AnsibleFilterError("host_files_pending: the files must be a list, not %s" % type(files).__name__)
     inspected = inspected if isinstance(inspected, dict) else {}

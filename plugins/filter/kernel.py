@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Layer 3's filter: ``kernel_iov_unassigned`` (the PFs whose SR-IOV BARs
-the kernel left unassigned, module_utils/checks/kernel.py). Documented in
+the kernel left unassigned, plugin_utils/checks/kernel.py). Documented in
 plugins/filter/kernel_iov_unassigned.yml.
 
 It imports its module_utils when it is called: Ansible imports every filter
@@ -15,7 +15,7 @@ __metaclass__ = type
 
 
 def kernel_iov_unassigned(nics, nic_vendor="15b3"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import kernel
     return kernel.kernel_iov_unassigned(nics, nic_vendor)
 
 

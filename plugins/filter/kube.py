@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the Kubernetes node layers 10-11: the inventory's Kubernetes
-intent checked before any change (plugins/module_utils/kube_intent.py) and
+intent checked before any change (plugins/plugin_utils/kubeadm/kube_intent.py) and
 the file names of render mode. Each filter is documented in
 plugins/filter/<name>.yml.
 
@@ -22,7 +22,8 @@ from ansible.errors import AnsibleFilterError
 
 def kube_network_errors(pod_subnet, service_subnet, node_networks=None, node_count=0, node_cidr_mask_size=24,
                         pod_variable="gpufabric_kube_pod_cidr", service_variable="gpufabric_kube_service_cidr"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent, plain_data
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
     return kube_intent.network_errors(pod_subnet, service_subnet, plain_data.plain(node_networks or []), node_count,
                                       node_cidr_mask_size, pod_variable, service_variable)
 
@@ -51,12 +52,13 @@ class _HostView(object):
             value = self.hv[key]
         except (KeyError, AttributeError):
             return default
-        from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data
+        from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
         return plain_data.plain(value)
 
 
 def kube_node_networks(hostvars, hosts, extra_networks=None, extra_variable="gpufabric_node_networks"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent, plain_data
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
     return kube_intent.node_networks(_Vars(hostvars), list(hosts or []), plain_data.plain(extra_networks or []), extra_variable)
 
 
@@ -69,22 +71,22 @@ def kube_address(value):
 
 
 def kube_version_errors(version, variable="gpufabric_kube_version"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
     return kube_intent.version_errors(version, variable)
 
 
 def kube_skew_errors(server_version, kubelet_version, node="", kubelet_variable="kubelet"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
     return kube_intent.skew_errors(server_version, kubelet_version, node, kubelet_variable)
 
 
 def kube_upgrade_errors(server_version, wanted_version, variable="gpufabric_kube_version"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
     return kube_intent.upgrade_errors(server_version, wanted_version, variable)
 
 
 def kube_minor(version):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
     try:
         return kube_intent.minor(version)
     except ValueError as exc:
@@ -92,7 +94,7 @@ def kube_minor(version):
 
 
 def kube_cluster_dns(service_subnet):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
     try:
         return kube_intent.cluster_dns(service_subnet)
     except ValueError as exc:
@@ -100,7 +102,8 @@ def kube_cluster_dns(service_subnet):
 
 
 def kube_config_drift(live, wanted, keys):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent, plain_data
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
     return kube_intent.config_drift(plain_data.plain(live), plain_data.plain(wanted), plain_data.plain(keys))
 
 
@@ -131,7 +134,7 @@ def containerd_config_version(version_output):
 def kube_object_file(obj):
     """Render mode: the file one Kubernetes object is written to,
     <kind>-<name>.yaml or <kind>-<namespace>-<name>.yaml (kind lower case)."""
-    from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
     obj = plain_data.plain(obj) or {}
     meta = obj.get("metadata") or {}
     if not obj.get("kind") or not meta.get("name"):

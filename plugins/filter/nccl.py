@@ -9,7 +9,7 @@ per node), ``nccl_plan`` (NCCL environment and mpirun command from the
 intent and nic_facts) and ``nccl_vf_resources`` (the VF resources and
 networks of a worker pod). Each filter is documented in
 plugins/filter/<name>.yml. The verdict on a run is the layer's check file
-(module_utils/checks/nccl_validate.py), through the gpufabric.stack.doctor
+(plugin_utils/checks/nccl_validate.py), through the gpufabric.stack.doctor
 action.
 
 Each filter imports its module_utils when it is called: Ansible imports every
@@ -24,7 +24,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def nccl_parse(text):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
     try:
         return perf_parsers.parse_all_reduce_perf(text)
     except ValueError as exc:
@@ -33,7 +33,8 @@ def nccl_parse(text):
 
 def nccl_gate(data, expected_busbw_gbs, efficiency=0.85, require_ib=False, timed_out=None, timeout_s=None,
               exit_code=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate, perf_parsers
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
     try:
         if isinstance(data, dict):
             if timed_out is None:
@@ -49,7 +50,7 @@ def nccl_gate(data, expected_busbw_gbs, efficiency=0.85, require_ib=False, timed
 
 
 def nccl_expected_busbw(link_speed_gbps, nics_per_node):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
     try:
         return perf_parsers.expected_busbw_gbs(link_speed_gbps, nics_per_node)
     except (TypeError, ValueError) as exc:
@@ -57,7 +58,7 @@ def nccl_expected_busbw(link_speed_gbps, nics_per_node):
 
 
 def nccl_plan(hosts, roce, settings=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate
     try:
         return nccl_validate.plan(hosts, roce, settings)
     except (TypeError, ValueError) as exc:
@@ -65,7 +66,7 @@ def nccl_plan(hosts, roce, settings=None):
 
 
 def nccl_vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, namespace=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate
     try:
         return nccl_validate.vf_resources(nics, nics_per_node, domain, pfs, namespace)
     except (TypeError, ValueError) as exc:

@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Layer 4's filter: ``nic_firmware_selection`` (the PFs layer 4 sets and
-their mlx_config devices, module_utils/sriov.py). Documented in
+their mlx_config devices, module_utils/sriov_vfs/sriov.py). Documented in
 plugins/filter/nic_firmware_selection.yml.
 
 It imports its module_utils when it is called: Ansible imports every filter
@@ -15,7 +15,7 @@ __metaclass__ = type
 
 
 def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None, vendor="15b3"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+    from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
     return sriov.firmware_selection(nics or [], entries or [], int(num_vfs or 0), extra_params or {},
                                     "" if vendor is None else str(vendor))
 

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters behind roles/node_maintenance (module_utils/node_maintenance.py):
+"""Filters behind roles/node_maintenance (plugin_utils/node_maintenance.py):
 the cordon and drain decision, the drain's outcome and the twin backend's
 node state. Each filter is documented in plugins/filter/<name>.yml.
 
@@ -25,7 +25,7 @@ def _wrap(func):
         try:
             return func(*args, **kwargs)
         except ValueError as exc:
-            from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
+            from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance
             if isinstance(exc, node_maintenance.MaintenanceError):
                 raise AnsibleFilterError(str(exc))
             raise
@@ -33,23 +33,23 @@ def _wrap(func):
 
 
 def node_maintenance_decision(node, objects=None, node_name=None, annotation=None, join_maintenance=True):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance
     return node_maintenance.decide(node or None, objects, node_name, annotation or node_maintenance.ROLLOUT_ANNOTATION,
                                    join_maintenance)
 
 
 def node_maintenance_drain_outcome(result):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance
     return node_maintenance.drain_outcome(result)
 
 
 def node_maintenance_twin_state(state, op, name, annotation=None, rollout_id=""):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance
     return node_maintenance.twin_apply(state, op, name, annotation or node_maintenance.ROLLOUT_ANNOTATION, rollout_id)
 
 
 def node_maintenance_twin_drain(state, name, disable_eviction=False):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance
     return node_maintenance.twin_drain_result(state, name, disable_eviction)
 
 

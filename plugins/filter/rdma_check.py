@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The rdma_check role's (layer 9) filter over module_utils/rdma_pairs.py:
+"""The rdma_check role's (layer 9) filter over plugin_utils/rdma_check/rdma_pairs.py:
 ``rdma_check_summary`` (a node's results from its links and the pairs it
 sent on), documented in plugins/filter/rdma_check_summary.yml. The reading
 across nodes is the gpufabric.stack.rdma_check action's; the layer 9 verdict
-is the layer's check file (module_utils/checks/rdma_check.py), through the
+is the layer's check file (plugin_utils/checks/rdma_check.py), through the
 gpufabric.stack.doctor action.
 
 The filter imports its module_utils when it is called: Ansible imports every
@@ -20,7 +20,8 @@ from ansible.errors import AnsibleFilterError
 
 
 def rdma_check_summary(links, pairs=None, untested=None, share=None, bandwidth=True):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import plain_data, rdma_pairs
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
     try:
         return rdma_pairs.summary(plain_data.plain(links), plain_data.plain(pairs or []),
                                   plain_data.plain(untested or []),

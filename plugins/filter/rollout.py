@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters behind playbooks/rollout.yml and playbooks/report-merge.yml
-(module_utils/rollout.py). Each filter is documented in
+(plugin_utils/rollout.py). Each filter is documented in
 plugins/filter/<name>.yml.
 
 Each filter imports its module_utils when it is called: Ansible imports every
@@ -25,7 +25,7 @@ def _wrap(func):
         try:
             return func(*args, **kwargs)
         except ValueError as exc:
-            from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+            from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
             if isinstance(exc, rollout.RolloutError):
                 raise AnsibleFilterError(str(exc))
             raise
@@ -33,42 +33,42 @@ def _wrap(func):
 
 
 def rollout_plan(pool_hosts, pool, serial, control_plane_hosts=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.plan(pool, pool_hosts, serial, control_plane_hosts)
 
 
 def rollout_default_serial(pool_hosts, control_plane_hosts, control_plane_serial=1, worker_serial="20%"):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.default_serial(pool_hosts, control_plane_hosts, control_plane_serial, worker_serial)
 
 
 def rollout_batch_of(the_plan, host):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.batch_of(the_plan, host)
 
 
 def rollout_layers(layers, run_tags=None, skip_tags=None, wanted=None):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.select_layers(layers, run_tags, skip_tags, wanted)
 
 
 def rollout_signals(facts, paths):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.signals(facts, paths)
 
 
 def report_merge(fragments):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.merge_reports(fragments)
 
 
 def report_merge_record(record):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.record_fragment(record)
 
 
 def rollout_record_line(record):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
     return rollout.record_line(record)
 
 

@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters that turn the inventory's NIC intent into module arguments
-(module_utils/sriov.py): ``sriov_module_pfs`` (a gpufabric_nics entry as a
+(module_utils/sriov_vfs/sriov.py): ``sriov_module_pfs`` (a gpufabric_nics entry as a
 pfs entry of sriov_vf) and ``sriov_selected_pfs`` (the PFs gpufabric_nics
 selects). Each filter is documented in plugins/filter/<name>.yml.
 
@@ -18,7 +18,7 @@ from ansible.errors import AnsibleFilterError
 
 
 def sriov_module_pfs(entry):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+    from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
     try:
         return sriov.module_pfs(entry)
     except sriov.SriovError as exc:
@@ -26,7 +26,7 @@ def sriov_module_pfs(entry):
 
 
 def sriov_selected_pfs(nics, entries):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+    from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
     return sriov.selected_pfs(nics or [], entries or [])
 
 

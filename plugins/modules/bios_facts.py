@@ -133,7 +133,7 @@ registry:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
+from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
 
 
 def main():

@@ -17,7 +17,7 @@ description:
     (C(ctr version), only when the unit is active), dumps the configuration it loads
     (C(containerd config dump)), and reads the kernel modules, sysctls, active swap, the kubelet's
     configuration, the CNI plugin directory and the NVIDIA container runtime binary.
-  - The doctor's layer 10 check (C(plugins/module_utils/checks/container_runtime.py)) judges the same reading,
+  - The doctor's layer 10 check (C(plugins/plugin_utils/checks/container_runtime.py)) judges the same reading,
     made by M(gpufabric.stack.nic_facts)'s I(runtime) option in the doctor's one read of the node.
   - Read-only; safe in check mode. A missing command is reported in the result, not as a failure.
 options:
@@ -107,7 +107,7 @@ runtime:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import runtime_facts
+from ansible_collections.gpufabric.stack.plugins.module_utils.container_runtime import runtime_facts
 
 
 def main():

@@ -14,11 +14,11 @@ short_description: The doctor's check of one or more layers, each judged by its 
 version_added: "0.1.0"
 description:
   - Checks layers of the stack and returns one result record per layer. Each layer's check file
-    (C(module_utils/checks/<role>.py)) says what it needs read and judges that reading against its role's intent, as
+    (C(plugin_utils/checks/<role>.py)) says what it needs read and judges that reading against its role's intent, as
     the role itself would see its variables (the role's defaults, the inventory and play variables over them, the
     role's C(vars/main.yml) over both), typed by the role's argument spec. No role defaults are copied; a setting
     changed for a role is the setting its check uses. Where the reading comes from is the layer's scope in the
-    registry (C(module_utils/layers.py)).
+    registry (C(plugin_utils/layers.py)).
   - Node layers (1-6, 8, 10) and the switch layer (7), the default. On a node the wishes of the checks are merged
     into one M(gpufabric.stack.nic_facts) execution (one per distinct sysfs root), and the node's BMC (Redfish
     system, current and pending BIOS attributes) is read from the controller; the same read brings what the node's
@@ -89,7 +89,7 @@ EXAMPLES = r"""
 RETURN = r"""
 results:
   description:
-    - One record per layer asked for, in layer order, each as C(module_utils/doctor.py) C(result) makes it; for the
+    - One record per layer asked for, in layer order, each as C(plugin_utils/doctor.py) C(result) makes it; for the
       cluster layers, those of the host the task ran for.
   returned: success
   type: list

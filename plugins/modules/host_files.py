@@ -115,7 +115,7 @@ units_enabled:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
 
 
 def _run(module, argv, what):

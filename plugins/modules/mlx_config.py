@@ -171,7 +171,7 @@ devices:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_config
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
 
 
 def _run(module, argv):

@@ -402,10 +402,14 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import (boot_state, driver_stack, host_files,
-                                                                      mlx_config, rdma_tools, roce_qos_host,
-                                                                      runtime_facts, sriov, sysfs_nic)
-from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos import RoceQosError
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state, host_files, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
+from ansible_collections.gpufabric.stack.plugins.module_utils.container_runtime import runtime_facts
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host.roce_qos import RoceQosError
 
 
 def read_firmware(module, nics, options):

@@ -135,7 +135,7 @@ servers:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import perftest_round
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import perftest_round
 
 
 def main():

@@ -14,7 +14,7 @@ short_description: Layer 9's RDMA fabric check across nodes, one phase per task
 version_added: "0.1.0"
 description:
   - The coordination of the C(rdma_check) role (layer 9) and of its doctor check, an action that runs on the
-    controller; the logic is C(plugins/module_utils/rdma_pairs.py).
+    controller; the logic is C(plugins/plugin_utils/rdma_check/rdma_pairs.py).
   - C(phase=links) checks the node's PFs (those that I(nics) selects) for an up link and a RoCE v2 GID, and finds
     their cabling, from I(reading) (a C(gpufabric.stack.nic_facts) answer of I(sysfs_root)) or, when that is not
     given, from one C(nic_facts) execution on the node; with I(rdma_link_show) also from C(rdma link show). Register

@@ -244,9 +244,9 @@ parsed:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
-from ansible_collections.gpufabric.stack.plugins.module_utils.roce_qos_host import PF_SPEC, online
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host.roce_qos_host import PF_SPEC, online
 
 
 def rendered(p):
@@ -266,7 +266,7 @@ def rendered(p):
 
 
 def parsed(p):
-    from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlnx_qos
+    from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware.mlx_tools import parse_mlnx_qos
     try:
         q = parse_mlnx_qos(p["running_config"])
     except ValueError as exc:

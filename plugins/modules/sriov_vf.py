@@ -198,8 +198,9 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils import host_files, sriov, sysfs_nic, vfio_passthrough
-from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_tools import parse_ip_json_vfinfo
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov, vfio_passthrough
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check.rdma_tools import parse_ip_json_vfinfo
 
 VF_DEFAULTS_SPEC = dict(
     trust=dict(type="bool", default=False),

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov_policy as sp
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.sriov_operator import sriov_policy as sp
 
 pytestmark = [pytest.mark.twin, pytest.mark.layers(12, 13, 14)]
 

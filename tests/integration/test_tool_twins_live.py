@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools, rdma_tools
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_tools
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools
 
 pytestmark = [pytest.mark.twin, pytest.mark.layers(4, 5, 8)]
 

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import bios
-from ansible_collections.gpufabric.stack.plugins.module_utils import bios_attributes
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import bios as bios_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.bios import bios_attributes
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import bios as bios_check
 from simlab.bmc import vendors
 
 pytestmark = pytest.mark.layers(2)

@@ -12,8 +12,8 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 
 pytestmark = [pytest.mark.layers(6, 8)]
 

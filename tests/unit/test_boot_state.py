@@ -1,4 +1,4 @@
-"""The doctor's read of the boot units and files (module_utils/boot_state),
+"""The doctor's read of the boot units and files (module_utils/host/boot_state),
 with systemctl's `show` output as systemd prints it for several units, and
 as nic_facts returns it, run by ansible-playbook with a stand-in systemctl."""
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state
 from local_playbook import run_check, stand_ins, write_play
 
 pytestmark = pytest.mark.layers(6, 8)

@@ -5,8 +5,9 @@ and over hand-made readings for each way the layer fails."""
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import kernel as kernel_filters
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kernel as kernel_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import kernel as kernel_check
 from test_twin_kernel import make
 
 pytestmark = pytest.mark.layers(3)

@@ -4,7 +4,7 @@ layer gets a result (the check's own, skipped for --skip-tags, blocked above
 the first failure), a check that stops with an error is recorded as that
 layer's failure, and a gate run again in the same play never reports an
 earlier gate's result. Real roles (kernel, rdma_drivers) on twin kernel trees
-read by nic_facts over a local connection; module_utils.doctor's
+read by nic_facts over a local connection; plugin_utils.doctor's
 earlier_failure and layer_results directly."""
 
 import json
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
 from test_twin_kernel import make
 
 pytestmark = pytest.mark.layers("all")

@@ -7,8 +7,8 @@ nic_firmware_selection)."""
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import nic_firmware as firmware_filters
-from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import nic_firmware as nic_firmware_check
 from test_mlx_config_module import PF0, PF1, _call, agent  # noqa: F401 agent is the twin's mstconfig/mstflint
 from test_twin_kernel import make
 

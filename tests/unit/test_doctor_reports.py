@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report
 
 pytestmark = pytest.mark.layers("all")
 
@@ -224,7 +224,7 @@ def test_doctor_role_writes_three_reports(tmp_path, color):
 
 def test_the_report_action_writes_through_host_files_only_what_differs(tmp_path):
     from ansible_collections.gpufabric.stack.plugins.action import doctor_report as action
-    from ansible_collections.gpufabric.stack.plugins.module_utils import host_files
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
     texts = action.contents(rack(), "rack r0", ["leaf-r0"], [], "generated 2026-11-27 10:00 UTC")
     assert sorted(texts) == ["report.html", "report.json", "report.xml"]
     assert json.loads(texts["report.json"]) == json.loads(doctor_report.json_report(rack()))

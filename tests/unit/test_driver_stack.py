@@ -1,4 +1,4 @@
-"""Layer 5's driver-stack reader (module_utils/driver_stack.py) against real
+"""Layer 5's driver-stack reader (module_utils/rdma_drivers/driver_stack.py) against real
 modinfo and ofed_info outputs (tests/unit/fixtures/driver_stack_real, each
 with its source), and the mixes the doctor names."""
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import driver_stack as D
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack as D
 
 pytestmark = [pytest.mark.layers(5)]
 
@@ -180,7 +180,7 @@ def test_read_takes_sysfs_modinfo_and_ofed_info(tmp_path):
 
 
 def test_layer_5_check_names_the_stack_and_fails_a_mix():
-    from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_drivers as check
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_drivers as check
     nics = [{"pci_address": "0000:3b:00.0", "vendor": "15b3", "vendor_device": "15b3:1021", "driver": "mlx5_core",
              "rdma_device": "mlx5_0", "netdev": "enp59s0f0np0", "device": "1021"}]
     modules = ["mlx5_core", "mlx5_ib"]

@@ -1,12 +1,12 @@
-"""The cross-layer chain (plugins/module_utils/fabric_chain.py): each cabled PF
+"""The cross-layer chain (plugins/plugin_utils/roce_host/fabric_chain.py): each cabled PF
 against its switch port, first differing link first."""
 
 import copy
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import fabric_chain as C
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.roce_host import fabric_chain as C
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import roce_host as roce_host_check
 
 pytestmark = pytest.mark.layers(7, 8)
 
@@ -166,7 +166,7 @@ def test_pf_found_by_pci_address_when_the_name_differs():
 
 
 def test_compare_accepts_bare_models_and_reports_bad_intent():
-    from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
     switches, hosts = healthy()
     bare_sw = dict((k, v["gathered"]) for k, v in switches.items())
     bare_hosts = dict((k, v["gathered"]) for k, v in hosts.items())
@@ -176,7 +176,7 @@ def test_compare_accepts_bare_models_and_reports_bad_intent():
 
 
 def test_firmware_ecn_off_on_an_inbox_host_is_a_warning_not_a_failure():
-    from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
     switches, hosts = healthy()
     off = [1, 1, 1, 0, 1, 1, 1, 1]
     hosts["node01"] = host(enp59s0f0np0={"ecn": {"source": "firmware", "roce_np": off, "roce_rp": off}})

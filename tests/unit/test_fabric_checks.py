@@ -12,11 +12,11 @@ import pytest
 
 import test_nccl_parser as N15
 import test_rdma_pairs as R9
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor
-from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
-from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs as RP
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nccl_validate as C15
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_check as C9
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate as NV
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs as RP
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import nccl_validate as C15
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_check as C9
 
 pytestmark = pytest.mark.layers(9, 15)
 
@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_check_files_import_without_ansible():
     code = ("import sys; sys.path[:0] = [%r, %r]\n"
-            "from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_check, nccl_validate\n"
+            "from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_check, nccl_validate\n"
             "bad = sorted(m for m in sys.modules if m == 'ansible' or m.startswith('ansible.'))\n"
             "assert not bad, bad\n" % (str(REPO / ".build"), str(REPO)))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -255,7 +255,7 @@ def _prefixed(text, host):
 
 
 def test_all_reduce_perf_twin_prints_each_nodes_own_network():
-    from plugins.module_utils import perf_parsers as P
+    from plugins.plugin_utils import perf_parsers as P
     rc, text = _job(rack(), {})
     assert rc == 0
     for host in ("node01", "node02"):
@@ -267,7 +267,7 @@ def test_all_reduce_perf_twin_prints_each_nodes_own_network():
 
 
 def test_all_reduce_perf_twin_socket_fallback_on_one_node():
-    from plugins.module_utils import perf_parsers as P
+    from plugins.plugin_utils import perf_parsers as P
     rc, text = _job(rack(faults={"node02": {"nccl-socket-fallback": True}}), {})
     assert rc == 1
     node01, node02 = "\n".join(_prefixed(text, "node01")), "\n".join(_prefixed(text, "node02"))

@@ -26,11 +26,11 @@ def ours(kind):
     return sorted(m[len(PKG + kind) + 1:] for m in sys.modules if m.startswith(PKG + kind + "."))
 before = set(sys.modules)
 filter_loader.get("gpufabric.stack.nic_reading")
-loaded = {"filters": ours("filter"), "module_utils": ours("module_utils"),
+loaded = {"filters": ours("filter"), "module_utils": ours("module_utils") + ours("plugin_utils"),
           "new": sorted(set(sys.modules) - before)}
 pending = filter_loader.get("gpufabric.stack.host_files_pending")
 changes = pending.j2_function([{"path": "/etc/x.conf", "content": "a\n", "mode": "0644"}], {"files": {"/etc/x.conf": None}})
-loaded["after_call"] = ours("module_utils")
+loaded["after_call"] = ours("module_utils") + ours("plugin_utils")
 loaded["changes"] = changes
 print(json.dumps(loaded))
 """
@@ -54,4 +54,4 @@ def test_filter_files_import_no_module_utils_until_called(worker):
 
 def test_a_filter_call_imports_only_what_it_uses(worker):
     assert worker["changes"] == ["/etc/x.conf: absent"]
-    assert worker["after_call"] == ["host_files"]
+    assert worker["after_call"] == ["host", "host.host_files"]

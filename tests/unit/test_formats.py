@@ -9,9 +9,9 @@ import pytest
 
 from tests.reference import SHARED, read_real_output
 from simlab.tools import formats as F
-from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools as M
-from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
-from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_tools as R
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_tools as M
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers as P
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools as R
 
 pytestmark = pytest.mark.layers(4, 5, 8, 9, 15)
 

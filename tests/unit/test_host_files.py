@@ -12,7 +12,7 @@ from contextlib import redirect_stdout
 import pytest
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import host_files as hf
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files as hf
 from ansible_collections.gpufabric.stack.plugins.modules import host_files as module
 
 pytestmark = pytest.mark.layers(3, 6, 8)

@@ -1,4 +1,4 @@
-"""iproute2's dcb parser (plugins/module_utils/iproute_dcb.py) against the real
+"""iproute2's dcb parser (plugins/module_utils/roce_host/iproute_dcb.py) against the real
 published outputs in tests/unit/fixtures/dcb_real (see its README for the
 sources), each read as published and with the space dcb prints before every
 newline put back."""
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import iproute_dcb as D
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import iproute_dcb as D
 
 pytestmark = pytest.mark.layers(8)
 

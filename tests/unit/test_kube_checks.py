@@ -1,4 +1,4 @@
-"""The doctor's layer 12-14 checks (plugins/module_utils/kube_checks.py) on
+"""The doctor's layer 12-14 checks (plugins/plugin_utils/kube_checks.py) on
 API objects in the shape kubectl and kubernetes.core.k8s_info return."""
 
 import copy
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks as kc
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import kube_checks as kc
 
 pytestmark = pytest.mark.layers(12, 13, 14)
 

@@ -1,4 +1,4 @@
-"""The doctor's checks of layers 11-14 (module_utils/checks/kubeadm.py,
+"""The doctor's checks of layers 11-14 (plugin_utils/checks/kubeadm.py,
 cni.py, multus.py and sriov_operator.py, read by the doctor action once for
 the play, as roles/doctor/tasks/layers.yml runs it) run by ansible-playbook against
 recorded API objects: a stand-in for kubernetes.core's k8s_info and k8s_cluster_info

@@ -1,6 +1,6 @@
 """Layers 10-11: the inventory's Kubernetes intent checked before any change
-(plugins/module_utils/kube_intent.py), and the doctor's layer 10 and 11
-verdicts (plugins/module_utils/kube_checks.py, through plugins/filter/kube.py)
+(plugins/plugin_utils/kubeadm/kube_intent.py), and the doctor's layer 10 and 11
+verdicts (plugins/plugin_utils/kube_checks.py, through plugins/filter/kube.py)
 on recorded containerd config dumps, Node objects and kubelet configs."""
 
 import copy
@@ -14,10 +14,10 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.gpufabric.stack.plugins.filter import kube as F
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_checks as kc
-from ansible_collections.gpufabric.stack.plugins.module_utils import kube_intent as ki
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import container_runtime as container_runtime_check
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import kubeadm as kubeadm_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import kube_checks as kc
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.kubeadm import kube_intent as ki
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import container_runtime as container_runtime_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import kubeadm as kubeadm_check
 
 pytestmark = pytest.mark.layers(10, 11)
 

@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.stack.plugins.filter.kube import kube_object_file
-from ansible_collections.gpufabric.stack.plugins.module_utils.kube_checks import containerd_settings
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.kube_checks import containerd_settings
 from tests.integration.twinlab import recap
 
 REPO = Path(__file__).resolve().parents[2]

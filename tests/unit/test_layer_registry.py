@@ -1,4 +1,4 @@
-"""The layer registry (plugins/module_utils/layers.py) is the one list of
+"""The layer registry (plugins/plugin_utils/layers.py) is the one list of
 layers: every place that names layers agrees with it, so a layer is added or
 renumbered in the registry, one check file, one role and one docs page.
 
@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, layers
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report, layers
 from bench import stats
 
 pytestmark = pytest.mark.layers("all")
@@ -43,11 +43,11 @@ def test_numbers_run_from_one_without_gaps_and_roles_are_unique():
 def test_each_layer_has_a_role_and_one_check(layer):
     role = REPO / "roles" / layer.role
     assert (role / "tasks" / "main.yml").is_file() and (role / "meta" / "argument_specs.yml").is_file()
-    check_file = REPO / "plugins" / "module_utils" / "checks" / ("%s.py" % layer.role)
+    check_file = REPO / "plugins" / "plugin_utils" / "checks" / ("%s.py" % layer.role)
     assert check_file.is_file() and not (role / "tasks" / "check.yml").exists(), layer
     # only a layer read across nodes has coordination of its own for the doctor
     assert (role / "tasks" / "doctor.yml").is_file() == (layer.scope == "fabric"), layer
-    module = importlib.import_module("ansible_collections.gpufabric.stack.plugins.module_utils.checks." + layer.role)
+    module = importlib.import_module("ansible_collections.gpufabric.stack.plugins.plugin_utils.checks." + layer.role)
     assert module.LAYER == layer.number
     assert callable(module.check) and callable(module.reads) and module.INTENT
     # every variable a check judges is one its role knows (defaults, vars or argument_specs)
@@ -65,7 +65,7 @@ def test_no_role_has_a_check_yml_and_no_check_file_lacks_a_layer():
     assert sorted((REPO / "roles").glob("*/tasks/check.yml")) == []
     doctor_tasks = {p.parent.parent.name for p in (REPO / "roles").glob("*/tasks/doctor.yml")}
     assert doctor_tasks == {layer.role for layer in REGISTRY if layer.scope == "fabric"}
-    check_files = {Path(p).stem for p in glob.glob(str(REPO / "plugins/module_utils/checks/*.py"))} - {"__init__"}
+    check_files = {Path(p).stem for p in glob.glob(str(REPO / "plugins/plugin_utils/checks/*.py"))} - {"__init__"}
     assert check_files == {layer.role for layer in REGISTRY}
 
 

@@ -3,7 +3,7 @@ formats (both table layouts) and published real outputs."""
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_config as C
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config as C
 from simlab.tools import formats
 
 pytestmark = pytest.mark.layers(4)

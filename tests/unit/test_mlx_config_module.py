@@ -113,7 +113,7 @@ def test_device_and_devices_are_exclusive(agent):
 
 def _read_all(agent_calls_run, devices, tool="mstconfig", flint_tool="mstflint"):
     """What nic_facts' firmware option returns for these devices."""
-    from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_config as utils
+    from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config as utils
     out = []
     for device in devices:
         try:
@@ -128,7 +128,7 @@ def test_the_doctors_reading_is_judged_as_the_module_judges_the_node(agent):
     (checks/nic_firmware.py) gives what the module answers in check mode,
     through factory, staged, unreadable devices and a value no firmware
     takes."""
-    from ansible_collections.gpufabric.stack.plugins.module_utils.checks.nic_firmware import (
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks.nic_firmware import (
         checked_from_reading as mlx_config_checked)
     run = lambda argv: module._run(None, argv)  # noqa: E731 the fixture's stand-in for the module's runner
     bad = {"device": "0000:99:00.0", "params": {"SRIOV_EN": True}}
@@ -144,7 +144,7 @@ def test_the_doctors_reading_is_judged_as_the_module_judges_the_node(agent):
 
 
 def test_a_reading_that_lacks_a_device_or_used_other_tools_fails_that_device(agent):
-    from ansible_collections.gpufabric.stack.plugins.module_utils.checks.nic_firmware import (
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks.nic_firmware import (
         checked_from_reading as mlx_config_checked)
     run = lambda argv: module._run(None, argv)  # noqa: E731
     reading = _read_all(run, [PF0])

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import mlx_tools as M
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_tools as M
 
 pytestmark = pytest.mark.layers(4, 8)
 

@@ -224,7 +224,7 @@ def test_check_reads_the_last_run_in_k8s_mode(tmp_path, recorded):
     no recorded run are skipped, and so is a node without GPUs (the first
     of the play), whatever was recorded."""
     import json
-    from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate as NV
     (tmp_path / "hosts.yml").write_text(
         "all:\n  children:\n    nodes:\n      hosts:\n        cpu-a00: {ansible_connection: local, gpu_count: 0}\n"
         "        gpu-a01: {ansible_connection: local}\n"

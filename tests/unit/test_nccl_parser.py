@@ -12,9 +12,9 @@ from ansible.errors import AnsibleFilterError
 
 from tests.reference import REAL_OUTPUTS, SHARED
 from ansible_collections.gpufabric.stack.plugins.filter import nccl as F
-from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate as NV
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nccl_validate as C15
-from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate as NV
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import nccl_validate as C15
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers as P
 
 pytestmark = pytest.mark.layers(15)
 

@@ -1,10 +1,10 @@
-"""The play's reading of a host's NICs (module_utils/nic_reading.py, kept by
+"""The play's reading of a host's NICs (plugin_utils/nic_reading.py, kept by
 the gpufabric.stack.nic_facts action): which task may take it instead of
 reading again."""
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import nic_reading as R
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading as R
 
 pytestmark = pytest.mark.layers(3, 4, 5, 6, 8)
 

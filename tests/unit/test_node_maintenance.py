@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import node_maintenance as nm
-from ansible_collections.gpufabric.stack.plugins.module_utils import rollout
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance as nm
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
 
 pytestmark = pytest.mark.layers(11)
 

@@ -14,12 +14,15 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.filter import doctor as doctor_filters
 from ansible_collections.gpufabric.stack.plugins.filter import nic_firmware as firmware_filters
 from ansible_collections.gpufabric.stack.plugins.filter import sriov as sriov_filters
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report, roce_qos
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos_host, sriov, sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_drivers as rdma_drivers_check
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import nic_firmware as nic_firmware_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import roce_host as roce_host_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import sriov_vfs as sriov_vfs_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_drivers as rdma_drivers_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import nic_firmware as nic_firmware_check
 from real_sysfs import RealSysfs
 
 pytestmark = pytest.mark.layers(4, 8)

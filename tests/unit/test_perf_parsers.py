@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import perf_parsers as P
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers as P
 
 pytestmark = pytest.mark.layers(9, 15)
 

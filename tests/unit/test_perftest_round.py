@@ -1,4 +1,4 @@
-"""module_utils/perftest_round with real processes: a stand-in server that
+"""module_utils/rdma_check/perftest_round with real processes: a stand-in server that
 listens on a TCP port (as perftest does before a client may connect), exits,
 or hangs; clients that succeed, fail and time out."""
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import perftest_round as pr
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import perftest_round as pr
 
 pytestmark = pytest.mark.layers(9)
 

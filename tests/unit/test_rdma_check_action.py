@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import test_rdma_pairs as R9
-from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs as RP
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs as RP
 
 pytestmark = pytest.mark.layers(9)
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_pairs as RP
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import rdma_check as C9
-from ansible_collections.gpufabric.stack.plugins.module_utils.sysfs_nic import gid_ipv4, roce_v2_index
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs as RP
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_check as C9
+from ansible_collections.gpufabric.stack.plugins.module_utils.host.sysfs_nic import gid_ipv4, roce_v2_index
 from simlab.tools import formats
 
 pytestmark = pytest.mark.layers(9)

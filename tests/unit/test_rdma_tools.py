@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import rdma_tools as R
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools as R
 
 pytestmark = pytest.mark.layers(5, 9)
 

@@ -18,7 +18,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
 from real_sysfs import RealSysfs
 
 pytestmark = pytest.mark.layers(6)

@@ -1,4 +1,4 @@
-"""module_utils/redfish_bios: one walk from the Systems collection to the
+"""module_utils/bios/redfish_bios: one walk from the Systems collection to the
 current and pending BIOS attributes, against the twin's BMCs over HTTPS and
 against recorded answers of other shapes."""
 
@@ -10,7 +10,7 @@ import ssl
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import redfish_bios
+from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
 from simlab.bmc.power import FakePowerDriver
 from simlab.bmc.server import BmcLab
 

@@ -14,7 +14,7 @@ import zlib
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, doctor_report
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [pytest.mark.skipif(

@@ -1,4 +1,4 @@
-"""Layer 8 host QoS logic (plugins/module_utils/roce_qos.py): parse the tools'
+"""Layer 8 host QoS logic (plugins/module_utils/roce_host/roce_qos.py): parse the tools'
 outputs (real mlnx_qos captures), diff against the intent, render the exact
 commands, inbox vs OFED ECN, bad input, the doctor's verdict."""
 
@@ -6,9 +6,9 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
-from ansible_collections.gpufabric.stack.plugins.module_utils.mlx_tools import parse_mlxconfig_query
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import roce_host as roce_host_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware.mlx_tools import parse_mlxconfig_query
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import roce_host as roce_host_check
 from simlab.tools import formats
 
 pytestmark = pytest.mark.layers(8)
@@ -297,7 +297,7 @@ class _ToolModule(object):
 
 
 def test_the_firmware_ecn_comes_from_the_query_the_module_run_already_made():
-    from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos_host
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
     whole = FW_QUERY.format(mask=0xf7, dscp=46)
     module = _ToolModule(FW_QUERY.format(mask=255, dscp=48))
     host = roce_qos_host.Host(module, "node01", {"0000:3b:00.0": whole})

@@ -12,8 +12,8 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos as Q
-from ansible_collections.gpufabric.stack.plugins.module_utils import roce_qos_host
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
 from real_sysfs import RealSysfs
 
 pytestmark = pytest.mark.layers(8)

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import runtime_facts as rf
+from ansible_collections.gpufabric.stack.plugins.module_utils.container_runtime import runtime_facts as rf
 from local_playbook import run_check, stand_ins, write_play
 
 pytestmark = pytest.mark.layers(10)

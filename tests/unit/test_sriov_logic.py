@@ -4,8 +4,9 @@ import errno
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov, sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import sriov_vfs as sriov_vfs_check
 from test_twin_kernel import make
 
 pytestmark = pytest.mark.layers(6)
@@ -166,7 +167,8 @@ def test_every_layer_selects_the_pfs_of_gpufabric_nics_by_one_rule():
     nccl_validate select with sriov's rule: a netdev name as the kernel spells
     it (a PCI domain other than 0 gives enP<domain>...), a PCI address full or
     short and vendor:device in any case."""
-    from ansible_collections.gpufabric.stack.plugins.module_utils import nccl_validate, rdma_pairs
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
 
     pfs = [{"name": "enP2p1s0f0np0", "pci_address": "0002:01:00.0", "vendor_device": "15b3:1021",
             "sriov": {"numvfs": 0, "totalvfs": 16}, "vfs": []},

@@ -13,7 +13,7 @@ kernel's virtfn links.
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
 from simlab.tools import nmcli
 

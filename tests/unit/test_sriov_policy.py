@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sriov_policy as sp
-from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.sriov_operator import sriov_policy as sp
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
 from test_twin_kernel import make
 
 pytestmark = pytest.mark.layers(14)

@@ -15,9 +15,11 @@ import os
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import doctor, sriov, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
-from ansible_collections.gpufabric.stack.plugins.module_utils.checks import sriov_vfs as sriov_vfs_check
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import sriov_vfs as sriov_vfs_check
 
 pytestmark = pytest.mark.layers(6)
 
@@ -369,7 +371,7 @@ def test_doctor_names_a_failed_boot_unit():
 
 
 def test_unit_file_states_reads_the_active_state_in_the_same_call():
-    from ansible_collections.gpufabric.stack.plugins.module_utils import boot_state
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state
     calls = []
 
     def run(argv):

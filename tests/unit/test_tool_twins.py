@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from plugins.module_utils import mlx_tools, rdma_tools
+from plugins.module_utils.nic_firmware import mlx_tools
+from plugins.module_utils.rdma_check import rdma_tools
 from simlab.node import agent as agent_mod
 from simlab.node import boot, hardware
 from simlab.tools import (agentclient, cma_roce, grubby, mlnx_qos, mlxconfig, modprobe, mstflint, mstfwreset,
@@ -315,7 +316,7 @@ def test_nmcli_vf_unmanaged_by_udev_rule(agent, tmp_path, monkeypatch, capsys):
 
 # ----------------------------------------------------------------- iproute2 dcb
 def test_dcb_reads_parse_with_the_collections_parser_and_follow_mlx5(agent, capsys):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import iproute_dcb
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import iproute_dcb
     from simlab.tools import dcb
     rc, out, _ = run(capsys, dcb, ["-N", "pfc", "show", "dev", PF])
     assert rc == 0 and out == "pfc-cap 8 macsec-bypass off delay 7 \nprio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off \n"
@@ -342,7 +343,7 @@ def test_dcb_reads_parse_with_the_collections_parser_and_follow_mlx5(agent, caps
 
 
 def test_dcb_errors_are_iproute2s(agent, capsys):
-    from ansible_collections.gpufabric.stack.plugins.module_utils import iproute_dcb
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import iproute_dcb
     from simlab.tools import dcb
     rc, _, err = run(capsys, dcb, ["apptrust", "show", "dev", PF])
     assert (rc, err) == (1, "Attribute not found: Success\n")  # mlx5 has no apptrust ops
@@ -366,7 +367,7 @@ def test_dcb_errors_are_iproute2s(agent, capsys):
 ])
 def test_modinfo_twin_has_the_fields_of_the_real_output(tmp_path, monkeypatch, capsys, driver, real):
     from pathlib import Path
-    from ansible_collections.gpufabric.stack.plugins.module_utils import driver_stack
+    from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack
     from simlab.tools import modinfo
     monkeypatch.setattr(boot, "LAB", tmp_path)
     a = agent_mod.Agent(make_state(driver=driver))

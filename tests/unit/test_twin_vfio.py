@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils import vfio_passthrough as vp
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import vfio_passthrough as vp
 from simlab.node import agent as agent_mod
 from simlab.node import boot, hardware
 from simlab.node.kernel import KernelError

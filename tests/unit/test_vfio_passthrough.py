@@ -52,8 +52,8 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpufabric.stack.plugins.module_utils import sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils import vfio_passthrough as vp
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import vfio_passthrough as vp
 from real_sysfs import RealSysfs, _link, _write
 
 pytestmark = pytest.mark.layers(6)

@@ -156,7 +156,7 @@ def test_real_dcb_on_igb_is_named_as_a_device_without_dcb(vmlab):
     """The emulated 82576 has no dcbnl ops: real iproute2 answers `Attribute
     read: Operation not supported`, which the dcb parser names as a device
     without DCB (reason no-dcb), not as a parse error or a crash."""
-    from ansible_collections.gpufabric.stack.plugins.module_utils import iproute_dcb
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import iproute_dcb
     pf = vmlab.sh("node01", "ls /sys/bus/pci/devices/0000:01:00.0/net | head -n 1").stdout.strip()
     proc = vmlab.sh("node01", f"dcb -N pfc show dev {pf}", check=False)
     assert proc.returncode == 1 and proc.stdout == "", proc

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Layer 5, the drivers: every selected PF bound to a driver, the RDMA
+modules loaded, every selected ConnectX PF with an RDMA device, and the driver
+stack (inbox or DOCA-OFED) the intended one and not a mix. Reads the node's
+nic_facts (nics, modules, stack)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
+
+
+LAYER = 5
+INTENT = ("rdma_drivers_nics", "rdma_drivers_modules", "rdma_drivers_sysfs_root", "rdma_drivers_vendor",
+          "rdma_drivers_pf_driver", "rdma_drivers_flavor")
+
+
+def stack_options(intent):
+    """nic_facts' ``stack`` option of this intent (the role reads the same)."""
+    return {"module": intent["rdma_drivers_pf_driver"], "flavor": intent["rdma_drivers_flavor"]}
+
+
+def reads(intent, host):
+    return {"nic_facts": {"sysfs_root": intent["rdma_drivers_sysfs_root"], "stack": stack_options(intent)}}
+
+
+def check(reading, intent, host):
+    facts = reading.get("nic_facts") or {}
+    nics = facts.get("nics") or []
+    return check_rdma_drivers(sriov.selected_pfs(nics, intent.get("rdma_drivers_nics") or []), nics,
+                              list(facts.get("modules") or []), list(intent.get("rdma_drivers_modules") or []),
+                              intent["rdma_drivers_sysfs_root"], str(intent.get("rdma_drivers_vendor") or ""),
+                              stack=facts.get("stack"))
+
+
+def check_rdma_drivers(pfs, nics, loaded, modules, sysfs_root="/sys", vendor=sriov.CONNECTX_VENDOR, stack=None):
+    """Layer 5: every selected PF (``pfs``, the nics gpufabric_nics selects)
+    bound to a driver, the ``modules`` loaded (``loaded``: nic_facts'
+    modules) and every selected PF of ``vendor`` (ConnectX, whose RDMA
+    driver mlx5_ib this layer loads) with an RDMA device. A selected PF of
+    another vendor (an igb has no RDMA engine) needs its driver only; the
+    evidence names it."""
+    kept, others = sriov.split_vendor(pfs, vendor)
+    found = []
+    if stack and stack.get("failed"):
+        return result(5, "fail", "the driver stack cannot be read", [stack.get("msg") or ""],
+                      "Fix what the message names (modinfo and ofed_info must print what they print upstream).")
+    if stack:
+        found = ["stack: %s" % driver_stack.describe(stack)]
+    missing = [m for m in modules or [] if m not in (loaded or [])]
+    unbound = [p["pci_address"] for p in pfs if p.get("driver") is None]
+    no_rdma = [p["pci_address"] for p in kept if p.get("driver") is not None and not p.get("rdma_device")]
+    fix = "Run the rdma_drivers role (tag layer05); it loads the modules and binds the PFs."
+    if not pfs:
+        return result(5, "fail", "no PF matches gpufabric_nics", [n["pci_address"] for n in nics or []],
+                      "Fix the match entries of gpufabric_nics.")
+    if unbound:
+        return result(5, "fail", "PF %s has no driver bound" % unbound[0],
+                      ["%s: no driver" % a for a in unbound] + found, fix)
+    if missing:
+        return result(5, "fail", "module %s not loaded" % missing[0],
+                      ["%s/module/%s absent" % (sysfs_root, m) for m in missing] + found, fix)
+    if no_rdma:
+        return result(5, "fail", "PF %s has no RDMA device" % no_rdma[0],
+                      ["%s: driver bound, no infiniband/ entry" % a for a in no_rdma] + found,
+                      "Load mlx5_ib (rdma_drivers role); with DOCA-OFED check that its modules match the kernel.")
+    problems = (stack or {}).get("problems") or []
+    for status in ("fail", "warn"):
+        first = [p for p in problems if p["status"] == status]
+        if first:
+            return result(5, status, first[0]["reason"], found + ["%s: %s" % (p["status"], p["reason"]) for p in problems],
+                          " ".join(p["fix"] for p in first))
+    evidence = found + ["%s %s" % (p["pci_address"], p.get("rdma_device")) for p in kept]
+    evidence += ["%s (%s): driver %s bound, %s" % (p["pci_address"], p.get("vendor_device"), p.get("driver"),
+                                                   "RDMA device %s" % p["rdma_device"] if p.get("rdma_device")
+                                                   else "no RDMA device needed (not %s)" % vendor)
+                 for p in others]
+    reason = "modules loaded, every PF bound with an RDMA device"
+    if others:
+        reason = "modules loaded, every PF bound, every ConnectX with an RDMA device (%s)" % sriov.not_connectx(
+            [sriov.left_out_entry(p) for p in others], vendor)
+    if stack and stack.get("stack"):
+        reason += "; %s stack" % ("DOCA-OFED" if stack["stack"] == "ofed" else "inbox")
+    return result(5, "pass", reason, evidence)

@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos as Q
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 
-pytestmark = [pytest.mark.layers(6, 8)]
+pytestmark = [pytest.mark.layers(5, 6, 8)]
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
 
@@ -110,3 +110,15 @@ def test_layer_8_script_is_the_helpers_and_the_modules_lines(tmp_path):
     assert not re.search(r"\bmlnx_qos -i|\bdcb (pfc|app)|cma_roce_", template)
     (tmp_path / "s.sh").write_text(script)
     assert subprocess.run(["sh", "-n", str(tmp_path / "s.sh")]).returncode == 0
+
+
+def test_layer_5_soft_roce_unit_runs_the_converges_command():
+    import yaml
+    argv = yaml.safe_load((ROLES / "rdma_drivers/vars/main.yml").read_text())["rdma_drivers_soft_roce_argv"]
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(ROLES / "rdma_drivers/templates")), trim_blocks=True)
+    unit = env.get_template("soft-roce.service.j2").render(
+        ansible_managed="Ansible managed", rdma_drivers_soft_roce_netdevs=["enp1s0"], rdma_drivers_soft_roce_argv=argv)
+    words = [w.replace("{netdev}", "enp1s0") for w in argv]
+    assert "ExecStart=/bin/sh -c 'rdma link show rxe_enp1s0/1 >/dev/null 2>&1 || %s'" % " ".join(words) in unit
+    task = (ROLES / "rdma_drivers/tasks/soft_roce.yml").read_text()
+    assert "rdma_drivers_soft_roce_argv" in task and "rdma, link, add" not in task

@@ -13,23 +13,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import functools
-
-from ansible.errors import AnsibleFilterError
-
-
-def _wrap(func):
-    """func, raising AnsibleFilterError for the errors of bad input."""
-    @functools.wraps(func)
-    def inner(*args, **kwargs):
-        try:
-            return func(*args, **kwargs)
-        except ValueError as exc:
-            from ansible_collections.gpufabric.stack.plugins.plugin_utils import node_maintenance
-            if isinstance(exc, node_maintenance.MaintenanceError):
-                raise AnsibleFilterError(str(exc))
-            raise
-    return inner
+# the same wrapper as the rollout's filters: the collection's errors of bad
+# input become AnsibleFilterError
+from ansible_collections.gpufabric.stack.plugins.filter.rollout import _wrap
 
 
 def node_maintenance_decision(node, objects=None, node_name=None, annotation=None, join_maintenance=True):

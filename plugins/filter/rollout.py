@@ -19,14 +19,15 @@ from ansible.errors import AnsibleFilterError
 
 
 def _wrap(func):
-    """func, raising AnsibleFilterError for the errors of bad input."""
+    """func, raising AnsibleFilterError for the collection's own errors of bad
+    input (ValueError subclasses of its module_utils and plugin_utils, such as
+    RolloutError or MaintenanceError); filter/node_maintenance.py uses it too."""
     @functools.wraps(func)
     def inner(*args, **kwargs):
         try:
             return func(*args, **kwargs)
         except ValueError as exc:
-            from ansible_collections.gpufabric.stack.plugins.plugin_utils import rollout
-            if isinstance(exc, rollout.RolloutError):
+            if type(exc).__module__.startswith("ansible_collections.gpufabric.stack.plugins."):
                 raise AnsibleFilterError(str(exc))
             raise
     return inner

@@ -42,7 +42,7 @@ HOST_ONLY = """
 # The doctor's order: the switches first (the doctor action reads each switch
 # once, registered as doctor_node), then the nodes, whose layer 8 check
 # compares each PF with its switch port.
-CHECK = """
+SWITCH_CHECK = """
 - name: Layer 7 checks
   hosts: leaf_switches
   gather_facts: false
@@ -50,7 +50,8 @@ CHECK = """
     - name: Check the switch
       gpufabric.stack.doctor:
       register: doctor_node
-- name: Layer 8 checks
+"""
+CHECK = SWITCH_CHECK + """- name: Layer 8 checks
   hosts: gpu_workers
   gather_facts: false
   tasks:
@@ -76,33 +77,16 @@ def lab_up(tmp_path_factory, prefix, *args):
     return twin, play
 
 
-STACKS = """
+LAYER5 = """
 - name: Layer 5 on the GPU nodes
   hosts: gpu_workers
   gather_facts: false
   roles:
     - role: gpufabric.stack.rdma_drivers
-- name: Layer 7 on the leaves
-  hosts: leaf_switches
-  gather_facts: false
-  roles:
-    - role: gpufabric.stack.roce_switch
-- name: Layer 8 on the GPU nodes
-  hosts: gpu_workers
-  gather_facts: false
-  roles:
-    - role: gpufabric.stack.roce_host
 """
+STACKS = LAYER5 + CONVERGE
 
-CHECK_5_8 = """
-- name: Layer 7 checks
-  hosts: leaf_switches
-  gather_facts: false
-  tasks:
-    - name: Check the switch
-      gpufabric.stack.doctor:
-      register: doctor_node
-- name: Layers 5 and 8
+CHECK_5_8 = SWITCH_CHECK + """- name: Layers 5 and 8
   hosts: gpu_workers
   gather_facts: false
   tasks:

@@ -384,3 +384,20 @@ def test_modinfo_twin_has_the_fields_of_the_real_output(tmp_path, monkeypatch, c
     assert (sysfs_version is not None) == (driver == "ofed")
     rc, out, _ = run(capsys, modinfo, ["-s"], prog="ofed_info")
     assert driver_stack.parse_ofed_info(out)["name"] == "OFED-internal"
+
+
+@pytest.mark.parametrize("real", ["pfc-manpage-eth0.txt", "pfc-hns3-eth0-on.txt"])
+def test_dcb_twin_prints_pfc_in_the_shape_of_real_dcb(agent, capsys, real):
+    """Word for word but the values: the twin's `dcb pfc show` has the lines,
+    keywords and token layout of real published output (dcb_real), each
+    line ending in the space dcb.c prints."""
+    import re
+    from pathlib import Path
+    from simlab.tools import dcb
+    text = (Path(__file__).parent / "fixtures/dcb_real" / real).read_text().partition("# ---\n")[2]
+    rc, out, _ = run(capsys, dcb, ["pfc", "show", "dev", PF])
+
+    def shape(t):
+        return [re.sub(r"\d+", "N", re.sub(r"\b(on|off)\b", "B", line.strip())) for line in t.splitlines()]
+    assert rc == 0 and shape(out) == shape(text)
+    assert all(line.endswith(" ") for line in out.splitlines())

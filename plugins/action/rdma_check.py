@@ -55,7 +55,7 @@ ARGS = {
     "listen_timeout": {"type": "int", "default": 30},
     # round, serve, run, collect, gate
     "round": {"type": "int", "default": 0},
-    "share": {"type": "float", "default": rdma_pairs.DEFAULT_SHARE},
+    "share": {"type": "raw", "default": rdma_pairs.DEFAULT_SHARE},
 }
 # the results the role registers, which later phases read (their own host's
 # and, for the pairs' other ends, those of other hosts)
@@ -117,6 +117,11 @@ class ActionModule(ActionBase):
         links = rdma_pairs.link_check(host, plain_data.plain(reading.get("nics") or []), args["nics"],
                                       args["cabling"], rdma_link, gid_index, args["addresses"],
                                       args["line_rate_mbps"])
+        if args["bandwidth"]:
+            # the test's settings are inventory input like the cabling: named
+            # here, on each node, before any pair runs
+            links["errors"] = list(links.get("errors") or []) + rdma_pairs.input_problems(
+                plain_data.plain(args["perftest"]), args["share"])
         return {"links": links, "bandwidth": args["bandwidth"]}
 
     # -- plan -------------------------------------------------------------
@@ -138,7 +143,7 @@ class ActionModule(ActionBase):
                     continue
             taking_part.append(links)
         plan = rdma_pairs.plan_pairs(taking_part, args["pairs"], args["port_base"])
-        perftest = dict(args["perftest"])
+        perftest = rdma_pairs.perftest_options(plain_data.plain(args["perftest"]))
         duration = int(perftest.get("duration") or 0)
         forks = int(task_vars.get("ansible_forks") or 5)
         batch = task_vars.get("ansible_play_batch") or [host]

@@ -14,10 +14,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 
-def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None, vendor="15b3"):
+def nic_firmware_selection(nics, entries, num_vfs=0, extra_params=None, vendor="15b3", max_num_vfs=None):
     from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
-    return sriov.firmware_selection(nics or [], entries or [], int(num_vfs or 0), extra_params or {},
-                                    "" if vendor is None else str(vendor))
+    if max_num_vfs is None:
+        num_vfs = int(num_vfs or 0)
+    return sriov.firmware_selection(nics or [], entries or [], num_vfs, extra_params or {},
+                                    "" if vendor is None else str(vendor), max_num_vfs)
 
 
 class FilterModule(object):

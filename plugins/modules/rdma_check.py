@@ -102,8 +102,10 @@ options:
     type: list
     elements: str
   perftest:
-    description: C(plan). The C(ib_write_bw) settings of both sides, C(command), C(size), C(duration), C(iterations),
-      C(qps), C(traffic_class), C(rdma_cm) and C(extra_args).
+    description: C(plan) and C(links). The C(ib_write_bw) settings of both sides, C(command), C(size), C(duration),
+      C(iterations), C(qps), C(traffic_class), C(rdma_cm) and C(extra_args). With I(bandwidth), C(links) holds them
+      and I(share) to their ranges (size, iterations and qps at least 1, duration at least 0, traffic_class null or
+      0-255) and lists each that fails in C(links.errors), named by its inventory variable with its value.
     type: dict
     default: {}
   run_dir:
@@ -123,8 +125,8 @@ options:
     type: int
     default: 0
   share:
-    description: C(gate). The share of the slower end's line rate a pair must reach, in (0, 1].
-    type: float
+    description: C(gate) and C(links). The share of the slower end's line rate a pair must reach, in (0, 1].
+    type: raw
     default: 0.9
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes

@@ -110,4 +110,4 @@ def test_the_selection_takes_the_largest_num_vfs_and_keeps_the_pf_order():
         {"device": PF0, "params": {"LINK_TYPE_P1": "ETH", "SRIOV_EN": True, "NUM_OF_VFS": 12}},
         {"device": PF1, "params": {"LINK_TYPE_P1": "ETH", "SRIOV_EN": True, "NUM_OF_VFS": 24}}]
     assert firmware_filters.nic_firmware_selection(found, [], 16) == {"pfs": [], "devices": [], "left_out": [],
-                                                                  "not_applicable": "", "left_out_text": ""}
+                                                                  "not_applicable": "", "left_out_text": "", "problems": []}

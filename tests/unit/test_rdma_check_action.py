@@ -34,6 +34,8 @@ LINKS = """
         reading: "{{ reading }}"
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
+        perftest: "{{ settings | default({}) }}"
+        share: "{{ share | default(0.9) }}"
       register: rdma_check_linked
 """
 
@@ -69,7 +71,7 @@ PLAY = LINKS + """
 """
 
 
-def inventory(tmp_path, answered, mode="ring", node03_failed=True):
+def inventory(tmp_path, answered, mode="ring", node03_failed=True, extra=None):
     cab = R9.cabling(NODES)
     hosts = {}
     for n, node in enumerate(NODES, start=1):
@@ -81,6 +83,7 @@ def inventory(tmp_path, answered, mode="ring", node03_failed=True):
                                      "evidence": [], "remediation": ""}]
         if node in answered:
             hv["answered"] = answered[node]
+        hv.update((extra or {}).get(node) or {})
         hosts[node] = hv
     path = tmp_path / "hosts.json"
     path.write_text(json.dumps({"all": {"hosts": hosts}}))
@@ -191,3 +194,25 @@ def test_the_gate_of_a_later_round_keeps_the_pairs_of_the_earlier_ones(tmp_path)
         assert all(p["client"]["node"] == node for p in pairs)
         want = ["pass", "pass", "fail", "fail"] if node == "node02" else ["pass"] * 4
         assert [p["status"] for p in pairs] == want
+
+
+def test_the_test_settings_are_named_on_each_node_before_any_pair_runs(tmp_path):
+    keep = LINKS + """
+    - name: Keep what the links phase returned
+      ansible.builtin.copy:
+        content: "{{ rdma_check_linked | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+"""
+    bad = {"node02": {"settings": {"size": 65536, "qps": 0, "traffic_class": "af41"}, "share": "1.5"}}
+    play = tmp_path / "play.yml"
+    play.write_text(keep)
+    proc = subprocess.run([str(Path(sys.executable).with_name("ansible-playbook")), "-i",
+                           str(inventory(tmp_path, {}, extra=bad)), str(play)],
+                          cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())["links"]) for n in NODES)
+    assert got["node01"]["errors"] == [] and got["node03"]["errors"] == []
+    assert got["node02"]["errors"] == ["rdma_check_gate_share is '1.5', not a number in (0, 1]",
+                                       "rdma_check_qps is 0, not a whole number >= 1",
+                                       "rdma_check_traffic_class is 'af41', not null or 0-255"]

@@ -408,3 +408,34 @@ def test_a_line_rate_from_the_inventory_replaces_the_link_speed_in_the_gate():
 def test_a_line_rate_that_is_no_positive_number_is_an_error_naming_the_node_and_variable(bad):
     with pytest.raises(RP.PlanError, match="node01: rdma_check_line_rate_mbps is"):
         RP.link_check("node01", [pf(0, 1)], NICS, cabling(["node01"], rails=1), line_rate_mbps=bad)
+
+
+# ---- the test's settings: named by their variable, before any pair runs ----
+
+SETTINGS = {"command": "ib_write_bw", "size": 65536, "duration": 5, "iterations": 5000, "qps": 1,
+            "traffic_class": None, "rdma_cm": False, "extra_args": []}
+
+
+@pytest.mark.parametrize("change, share, want", [
+    ({}, 0.9, []),
+    ({"size": "65536", "duration": "0", "traffic_class": "106"}, "0.5", []),
+    ({"traffic_class": ""}, 1, []),
+    ({}, 1.5, ["rdma_check_gate_share is 1.5, not a number in (0, 1]"]),
+    ({}, "most", ["rdma_check_gate_share is 'most', not a number in (0, 1]"]),
+    ({"qps": 0}, 0.9, ["rdma_check_qps is 0, not a whole number >= 1"]),
+    ({"duration": -1, "iterations": "many"}, 0.9,
+     ["rdma_check_duration is -1, not a whole number >= 0", "rdma_check_iterations is 'many', not a whole number >= 1"]),
+    ({"size": True}, 0.9, ["rdma_check_message_size is True, not a whole number >= 1"]),
+    ({"traffic_class": 256}, 0.9, ["rdma_check_traffic_class is 256, not null or 0-255"]),
+    ({"traffic_class": "af41"}, 0.9, ["rdma_check_traffic_class is 'af41', not null or 0-255"]),
+])
+def test_input_problems_name_the_variable_and_value(change, share, want):
+    assert RP.input_problems(dict(SETTINGS, **change), share) == want
+
+
+def test_perftest_options_are_the_numbers_every_round_uses():
+    got = RP.perftest_options(dict(SETTINGS, size="1048576", duration="0", traffic_class="106"))
+    assert (got["size"], got["duration"], got["traffic_class"]) == (1048576, 0, 106)
+    assert RP.perftest_options(dict(SETTINGS, traffic_class=""))["traffic_class"] is None
+    with pytest.raises(RP.PlanError, match=r"rdma_check_qps is 0, not a whole number >= 1"):
+        RP.perftest_options(dict(SETTINGS, qps=0))

@@ -231,3 +231,36 @@ def test_the_doctor_judges_vf_settings_with_the_modules_own_plan(tmp_path):
     assert run(ip())["reason"] == "pf enp59s0f0np0 VF 1: mtu 9000 vs intent 1500"
     assert run({"failed": True, "msg": "ip -j link show dev enp59s0f0np0 failed: x"})["reason"] == (
         "the VF settings cannot be read: ip -j link show dev enp59s0f0np0 failed: x")
+
+
+# ---- layer 4's inputs held to the firmware's limit before any PF is written ----
+
+@pytest.mark.parametrize("entries, num_vfs, max_num_vfs, want", [
+    ([{"match": {"name": "a"}, "num_vfs": 8}], 16, 127, []),
+    ([{"match": {"name": "a"}, "num_vfs": "8"}], "16", "127", []),
+    ([{"match": {"name": "a"}, "num_vfs": 8}, {"match": {"name": "b"}, "num_vfs": 200}], 16, 127,
+     ["gpufabric_nics[1].num_vfs (nic_firmware_nics) is 200: above 127, the largest NUM_OF_VFS the firmware "
+      "accepts (nic_firmware_max_num_vfs)"]),
+    ([{"match": {"name": "a"}}], 16, 127, ['gpufabric_nics[0].num_vfs (nic_firmware_nics) is "missing", not a VF count']),
+    ([{"match": {"name": "a"}, "num_vfs": -1}], 16, 127, ["gpufabric_nics[0].num_vfs (nic_firmware_nics) is -1, not a VF count"]),
+    ([{"match": {"name": "a"}, "num_vfs": True}], 16, 127, ["gpufabric_nics[0].num_vfs (nic_firmware_nics) is true, not a VF count"]),
+    ([], 500, 127, ["nic_firmware_num_vfs is 500: above 127, the largest NUM_OF_VFS the firmware accepts "
+                    "(nic_firmware_max_num_vfs)"]),
+    ([{"match": {"name": "a"}, "num_vfs": 40}], 16, 32, ["gpufabric_nics[0].num_vfs (nic_firmware_nics) is 40: above 32, "
+                                                         "the largest NUM_OF_VFS the firmware accepts (nic_firmware_max_num_vfs)"]),
+    ([{"match": {"name": "a"}, "num_vfs": 400}], 16, 128, ["nic_firmware_max_num_vfs is 128, not in 0..127"]),
+    ([], 16, "lots", ['nic_firmware_max_num_vfs is "lots", not in 0..127']),
+])
+def test_firmware_inputs_named_with_variable_and_value(entries, num_vfs, max_num_vfs, want):
+    assert sriov.firmware_input_problems(entries, num_vfs, max_num_vfs) == want
+
+
+def test_firmware_selection_selects_nothing_when_an_input_fails():
+    pfs = [{"pci_address": "0000:3b:00.0", "name": "a", "vendor": "15b3", "vendor_device": "15b3:1017"}]
+    bad = sriov.firmware_selection(pfs, [{"match": {"name": "a"}, "num_vfs": 200}], 16, {}, "15b3", 127)
+    assert (bad["pfs"], bad["devices"]) == ([], [])
+    assert bad["problems"] == ["gpufabric_nics[0].num_vfs (nic_firmware_nics) is 200: above 127, the largest "
+                               "NUM_OF_VFS the firmware accepts (nic_firmware_max_num_vfs)"]
+    good = sriov.firmware_selection(pfs, [{"match": {"name": "a"}, "num_vfs": 8}], 16, {}, "15b3", 127)
+    assert good["problems"] == [] and good["devices"] == [
+        {"device": "0000:3b:00.0", "params": {"SRIOV_EN": True, "NUM_OF_VFS": 16}}]

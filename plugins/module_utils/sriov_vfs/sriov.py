@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
+import json
 import os
 import re
 import time
@@ -166,16 +167,69 @@ def vendor_selection(pfs, vendor=CONNECTX_VENDOR):
             "left_out_text": "left out: " + text if left and kept else ""}
 
 
-def firmware_selection(pfs, entries, num_vfs=0, extra_params=None, vendor=CONNECTX_VENDOR):
+FIRMWARE_VFS_CEILING = 127  # the NUM_OF_VFS field of every ConnectX (mlx_config.MAX_NUM_OF_VFS)
+
+
+def _vf_count(value):
+    """``value`` as a VF count (a non-negative whole number, as an int or its
+    digits), else None; booleans are not counts."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    text = str(value).strip() if value is not None else ""
+    return int(text) if text.isdigit() else None
+
+
+def _as_json(value):
+    """``value`` as the inventory would write it in JSON (``"missing"``,
+    ``true``, ``200``)."""
+    try:
+        return json.dumps(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def firmware_input_problems(entries, num_vfs, max_num_vfs):
+    """Layer 4's inputs against the firmware's limit, all of them before any
+    PF is written (each PF gets its own NUM_OF_VFS, so a bad count on a later
+    entry would otherwise fail only after earlier PFs changed): a list of
+    problems, each naming the variable and its value, empty when they hold."""
+    problems = []
+    ceiling = _vf_count(max_num_vfs)
+    if ceiling is None or ceiling > FIRMWARE_VFS_CEILING:
+        return ["nic_firmware_max_num_vfs is %s, not in 0..%d" % (_as_json(max_num_vfs), FIRMWARE_VFS_CEILING)]
+    limit = "above %d, the largest NUM_OF_VFS the firmware accepts (nic_firmware_max_num_vfs)" % ceiling
+    least = _vf_count(num_vfs)
+    if least is None or least > ceiling:
+        problems.append("nic_firmware_num_vfs is %s: %s" % (_as_json(num_vfs), limit))
+    for index, entry in enumerate(entries or []):
+        raw = (entry or {}).get("num_vfs", "missing") if isinstance(entry, dict) else "missing"
+        count = _vf_count(raw)
+        where = "gpufabric_nics[%d].num_vfs (nic_firmware_nics)" % index
+        if count is None:
+            problems.append("%s is %s, not a VF count" % (where, _as_json(raw)))
+        elif count > ceiling:
+            problems.append("%s is %d: %s" % (where, count, limit))
+    return problems
+
+
+def firmware_selection(pfs, entries, num_vfs=0, extra_params=None, vendor=CONNECTX_VENDOR, max_num_vfs=None):
     """Layer 4's PFs: those of ``pfs`` (nic_facts' nics) that an entry of
     ``entries`` (gpufabric_nics: match, num_vfs) selects by :func:`select_any`,
     in the order of ``pfs``, and of PCI vendor ``vendor`` (the firmware tools
     know ConnectX only). Returns ``{pfs: [{pci_address, num_vfs}], devices:
-    [{device, params}], left_out, not_applicable, left_out_text}``: each PF
-    wants the largest num_vfs of the entries selecting it and never less than
-    ``num_vfs``, and its mlx_config params are ``extra_params`` with SRIOV_EN
-    true and that NUM_OF_VFS; the selected PFs of another vendor are
-    ``left_out`` as :func:`vendor_selection` says."""
+    [{device, params}], left_out, not_applicable, left_out_text, problems}``:
+    each PF wants the largest num_vfs of the entries selecting it and never
+    less than ``num_vfs``, and its mlx_config params are ``extra_params`` with
+    SRIOV_EN true and that NUM_OF_VFS; the selected PFs of another vendor are
+    ``left_out`` as :func:`vendor_selection` says. With ``max_num_vfs`` the
+    counts are first held to it (:func:`firmware_input_problems`); when one
+    fails, ``problems`` names them and nothing is selected."""
+    problems = [] if max_num_vfs is None else firmware_input_problems(entries, num_vfs, max_num_vfs)
+    if problems:
+        return {"pfs": [], "devices": [], "left_out": [], "not_applicable": "", "left_out_text": "",
+                "problems": problems}
     wanted = {}
     for entry in entries or []:
         for address in select_any(pfs, [(entry or {}).get("match") or {}]):
@@ -184,7 +238,7 @@ def firmware_selection(pfs, entries, num_vfs=0, extra_params=None, vendor=CONNEC
     chosen = [{"pci_address": p["pci_address"], "num_vfs": wanted[p["pci_address"]]} for p in by_vendor["pfs"]]
     devices = [{"device": pf["pci_address"],
                 "params": dict(extra_params or {}, SRIOV_EN=True, NUM_OF_VFS=pf["num_vfs"])} for pf in chosen]
-    return dict(by_vendor, pfs=chosen, devices=devices)
+    return dict(by_vendor, pfs=chosen, devices=devices, problems=[])
 
 
 def no_sriov_message(pfs, pf, num):

@@ -347,6 +347,65 @@ def plan_pairs(nodes_links, mode="ring", port_base=18515):
 # command lines
 # --------------------------------------------------------------------------
 
+# the ib_write_bw settings (rdma_check_perftest) and the inventory variable
+# each comes from, with the least value it takes
+PERFTEST_INPUTS = (("size", "rdma_check_message_size", 1), ("duration", "rdma_check_duration", 0),
+                   ("iterations", "rdma_check_iterations", 1), ("qps", "rdma_check_qps", 1))
+
+
+def _whole(value):
+    """``value`` as a whole number (an int or its digits, a sign allowed),
+    else None; booleans are not numbers."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    return int(text) if text.lstrip("-").isdigit() and text.count("-") <= 1 and not text.endswith("-") else None
+
+
+def input_problems(perftest, share):
+    """Layer 9's test settings, each named by its variable with its value,
+    before any pair runs: ``[]`` when they hold. ``perftest`` is the role's
+    rdma_check_perftest (size, duration, iterations, qps, traffic_class),
+    ``share`` rdma_check_gate_share."""
+    o = perftest or {}
+    problems = []
+    try:
+        check_share(share)
+    except PlanError:
+        problems.append("rdma_check_gate_share is %r, not a number in (0, 1]" % (share,))
+    for key, name, least in PERFTEST_INPUTS:
+        if key not in o:
+            continue
+        n = _whole(o[key])
+        if n is None or n < least:
+            problems.append("%s is %r, not a whole number >= %d" % (name, o[key], least))
+    tc = o.get("traffic_class")
+    if tc is not None and str(tc) != "":
+        n = _whole(tc)
+        if n is None or not 0 <= n <= 255:
+            problems.append("rdma_check_traffic_class is %r, not null or 0-255" % (tc,))
+    return problems
+
+
+def perftest_options(perftest):
+    """``perftest`` with its numbers as ints, for every round; a setting that
+    :func:`input_problems` rejects raises :class:`PlanError` naming it."""
+    problems = input_problems(perftest, DEFAULT_SHARE)
+    if problems:
+        raise PlanError("; ".join(problems))
+    o = dict(perftest or {})
+    for key, _name, _least in PERFTEST_INPUTS:
+        if key in o:
+            o[key] = _whole(o[key])
+    if o.get("traffic_class") is not None and str(o["traffic_class"]) != "":
+        o["traffic_class"] = _whole(o["traffic_class"])
+    else:
+        o["traffic_class"] = None
+    return o
+
+
 def perftest_argv(pair, side, options):
     """The ``ib_write_bw`` argv of one side (``server`` or ``client``) of a
     pair.  ``options``: ``command`` (default ib_write_bw), ``size``,

@@ -22,6 +22,8 @@ description:
   - "Runs where the BMC is reachable, normally the controller (C(delegate_to: localhost))."
   - A BMC that does not answer, refuses the credentials or serves no BIOS is not a module failure; the
     result's C(error) says which, so the caller reports it per node.
+  - An empty I(baseuri), I(username) or I(password) sends nothing; C(error) names each by the inventory variable it
+    comes from (C(bmc_password must not be empty)).
   - Read-only; safe in check mode.
 options:
   baseuri:
@@ -149,6 +151,10 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    empty = redfish_bios.empty_credentials(p["baseuri"], p["username"], p["password"])
+    if empty:
+        module.exit_json(changed=False, error=empty, status=0, manufacturer="", vendor="", system_uri="", system={},
+                         bios_uri="", settings_uri="", current={}, pending={}, registry={})
     address = redfish_bios.bmc_address(p["baseuri"])
     get = redfish_bios.https_getter(address, p["username"], p["password"],
                                     validate_certs=p["validate_certs"], timeout=p["timeout"])

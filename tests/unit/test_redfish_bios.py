@@ -183,3 +183,32 @@ def test_empty_systems_collection_and_missing_attributes():
                                          ("Supermicro", "supermicro"), ("Lenovo", "")])
 def test_manufacturer_vendor(name, vendor):
     assert redfish_bios.manufacturer_vendor(name) == vendor
+
+
+@pytest.mark.parametrize("given, want", [
+    (("10.0.0.5", "root", "s3cret"), ""),
+    (("10.0.0.5", "", "s3cret"), "bmc_username must not be empty"),
+    (("", "root", None), "bmc_address, bmc_password must not be empty"),
+    (("10.0.0.5", "root", "  "), "bmc_password must not be empty"),
+])
+def test_empty_credentials_are_named_by_their_inventory_variable(given, want):
+    assert redfish_bios.empty_credentials(*given) == want
+
+
+def test_bios_facts_sends_nothing_without_credentials(monkeypatch):
+    import io
+    import json
+    from contextlib import redirect_stdout
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.gpufabric.stack.plugins.modules import bios_facts
+
+    def no_request(*args, **kwargs):
+        raise AssertionError("a request was about to be sent")
+
+    monkeypatch.setattr(redfish_bios, "https_getter", no_request)
+    out = io.StringIO()
+    with patch_module_args({"baseuri": "10.0.0.5", "username": "root", "password": "", "_ansible_check_mode": True}), \
+            redirect_stdout(out), pytest.raises(SystemExit):
+        bios_facts.main()
+    got = json.loads(out.getvalue())
+    assert got["error"] == "bmc_password must not be empty" and got["current"] == {} and not got.get("failed")

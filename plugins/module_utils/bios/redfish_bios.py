@@ -33,6 +33,19 @@ def bmc_address(baseuri):
     return re.sub(r"/.*$", "", re.sub(r"^https?://", "", str(baseuri)))
 
 
+# the module options a BMC read needs and the inventory variables they come from
+CREDENTIALS = (("baseuri", "bmc_address"), ("username", "bmc_username"), ("password", "bmc_password"))
+
+
+def empty_credentials(baseuri, username, password):
+    """Why no request may be sent: ``'bmc_address, bmc_password must not be
+    empty'`` naming each empty one by its inventory variable, '' when none is
+    (the password's value is never part of it)."""
+    given = {"baseuri": baseuri, "username": username, "password": password}
+    empty = [name for option, name in CREDENTIALS if given[option] is None or not str(given[option]).strip()]
+    return "%s must not be empty" % ", ".join(empty) if empty else ""
+
+
 def https_getter(address, username, password, validate_certs=False, timeout=30):
     """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth. The
     reads of one getter share one request object and its TLS context: the CA

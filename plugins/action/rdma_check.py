@@ -27,7 +27,9 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, nic_reading, plain_data
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers as roce_drivers
 
 PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate")
 ARGS = {
@@ -43,6 +45,9 @@ ARGS = {
     "line_rate_mbps": {"type": "int"},
     "rdma_link_show": {"type": "bool", "default": False},
     "bandwidth": {"type": "bool", "default": True},
+    "lldp": {"type": "bool", "default": False},
+    "lldp_readings": {"type": "str", "default": ""},
+    "switch_readings": {"type": "str", "default": ""},
     # plan
     "pairs": {"type": "str", "default": "ring"},
     "port_base": {"type": "int", "default": 18515},
@@ -62,6 +67,33 @@ ARGS = {
 LINKED, PLANNED = "rdma_check_linked", "rdma_check_planned"
 ONE_CALL, SERVED, RAN, COLLECTED, GATED = ("rdma_check_round", "rdma_check_served", "rdma_check_ran",
                                            "rdma_check_collected", "rdma_check_gated")
+
+
+def _at(hostvars, host, path):
+    """The value at the dotted ``path`` in ``host``'s variables (None when
+    any step is missing, or no path is given)."""
+    if not path or host not in hostvars:
+        return None
+    value = hostvars[host]
+    for step in path.split("."):
+        value = value.get(step) if hasattr(value, "get") else None
+        if value is None:
+            return None
+    return value
+
+
+def _unverified_cause(own, switch_views, switches):
+    """Why a cable may show no LLDP at either end, from what was read."""
+    causes = []
+    if own.get("error"):
+        causes.append("the node's LLDP could not be read (%s)" % own["error"])
+    unread = [sw for sw in switches if sw not in switch_views]
+    if unread:
+        causes.append("no LLDP table was read from %s" % ", ".join(unread))
+    if not causes:
+        causes.append("neither end sends or hears LLDP on it: lldpd not running on the PF, LLDP off on the switch "
+                      "port, or the NIC firmware's own LLDP agent taking the frames (layer 4)")
+    return "; ".join(causes)
 
 
 class ActionModule(ActionBase):
@@ -114,15 +146,65 @@ class ActionModule(ActionBase):
             shown = self._module("ansible.builtin.command", {"argv": ["rdma", "link", "show"]}, task_vars)
             rdma_link = shown.get("stdout") or "" if shown.get("rc") == 0 else ""
         gid_index = None if args["gid_index"] in ("", None) else args["gid_index"]
+        cabled, lldp_errors = None, []
+        if args["lldp"]:
+            if "lldp" not in reading:
+                answer = self._module("gpufabric.stack.nic_facts", {"sysfs_root": args["sysfs_root"], "lldp": True},
+                                      task_vars)
+                reading = dict(reading, lldp=answer.get("lldp") or {"neighbors": [], "error": answer.get("msg")})
+            cabled, lldp_errors = self._cabling(args, task_vars, host, reading)
         links = rdma_pairs.link_check(host, plain_data.plain(reading.get("nics") or []), args["nics"],
                                       args["cabling"], rdma_link, gid_index, args["addresses"],
-                                      args["line_rate_mbps"])
+                                      args["line_rate_mbps"], cabled)
+        links["errors"] = list(links.get("errors") or []) + lldp_errors
         if args["bandwidth"]:
             # the test's settings are inventory input like the cabling: named
             # here, on each node, before any pair runs
             links["errors"] = list(links.get("errors") or []) + rdma_pairs.input_problems(
                 plain_data.plain(args["perftest"]), args["share"])
         return {"links": links, "bandwidth": args["bandwidth"]}
+
+    def _cabling(self, args, task_vars, host, reading):
+        """This node's cabling verdicts by PF (cabling.judge) from what LLDP
+        shows: its own neighbours (``reading``), the other nodes' (their
+        readings at ``lldp_readings`` in their host variables) and the leaf
+        switches' tables (their roce_switch answers at ``switch_readings``);
+        and the errors that make the node's own view unreadable."""
+        hostvars = task_vars.get("hostvars") or {}
+        cabling = plain_data.plain(args["cabling"])
+        nodes = sorted(set(c.get("node") for c in cabling if c.get("node")))
+        switches = sorted(set(c.get("switch") for c in cabling if c.get("switch")))
+        own = plain_data.plain(reading.get("lldp") or {})
+        errors = ["%s: LLDP: %s" % (host, own.get("error"))] if own.get("failed") else []
+        host_views, pfs = {host: own}, {}
+        for node in nodes:
+            other = reading if node == host else _at(hostvars, node, args["lldp_readings"])
+            if node != host and isinstance(other, dict) and isinstance(other.get("lldp"), dict):
+                host_views[node] = plain_data.plain(other["lldp"])
+            pfs[node] = dict((n.get("name"), {"mac": n.get("mac") or n.get("address"), "rdma_device": n.get("rdma_device")})
+                             for n in plain_data.plain((other or {}).get("nics") or []) if n.get("name"))
+        switch_views, nos = {}, {}
+        for sw in switches:
+            answer = _at(hostvars, sw, args["switch_readings"])
+            if isinstance(answer, dict) and isinstance(answer.get("lldp"), dict):
+                switch_views[sw] = plain_data.plain(answer["lldp"])
+            nos[sw] = (hostvars[sw].get("roce_switch_nos") if sw in hostvars else None) or ""
+        drivers_of = {}
+
+        def canon(switch, text):
+            if switch not in drivers_of:
+                try:
+                    drivers_of[switch] = roce_drivers.get_driver(nos.get(switch), switch=switch) if nos.get(switch) \
+                        else None
+                except roce_drivers.RoceSwitchError:
+                    drivers_of[switch] = None
+            driver = drivers_of[switch]
+            return driver.canon_port(text) if driver else str(text)
+
+        rack = cabling_check.Rack(cabling, pfs, canon)
+        links, strangers = cabling_check.observed(rack, host_views, switch_views)
+        cause = _unverified_cause(own, switch_views, switches)
+        return dict((row["pf"], row) for row in cabling_check.judge(rack, links, strangers, host, cause)), errors
 
     # -- plan -------------------------------------------------------------
 

@@ -96,6 +96,13 @@ options:
         every reading, so the layer that writes a file there can leave the write out when it would change nothing.
     type: path
     default: /etc/modules-load.d
+  lldp:
+    description:
+      - Read the node's LLDP neighbours from lldpd, C(lldpcli -f json show neighbors), into RV(lldp) (layer 9's
+        cabling check). A node without lldpd, or whose lldpd does not answer, is an C(error) in RV(lldp), not a
+        failure; a neighbour entry of a PF that the reader cannot read is (C(failed) in RV(lldp), quoting it).
+    type: bool
+    default: false
   vf_settings:
     description:
       - Read every PF's VF settings (MAC, VLAN, QoS, spoof checking, trust, link state, GUIDs, rates) as its driver
@@ -368,6 +375,15 @@ qos_options:
   description: With I(qos), the options it was read with (defaults filled in, unset PF keys left out).
   returned: when I(qos) is given
   type: dict
+lldp:
+  description:
+    - With I(lldp), the LLDP neighbours lldpd sees (C(neighbors), each C(local) (the interface), C(sysname),
+      C(chassis_id), C(chassis_id_type), C(port_id), C(port_id_type), C(port_descr), C(ttl), C(via)) and C(error)
+      ('' when lldpd answered).
+  returned: when lldp is true
+  type: dict
+  sample: {neighbors: [{local: enp59s0f0np0, sysname: leaf1, chassis_id: "44:4c:a8:00:00:01", chassis_id_type: mac,
+           port_id: Ethernet1, port_id_type: ifname, port_descr: "", ttl: "120", via: LLDP}], error: ""}
 vf_settings:
   description:
     - With I(vf_settings), per PF netdev with VFs, its VFs by index (as a string) with their settings as
@@ -405,7 +421,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state, host_files, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack
 from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
-from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import lldp, rdma_tools
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
 from ansible_collections.gpufabric.stack.plugins.module_utils.container_runtime import runtime_facts
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
@@ -458,6 +474,7 @@ def main():
             modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
             probe_modules=dict(type="list", elements="str", default=[]),
             vf_settings=dict(type="bool", default=False),
+            lldp=dict(type="bool", default=False),
             firmware=dict(type="dict", options=dict(
                 match=dict(type="list", elements="dict", required=True),
                 tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
@@ -523,6 +540,9 @@ def main():
                                            "problem": sriov.modprobe_problem(name, rc, out, err) or ""}
     if module.params["vf_settings"]:
         extra["vf_settings"] = read_vf_settings(module, nics)
+    if module.params["lldp"]:
+        extra["lldp"] = lldp.read(lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+                                  module.get_bin_path, [n["name"] for n in nics if n.get("name")])
     if module.params["firmware"] is not None:
         extra["firmware"] = read_firmware(module, nics, module.params["firmware"])
     qos = module.params["qos"]

@@ -77,6 +77,13 @@ options:
         C(gathered) reads and reports drift from the intent; C(rendered) and C(parsed) work offline.
   running_config: {type: str, description: Running config text for I(state=parsed).}
   save: {type: bool, default: true, description: Save to startup after a verified push.}
+  lldp:
+    type: bool
+    default: false
+    description:
+      - In the online states, also read the switch's LLDP neighbours (one show command, the NOS's own LLDP table) into
+        RV(lldp), for layer 9's cabling check. A neighbour line the NOS's parser cannot read fails the module quoting
+        it.
 notes:
   - Check mode and C(--diff) show the exact commands without sending them.
 extends_documentation_fragment:
@@ -147,6 +154,14 @@ drift:
   type: list
   elements: str
   returned: online states with a config
+lldp:
+  description:
+    - With I(lldp), the LLDP neighbours by local port, in the collection's neutral form (C(local) in the NOS's
+      port spelling, C(sysname), C(chassis_id), C(port_id), C(port_id_type), C(port_descr)), and C(error).
+  type: dict
+  returned: online states with lldp
+  sample: {neighbors: [{local: Ethernet1, sysname: node01, chassis_id: "0c:42:a1:00:01:00", port_id: enp59s0f0np0,
+           port_id_type: ifname, port_descr: enp59s0f0np0}], error: ""}
 show_commands:
   description: Show commands used.
   type: int
@@ -208,6 +223,7 @@ def main():
             known_hosts=dict(type="path"), host_key_checking=dict(type="bool", default=True),
             timeout=dict(type="int", default=30), ports=dict(type="list", elements="raw", default=[]),
             config=dict(type="dict"), running_config=dict(type="str"), save=dict(type="bool", default=True),
+            lldp=dict(type="bool", default=False),
             state=dict(type="str", default="merged",
                        choices=["merged", "replaced", "overridden", "deleted", "gathered", "rendered", "parsed"]),
         ),
@@ -250,6 +266,10 @@ def main():
         sw.connect()
         try:
             before_text = sw.show(driver.show_running)
+            if p["lldp"]:
+                # the leaf's LLDP table, for layer 9's cabling check: one more show
+                result["lldp"] = {"neighbors": driver.parse_lldp(sw.show(driver.show_lldp), list((want or {}).get("ports") or [])),
+                                  "error": ""}
             if state == "gathered":
                 have, raw = driver.read(before_text, scope)
                 verify_text = sw.show(driver.show_verify)

@@ -75,6 +75,16 @@ class Driver:
     def parse(self, text, scope=None):
         return self.read(text, scope)[0]
 
+    # -- LLDP (layer 9's cabling check) ----------------------------------------
+    show_lldp = ""  # the show command of the NOS's LLDP neighbour table
+
+    def parse_lldp(self, text, managed=()):
+        """The neighbours of the LLDP table ``text``: ``[{local, sysname,
+        chassis_id, port_id, port_id_type, port_descr}]``, ``local`` in
+        :meth:`canon_port`'s spelling; a line naming a port of ``managed``
+        that the parser cannot read fails quoting it (lldp_text.py)."""
+        raise RoceSwitchError("%s: reading LLDP neighbours is not implemented for %s" % (self.switch, self.label))
+
     def parse_verify(self, text):
         """Operational PFC per port from the verification show: {port: [prio, ...]}."""
         return {}

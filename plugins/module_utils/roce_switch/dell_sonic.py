@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import re
 
+from . import lldp_text
 from .base import Driver, dedupe
 from .model import default_dscp_map
 
@@ -53,6 +54,26 @@ class DellSonicDriver(Driver):
         if not m:
             raise ValueError(text)
         return "Eth" + m.group(1)
+
+    # -- LLDP: ``show lldp neighbor`` (a block per neighbour) ----
+    show_lldp = "show lldp neighbor"
+
+    def parse_lldp(self, text, managed=()):
+        out = []
+        for block in lldp_text.blocks(text, r"^Interface:"):
+            head = block[0]
+            m = re.match(r"^\s*Interface:\s*([^,\s]+)\s*,\s*via:\s*(\S+)", head[2])
+            if not m:
+                lldp_text.unreadable(self, head[2], "not 'Interface: <port>,via: <protocol>'")
+            local = lldp_text.local_port(self, m.group(1))
+            fields = dict((k, v) for k, v, _line in block[1:])
+            if not lldp_text.value(fields.get("portid")):
+                if local in managed:
+                    lldp_text.unreadable(self, head[2], "a neighbour of %s without 'PortID:'" % local)
+                continue
+            out.append(lldp_text.neighbor(local, sysname=fields.get("sysname"), chassis_id=fields.get("chassisid"),
+                                          port_id=fields.get("portid"), port_descr=fields.get("portdescr")))
+        return out
 
     def check(self, want):
         g, out = want["global"], []

@@ -25,6 +25,7 @@ __metaclass__ = type
 
 import re
 
+from . import lldp_text
 from .base import Driver, dedupe, natural_key
 from .model import RoceSwitchError, default_dscp_map, ranges
 
@@ -64,6 +65,22 @@ class EosDriver(Driver):
             r = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
             if r:
                 out += ["Ethernet%d" % i for i in range(int(r.group(1)), int(r.group(2) or r.group(1)) + 1)]
+        return out
+
+    # -- LLDP: ``show lldp neighbors`` (Port, Neighbor Device ID, Neighbor Port ID, TTL) ----
+    show_lldp = "show lldp neighbors"
+
+    def parse_lldp(self, text, managed=()):
+        _h, rows = lldp_text.table(text, r"^Port\s+Neighbor Device ID\s+Neighbor Port ID\s+TTL$",
+                                   ("Port", "Neighbor Device ID", "Neighbor Port ID", "TTL"), self.label)
+        out = []
+        for line, f in rows:
+            local = lldp_text.local_port(self, f[0])
+            if len(f) != 4 or not f[3].isdigit() or not f[2]:
+                if local in managed:
+                    lldp_text.unreadable(self, line, "not Port, Neighbor Device ID, Neighbor Port ID, TTL")
+                continue
+            out.append(lldp_text.neighbor(local, sysname=f[1], port_id=f[2]))
         return out
 
     def check(self, want):

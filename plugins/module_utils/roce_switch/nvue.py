@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import re
 
+from . import lldp_text
 from .base import Driver, dedupe
 from .model import compress_ints, default_dscp_map
 
@@ -60,6 +61,24 @@ class NvueDriver(Driver):
         if not m:
             raise ValueError(text)
         return "swp" + m.group(1)
+
+    # -- LLDP: ``nv show interface lldp`` (Interface, Speed, Type, Remote Host, Remote Port) ----
+    show_lldp = "nv show interface lldp"
+
+    def parse_lldp(self, text, managed=()):
+        _h, rows = lldp_text.table(text, r"^Interface\s+Speed\s+Type\s+Remote Host\s+Remote Port$",
+                                   ("Interface", "Speed", "Type", "Remote Host", "Remote Port"), self.label)
+        out = []
+        for line, f in rows:
+            local = lldp_text.local_port(self, f[0])
+            if len(f) != 5 or not f[4]:
+                if not f[-1] and len(f) == 5 and not f[3]:
+                    continue      # a port without a neighbour
+                if local in managed:
+                    lldp_text.unreadable(self, line, "not Interface, Speed, Type, Remote Host, Remote Port")
+                continue
+            out.append(lldp_text.neighbor(local, sysname=f[3], port_id=f[4]))
+        return out
 
     def expand(self, text):
         out = []

@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from . import lldp_text
 from .base import Driver, dedupe
 from .model import compress_ints, ranges
 
@@ -79,6 +80,25 @@ class NxosDriver(Driver):
         if not m:
             raise ValueError(text)
         return "Ethernet" + m.group(1)
+
+    # -- LLDP: ``show lldp neighbors detail`` (a block per neighbour) ----
+    show_lldp = "show lldp neighbors detail"
+
+    def parse_lldp(self, text, managed=()):
+        out = []
+        for block in lldp_text.blocks(text, r"^Chassis id:"):
+            fields = dict((k, v) for k, v, _line in block)
+            if not lldp_text.value(fields.get("local port id")):
+                lldp_text.unreadable(self, block[0][2], "a neighbour without 'Local Port id:'")
+            local = lldp_text.local_port(self, fields["local port id"])
+            if not lldp_text.value(fields.get("port id")):
+                if local in managed:
+                    lldp_text.unreadable(self, block[0][2], "a neighbour of %s without 'Port id:'" % local)
+                continue
+            out.append(lldp_text.neighbor(local, sysname=fields.get("system name"),
+                                          chassis_id=fields.get("chassis id"), port_id=fields.get("port id"),
+                                          port_descr=fields.get("port description")))
+        return out
 
     def expand(self, text):
         m = re.fullmatch(r"(?:ethernet|eth|e)\s*(\d+)/([\d,\-]+)", text, re.I)

@@ -22,6 +22,7 @@ __metaclass__ = type
 
 import re
 
+from . import lldp_text
 from .base import Driver, dedupe
 from .model import RoceSwitchError, default_dscp_map, ranges
 
@@ -46,6 +47,22 @@ class OnyxDriver(Driver):
         if not m:
             raise ValueError(text)
         return "ethernet " + m.group(1)
+
+    # -- LLDP: ``show lldp remote`` (Local Interface, Device ID, Port ID, System Name) ----
+    show_lldp = "show lldp remote"
+
+    def parse_lldp(self, text, managed=()):
+        _h, rows = lldp_text.table(text, r"^Local Interface\s+Device ID\s+Port ID\s+System Name$",
+                                   ("Local Interface", "Device ID", "Port ID", "System Name"), self.label)
+        out = []
+        for line, f in rows:
+            local = lldp_text.local_port(self, f[0])
+            if len(f) != 4 or not f[2]:
+                if local in managed:
+                    lldp_text.unreadable(self, line, "not Local Interface, Device ID, Port ID, System Name")
+                continue
+            out.append(lldp_text.neighbor(local, sysname=f[3], chassis_id=f[1], port_id=f[2]))
+        return out
 
     def expand(self, text):
         m = re.fullmatch(r"(\d+)/(\d+)(?:-(\d+)/(\d+))?", text)

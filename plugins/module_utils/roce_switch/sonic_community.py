@@ -28,6 +28,7 @@ __metaclass__ = type
 import json
 import re
 
+from . import lldp_text
 from .base import Driver, natural_key
 from .model import RoceSwitchError
 
@@ -271,6 +272,25 @@ class CommunitySonicDriver(Driver):
         if not m:
             raise ValueError(text)
         return "Ethernet" + m.group(1)
+
+    # -- LLDP: ``show lldp table`` (LocalPort, RemoteDevice, RemotePortID, Capability, RemotePortDescr) ----
+    show_lldp = "show lldp table"
+
+    def parse_lldp(self, text, managed=()):
+        _h, rows = lldp_text.table(text, r"^LocalPort\s+RemoteDevice\s+RemotePortID\s+Capability\s+RemotePortDescr$",
+                                   ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr"),
+                                   self.label)
+        out = []
+        for line, f in rows:
+            # eth0 is the management port, not Ethernet0
+            local = f[0] if re.match(r"^eth\d+$", f[0]) else lldp_text.local_port(self, f[0])
+            if len(f) != 5 or not f[2]:
+                if local in managed:
+                    lldp_text.unreadable(self, line, "not LocalPort, RemoteDevice, RemotePortID, Capability, "
+                                                     "RemotePortDescr")
+                continue
+            out.append(lldp_text.neighbor(local, sysname=f[1], port_id=f[2], port_descr=f[4]))
+        return out
 
     def check(self, want):
         if want["global"]["trust"] != "dscp":

@@ -38,6 +38,8 @@ def remediation(results):
     if errors:
         return "fix gpufabric_nics / gpufabric_cabling for this host in the inventory"
     for p in results.get("links") or []:
+        if p.get("kind") == "cabling":
+            return "%s; then run validate.yml again (LLDP shows the cable as it is)" % p["cabling"]["fix"]
         if p.get("kind") == "link":
             if "layer 5" in p["cause"] or "layer 4" in p["cause"]:
                 return "the PF is not usable for RoCE: see the layer named in the reason and run its role"

@@ -146,8 +146,12 @@ def cabled_port(p):
     return "no cabling entry"
 
 
+# cabling verdicts (plugin_utils/rdma_check/cabling.py) that fail the PF
+CABLING_FAULTS = ("moved", "swapped", "stranger", "disagree")
+
+
 def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, addresses=None,
-               line_rate_mbps=None):
+               line_rate_mbps=None, cabled=None):
     """Layer 9 link and GID verdict of one node.
 
     ``pfs`` is the nic_facts ``nics`` list, ``nics`` the node's
@@ -157,13 +161,18 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
     maps a PF netdev (or PCI address) to the IPv4 address peers connect to
     (default: the IPv4 of the PF's RoCE v2 GID), ``line_rate_mbps`` the rate
     the bandwidth gate takes as the line rate instead of the PF's link speed
-    (a link whose speed is not what it carries: an emulated or a shaped one).
+    (a link whose speed is not what it carries: an emulated or a shaped one),
+    ``cabled`` the cabling check's verdicts of the node's PFs by PF name
+    (cabling.judge; None when LLDP is not checked): a cable that LLDP shows
+    elsewhere fails the PF (``kind`` ``cabling``), one that LLDP cannot
+    verify is a ``warning`` of it.
 
     Returns ``{node, errors, pfs}``: ``errors`` are inventory problems
     (nothing selected, a PF without a cabling entry); each PF entry is
     ``{node, pf, pci_address, rdma_device, switch, port, link_ok, gid_ok,
     ok, cause, kind, gid_index, gid, ipv4, speed_mbps, evidence}`` where
-    ``kind`` is ``link``, ``gid`` or ``None``.
+    ``kind`` is ``link``, ``gid``, ``cabling`` or ``None``, and with
+    ``cabled`` also ``cabling`` (the verdict) and ``warning``.
     """
     addresses = addresses or {}
     if line_rate_mbps not in (None, ""):
@@ -245,7 +254,17 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
                 ev.append("%s %s: %s" % (node, name, gcause))
                 if entry["cause"] is None:
                     entry.update(cause=gcause, kind="gid")
-        entry["ok"] = entry["link_ok"] and entry["gid_ok"] and cable is not None
+        row = (cabled or {}).get(name) if cabled is not None else None
+        if row is not None:
+            entry["cabling"] = dict((k, row.get(k)) for k in ("status", "found", "message", "fix", "seen_by",
+                                                              "swapped_with") if k in row)
+            ev.append("LLDP: %s" % row["message"])
+            if row["status"] in CABLING_FAULTS and entry["kind"] != "link":
+                # the cable goes elsewhere: that explains a GID or pair problem too
+                entry.update(cause=row["message"], kind="cabling")
+            elif row["status"] == "unverified" and entry["link_ok"]:
+                entry["warning"] = row["message"]
+        entry["ok"] = entry["link_ok"] and entry["gid_ok"] and cable is not None and entry["kind"] != "cabling"
         out.append(entry)
     return {"node": node, "errors": errors, "pfs": out}
 
@@ -616,6 +635,7 @@ def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=Tru
         elif p["status"] == "blocked" and p["client"]["ok"]:
             warnings.append(p["message"])
     warnings += ["%s %s: %s" % (u["node"], u["pf"], u["reason"]) for u in untested or [] if u["node"] == node]
+    warnings += [p["warning"] for p in links.get("pfs") or [] if p.get("warning")]
     return {
         "node": node, "gate_share": check_share(share), "bandwidth_tested": bool(bandwidth),
         "links": links.get("pfs") or [], "pairs": pairs or [], "failures": failures, "warnings": warnings,

@@ -29,6 +29,7 @@ import shlex
 
 from . import podman
 from .lab import Lab, container_name
+from .fabric import cables
 from .switches import faults as switch_faults
 
 NODE_FAULTS = {
@@ -48,6 +49,10 @@ NODE_FAULTS = {
     "host-pfc-mismatch": (8, "now"),
     "node-unreachable": (1, "now"),
     "nccl-socket-fallback": (15, "now"),
+    # the rack's cables as they are (simlab/fabric/cables.py): conditions, as a link down is
+    "cable-swap": (9, "now"),
+    "cable-move": (9, "now"),
+    "cable-unplug": (9, "now"),
 }
 BMC_FAULTS = {"bmc-unreachable": 1, "bios-sriov-off": 2, "bios-vtd-off": 2}
 SWITCH_FAULTS = dict.fromkeys(switch_faults.KINDS, switch_faults.LAYER)
@@ -147,7 +152,17 @@ def inject_twin(lab: Lab, target: str, kind: str) -> str:
         raise FaultError(f"{node}: {kind} needs a node on the inbox driver; this one runs DOCA-OFED")
     faults = _node_faults(lab, node)
     faults[kind] = True
+    if kind == "cable-unplug":
+        faults["link-down"] = True          # no cable, no carrier on the PF
     _save_node_faults(lab, node, faults)
+    if kind in cables.KINDS:
+        try:
+            done = cables.apply(lab.dir, kind, node, lambda switch, taken: _free_port(lab, switch, taken))
+        except cables.CableError as exc:
+            raise FaultError(str(exc)) from None
+        if kind == "cable-unplug":
+            _agent(lab, node, {"op": "reload_faults"})
+        return f"{done} (layer {NODE_FAULTS[kind][0]})"
     if kind == "fw-sriov-off":
         fw = lab.dir / "nodes" / node / "firmware.json"
         data = json.loads(fw.read_text())
@@ -201,6 +216,17 @@ def inject_twin(lab: Lab, target: str, kind: str) -> str:
     return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
 
 
+def _free_port(lab: Lab, switch: str, taken: set) -> str:
+    """The first port of ``switch`` that no cable uses, in its NOS's spelling."""
+    from .nos import port_name
+    nos = next(s["nos"] for s in lab.doc["switches"] if s["name"] == switch)
+    for n in range(1, 129):
+        name = port_name(nos, n)
+        if (switch, name) not in taken:
+            return name
+    raise FaultError(f"{switch}: no free port")
+
+
 def _vf_back_to_kernel_driver(lab: Lab, node: str) -> str:
     """The first VF on vfio-pci (PF order, then VF index) goes back to
     mlx5_core the way a person would: override cleared, unbind,
@@ -227,6 +253,11 @@ def clear(lab: Lab, what: str, name: str) -> str:
         podman.run("unpause", container_name(lab.name, name))
     _save_node_faults(lab, name, {})
     _agent(lab, name, {"op": "reload_faults"})
+    if any(k in faults for k in cables.KINDS):
+        # the node's cables back where the plan has them (the others' stay as they are)
+        found = cables.found(lab.dir)
+        planned = {(c["node"], c["pf"]): c for c in cables.plan(lab.dir)}
+        cables.save(lab.dir, [dict(planned[(c["node"], c["pf"])]) if c["node"] == name else c for c in found])
     if faults.get("vfio-unloadable"):  # the collection writes no modprobe.d rule, so it removes none
         _sh(lab, name, f"rm -f {VFIO_RULE}")
     if faults.get("ofed-userspace-over-inbox"):

@@ -222,6 +222,9 @@ class Rack:
     def load(cls, rack_dir: str | os.PathLike) -> "Rack":
         d = Path(rack_dir)
         doc = json.loads((d / "lab.json").read_text())
+        # the cables as they are (a cable fault moves them; an unplugged one reaches no port)
+        from .cables import found
+        doc["cabling"] = [c for c in found(d) if not c.get("unplugged")]
         live, faults = {}, {}
         for node in [n["name"] for n in doc.get("nodes", [])]:
             for fname, into in (("live.json", live), ("faults.json", faults)):

@@ -178,6 +178,11 @@ class SwitchServer:
             self.model = make_model(nos, name, ports)
             save_switch(state_dir, self.model)
         self._stamp = self._file_stamp()
+        # the LLDP table from the rack's cables as they are (the rack directory holds the switches' state dir)
+        rack_dir = self.state_dir.parent
+        if (rack_dir / "lab.json").exists():
+            from simlab.fabric import cables
+            self.model.lldp_source = lambda: cables.switch_neighbors(rack_dir, name)
         keyfile = self.state_dir / f"{name}.hostkey"
         if keyfile.exists():
             self.host_key = paramiko.ECDSAKey(filename=str(keyfile))

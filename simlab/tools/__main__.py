@@ -31,6 +31,8 @@ MODULES = {
     "ib_write_bw": "simlab.tools.perftest",
     "mpirun": "simlab.tools.nccl",
     "all_reduce_perf": "simlab.tools.nccl",
+    "lldpcli": "simlab.tools.lldpcli",
+    "lldpctl": "simlab.tools.lldpcli",
 }
 
 

@@ -164,3 +164,9 @@ def test_a_port_alias_only_the_leaf_can_place_is_unverified_until_the_leaf_is_re
     links, strangers = C.observed(r, {"node01": {"neighbors": [nb]}},
                                   {"leaf1": {"neighbors": [switch_nb("Ethernet1", "node01", "enp59s0f0np0")]}})
     assert C.judge(r, links, strangers, "node01")[0]["status"] == "ok"
+
+
+@pytest.mark.parametrize("text, want", [("0C:42:A1:00:01:00", "0c:42:a1:00:01:00"), ("0c42.a100.0100", "0c:42:a1:00:01:00"),
+                                        ("0c-42-a1-00-01-00", "0c:42:a1:00:01:00"), ("enp59s0f0np0", ""), ("", "")])
+def test_a_mac_in_any_of_the_nos_spellings(text, want):
+    assert C.mac(text) == want

@@ -29,7 +29,7 @@ __metaclass__ = type
 
 import re
 
-MAC_RE = re.compile(r"^[0-9a-f]{2}([:-]?[0-9a-f]{2}){5}$")
+MAC_RE = re.compile(r"^[0-9a-f]{2}([:-]?[0-9a-f]{2}){5}$|^[0-9a-f]{4}(\.[0-9a-f]{4}){2}$")
 
 
 def short(name):
@@ -38,7 +38,8 @@ def short(name):
 
 
 def mac(text):
-    """``text`` as ``aa:bb:cc:dd:ee:ff`` when it is a MAC address, else ''."""
+    """``text`` as ``aa:bb:cc:dd:ee:ff`` when it is a MAC address (colons,
+    dashes, none, or Cisco's dotted ``aabb.ccdd.eeff``), else ''."""
     t = str(text or "").strip().lower()
     if not MAC_RE.match(t):
         return ""

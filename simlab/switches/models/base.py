@@ -179,6 +179,22 @@ class SwitchModel:
         self.build_rules()
         self._default_session: Session | None = None
 
+    # -- LLDP (layer 9's cabling check) -------------------------------------
+    # The show command of the NOS's LLDP table, answered from the rack's
+    # cables as they are (simlab/fabric/cables.py: the server sets
+    # ``lldp_source``); ``render_lldp`` prints it as the NOS does.
+    lldp_command = ""
+    lldp_source = None
+    lldp_sysdescr = "Debian GNU/Linux 12 (bookworm) Linux 6.1.0-28-amd64 #1 SMP PREEMPT_DYNAMIC x86_64"
+
+    def lldp_port(self, port: str) -> tuple[str, str, str]:
+        """What the NOS's LLDP agent sends about ``port``: (port ID subtype as
+        lldpd names it, port ID, port description or '')."""
+        return ("ifname", port, "")
+
+    def render_lldp(self, neighbors: list[dict]) -> str:
+        raise CliError("LLDP is not modelled on this NOS")
+
     # -- to be provided by subclasses -------------------------------------
     def default_ports(self) -> list[str]:
         raise NotImplementedError
@@ -464,6 +480,8 @@ class SwitchModel:
         raw = line.strip()
         if not raw or raw.startswith(self.comment):
             return ""
+        if self.lldp_command and re.sub(r"^(sudo|do)\s+", "", raw) == self.lldp_command:
+            return self.render_lldp(self.lldp_source() if self.lldp_source else [])
         return self.run_line(s, raw)
 
     def run_line(self, s: Session, raw: str) -> str:

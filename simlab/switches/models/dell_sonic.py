@@ -68,6 +68,24 @@ class DellSonicModel(SwitchModel):
         return e.message
 
     # -- grammar -----------------------------------------------------------------
+    # -- LLDP: ``show lldp neighbor`` as the SONiC management framework renders it ----
+    lldp_command = "show lldp neighbor"
+
+    def lldp_port(self, port):
+        # the port's native name as port ID, its standard name as description
+        n = int(port.split("/")[-1])
+        return ("local", f"Ethernet{4 * (n - 1)}", port)
+
+    def render_lldp(self, neighbors):
+        rule = "-----------------------------------------------------------"
+        out = [rule, "LLDP Neighbors".ljust(20), rule]
+        for n in neighbors:
+            out += [f"Interface:   {n['local']},via: LLDP", "  Chassis:", f"    ChassisID:    {n['chassis_id']}",
+                    f"    SysName:      {n['sysname']}", f"    SysDescr:     {self.lldp_sysdescr}",
+                    f"    TTL:          {n['ttl']}", "    Capability:   MAC_BRIDGE, OFF", "    Capability:   ROUTER, ON",
+                    "  Port", f"    PortID:       {n['port_id']}", f"    PortDescr:    {n['port_descr'] or ''}", rule]
+        return "\n".join(out) + "\n"
+
     def build_rules(self):
         add = self.add
         cm = tuple(self.config_modes)

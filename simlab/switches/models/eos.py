@@ -68,6 +68,22 @@ class EosModel(SwitchModel):
         return f"% Invalid input (at token {fail.pos}: '{words[fail.pos]}')"
 
     # -- grammar -------------------------------------------------------------------
+    # -- LLDP: ``show lldp neighbors`` as ntc-templates' EOS captures print it ----
+    lldp_command = "show lldp neighbors"
+
+    def lldp_port(self, port):
+        return ("ifname", port, "")
+
+    def render_lldp(self, neighbors):
+        rows = [(n["local"].replace("Ethernet", "Et", 1), n["sysname"], n["port_id"], str(n["ttl"])) for n in neighbors]
+        out = ["Last table change time   : 0:10:00 ago", "Number of table inserts  : %d" % len(rows),
+               "Number of table deletes  : 0", "Number of table drops    : 0", "Number of table age-outs : 0", "",
+               "Port          Neighbor Device ID       Neighbor Port ID    TTL",
+               "---------- ------------------------ ---------------------- ---"]
+        for local, dev, pid, ttl in rows:
+            out.append(f"{local:<14}{dev:<25}{pid:<20}{ttl}")
+        return "\n".join(out) + "\n"
+
     def build_rules(self):
         add = self.add
         anyc = ("exec", "enable", "config", "if", "txq")

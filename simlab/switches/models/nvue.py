@@ -71,6 +71,20 @@ class NvueModel(SwitchModel):
     def factory_extra(self):
         return {"pending": None, "rev": 1, "saved_rev": 1, "history": [1]}
 
+    # -- LLDP: ``nv show interface lldp`` as NVIDIA's NVUE reference prints it ----
+    lldp_command = "nv show interface lldp"
+
+    def lldp_port(self, port):
+        return ("ifname", port, port)
+
+    def render_lldp(self, neighbors):
+        rows = [(n["local"], "400G", "swp", n["sysname"] or "", n["port_id"]) for n in neighbors]
+        heads = ("Interface", "Speed", "Type", "Remote Host", "Remote Port")
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+        line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths))
+        out = [line(heads), "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
+        return "\n".join(out) + "\n"
+
     def build_rules(self):
         pass
 

@@ -77,6 +77,27 @@ class NxosModel(SwitchModel):
         return caret + "\n% Invalid command at '^' marker."
 
     # -- grammar -------------------------------------------------------------------
+    # -- LLDP: ``show lldp neighbors detail`` as ntc-templates' NX-OS captures print it ----
+    lldp_command = "show lldp neighbors detail"
+
+    def lldp_port(self, port):
+        return ("ifname", port, port)
+
+    def render_lldp(self, neighbors):
+        out = ["Capability codes:", "  (R) Router, (B) Bridge, (T) Telephone, (C) DOCSIS Cable Device",
+               "  (W) WLAN Access Point, (P) Repeater, (S) Station, (O) Other",
+               "Device ID            Local Intf      Hold-time  Capability  Port ID  ", ""]
+        for n in neighbors:
+            mac = n["chassis_id"].replace(":", "")
+            out += ["Chassis id: %s.%s.%s" % (mac[0:4], mac[4:8], mac[8:12]), "Port id: %s" % n["port_id"],
+                    "Local Port id: %s" % n["local"].replace("Ethernet", "Eth", 1),
+                    "Port Description: %s" % (n["port_descr"] or "null"), "System Name: %s" % n["sysname"],
+                    "System Description: %s" % self.lldp_sysdescr, "Time remaining: %d seconds" % (n["ttl"] - 20),
+                    "System Capabilities: B, W, R", "Enabled Capabilities: R", "Management Address: not advertised",
+                    "Vlan ID: not advertised", "", ""]
+        out.append("Total entries displayed: %d" % len(neighbors))
+        return "\n".join(out) + "\n"
+
     def build_rules(self):
         add = self.add
         cm = tuple(self.config_modes)

@@ -81,6 +81,20 @@ class OnyxModel(SwitchModel):
         return e.message
 
     # -- grammar -------------------------------------------------------------
+    # -- LLDP: ``show lldp remote`` as Onyx prints it (intel/mfd-switchmanagement's capture) ----
+    lldp_command = "show lldp remote"
+
+    def lldp_port(self, port):
+        return ("local", "Eth" + port.split()[-1], "")
+
+    def render_lldp(self, neighbors):
+        rule = "-" * 80
+        out = [rule, "Local Interface      Device ID            Port ID              System Name", rule]
+        for n in neighbors:
+            local = "Eth" + n["local"].split()[-1]
+            out.append(f"{local:<21}{n['chassis_id']:<21}{n['port_id']:<21}{n['sysname'] or 'Not Advertised'}")
+        return "\n".join(out) + "\n"
+
     def build_rules(self):
         add = self.add
         anyc = ("exec", "enable", "config", "if")

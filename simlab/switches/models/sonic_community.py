@@ -76,6 +76,23 @@ class CommunitySonicModel(SwitchModel):
                                                   "hwsku": "Accton-AS7726-32X", "type": "LeafRouter"}},
                 "PORT": ports}
 
+    # -- LLDP: ``show lldp table`` as sonic-utilities' lldpshow prints it ----
+    lldp_command = "show lldp table"
+
+    def lldp_port(self, port):
+        return ("local", port, "")
+
+    def render_lldp(self, neighbors):
+        heads = ("LocalPort", "RemoteDevice", "RemotePortID", "Capability", "RemotePortDescr")
+        rows = [(n["local"], n["sysname"] or "", n["port_id"], "R", n["port_descr"] or "") for n in neighbors]
+        # tabulate's simple format: a column is as wide as its header plus 2, or its widest cell
+        widths = [max([len(h) + 2] + [len(r[i]) for r in rows]) for i, h in enumerate(heads)]
+        line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths)).rstrip()
+        out = ["Capability codes: (R) Router, (B) Bridge, (O) Other", line(heads),
+               "  ".join("-" * w for w in widths)] + [line(r) for r in rows]
+        out += ["-" * 50, "Total entries displayed:  %d" % len(rows)]
+        return "\n".join(out) + "\n"
+
     def build_rules(self):
         pass
 

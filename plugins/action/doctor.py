@@ -357,8 +357,8 @@ class ActionModule(ActionBase):
         checked = [layer for layer in todo if layers.tag(layer.number) not in skip]
         modules, intents, wishes, errors = self._prepare(checked, task_vars, host)
         # what the host's cluster layers read on the node comes in the same read
-        cluster = [layer for layer in layers.select(scope="cluster") if whole and set(layer.hosts) & set(groups)
-                   and layers.tag(layer.number) not in skip]
+        cluster = [layer for layer in layers.select(scope=("cluster", "fabric"))
+                   if whole and set(layer.hosts) & set(groups) and layers.tag(layer.number) not in skip]
         extra = [(layer.number, dict(importlib.import_module(CHECKS + layer.role).NODE_READS)) for layer in cluster
                  if getattr(importlib.import_module(CHECKS + layer.role), "NODE_READS", None)]
 

@@ -14,7 +14,8 @@ A layer's scope in the registry says where its reading comes from: the node
 (``reads`` names nic_facts options or ``bmc``), the switch (roce_switch's
 options), the cluster (``{"cluster": {"kubeconfig", "queries"}}``, each
 query a kube_checks.query; with no cluster to read the action records the
-layer skipped without calling the check; ``NODE_READS``, nic_facts options a cluster
-check also wants from each node's one read) or the fabric (the role's
-tasks/doctor.yml reads across nodes and gives the action its reading).
+layer skipped without calling the check) or the fabric (the role's
+tasks/doctor.yml reads across nodes and gives the action its reading). A
+cluster or fabric check's ``NODE_READS`` are nic_facts options it also
+wants from each node's one read (the doctor's reading of the node).
 """

@@ -23,6 +23,9 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import resu
 
 LAYER = 9
 INTENT = ("rdma_check_gate_share", "rdma_check_doctor_bandwidth")
+# the node's LLDP neighbours come in the doctor's one read of the node
+# (the cabling check of tasks/doctor.yml takes them from doctor_node.reading)
+NODE_READS = {"lldp": True}
 
 WARN_REMEDIATION = "the pairs named were not measured; fix the other end and run the check again"
 

@@ -16,7 +16,7 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import resu
 LAYER = 7
 INTENT = ("roce_switch_host", "roce_switch_port", "roce_switch_nos", "roce_switch_username", "roce_switch_password",
           "roce_switch_known_hosts", "roce_switch_host_key_checking", "roce_switch_gpu_ports", "roce_switch_intent",
-          "roce_switch_timeout")
+          "roce_switch_timeout", "roce_switch_lldp")
 
 
 def reads(intent, host):
@@ -25,7 +25,7 @@ def reads(intent, host):
             "nos": intent["roce_switch_nos"], "username": intent["roce_switch_username"],
             "password": intent["roce_switch_password"], "host_key_checking": intent["roce_switch_host_key_checking"],
             "ports": intent["roce_switch_gpu_ports"], "config": intent["roce_switch_intent"], "state": "gathered",
-            "timeout": intent["roce_switch_timeout"]}
+            "timeout": intent["roce_switch_timeout"], "lldp": bool(intent.get("roce_switch_lldp", True))}
     if intent.get("roce_switch_known_hosts"):
         args["known_hosts"] = intent["roce_switch_known_hosts"]
     return {"roce_switch": args}

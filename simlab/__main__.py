@@ -5,6 +5,7 @@
     python -m simlab status --name lab
     python -m simlab fault node02 fw-sriov-off --name lab
     python -m simlab fault node02 clear --name lab
+    python -m simlab cabling --name lab
     python -m simlab down --name lab
     python -m simlab inventory --nodes 4 --switches 2 --name render --inventory out/inventories/render
 """
@@ -52,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--nos", help="comma-separated NOS per switch: " + ", ".join(
             f"{n} ({DESCRIPTIONS[n]})" for n in NOS) + "; default cycles through them")
 
-    for name, helptext in (("down", "remove a twin rack"), ("status", "show a twin rack")):
+    for name, helptext in (("down", "remove a twin rack"), ("status", "show a twin rack"),
+                           ("cabling", "draw a twin rack's cabling as found, marked against the plan")):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--name", default="lab")
 
@@ -92,6 +94,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"simlab: no lab named {args.name!r}", file=sys.stderr)
                 return 1
             print(json.dumps(the_lab.status(), indent=2))
+        elif args.cmd == "cabling":
+            the_lab = lab.Lab(args.name)
+            if not the_lab.exists():
+                print(f"simlab: no lab named {args.name!r}", file=sys.stderr)
+                return 1
+            from .fabric import cables
+            print(cables.draw(the_lab.dir))
         elif args.cmd == "fault":
             print(faults.inject(lab.Lab(args.name), args.target, args.kind))
     except (ValueError, RuntimeError) as exc:

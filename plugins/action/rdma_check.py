@@ -188,7 +188,9 @@ class ActionModule(ActionBase):
             answer = _at(hostvars, sw, args["switch_readings"])
             if isinstance(answer, dict) and isinstance(answer.get("lldp"), dict):
                 switch_views[sw] = plain_data.plain(answer["lldp"])
-            nos[sw] = (hostvars[sw].get("roce_switch_nos") if sw in hostvars else None) or ""
+            # the NOS the switch was read with, else the inventory's (the ports are spelled as it spells them)
+            nos[sw] = ((answer or {}).get("nos") if isinstance(answer, dict) else None) \
+                or (hostvars[sw].get("switch_nos") if sw in hostvars else None) or ""
         drivers_of = {}
 
         def canon(switch, text):

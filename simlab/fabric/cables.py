@@ -161,3 +161,21 @@ def switch_neighbors(rack_dir: str | os.PathLike, switch: str) -> list[dict]:
         out.append({"local": c["port"], "sysname": c["node"], "chassis_id": chassis_mac(c["node"]),
                     "port_id_type": "ifname", "port_id": c["pf"], "port_descr": c["pf"], "ttl": TTL})
     return out
+
+
+def draw(rack_dir: str | os.PathLike) -> str:
+    """The cables as found, one line a PF, marked against the plan:
+    ``node01 enp59s0f0np0  ->  leaf2 swp1    SWAPPED? plan: leaf1 ethernet 1/1``."""
+    planned = {(c["node"], c["pf"]): c for c in plan(rack_dir)}
+    rows = []
+    for c in found(rack_dir):
+        want = planned.get((c["node"], c["pf"])) or {}
+        at = "(unplugged)" if c.get("unplugged") else f"{c['switch']} {c['port']}"
+        mark = "" if not c.get("unplugged") and (c["switch"], c["port"]) == (want.get("switch"), want.get("port")) \
+            else f"differs from the plan: {want.get('switch')} {want.get('port')}"
+        rows.append((f"{c['node']} {c['pf']}", at, mark))
+    w0 = max([len(r[0]) for r in rows] + [4])
+    w1 = max([len(r[1]) for r in rows] + [5])
+    lines = [f"{'PF':<{w0}}  {'cable':<{w1}}  against the plan"]
+    lines += [f"{a:<{w0}}  {b:<{w1}}  {c or 'as planned'}" for a, b, c in rows]
+    return "\n".join(lines)

@@ -150,8 +150,19 @@ Known differences from real devices
 """
 
 from .models.base import SwitchModel
-from .server import (FAULT_KINDS, MODELS, SwitchFleet, SwitchServer, inject_fault, load_switch,
-                     make_model, read_faults, save_switch)
+
+# the SSH server needs paramiko, which the node containers do not have: the
+# node twins' lldpcli imports the models only, so the server loads on first use
+_SERVER = ("FAULT_KINDS", "MODELS", "SwitchFleet", "SwitchServer", "inject_fault", "load_switch", "make_model",
+           "read_faults", "save_switch")
+
+
+def __getattr__(name):
+    if name in _SERVER:
+        from . import server
+        return getattr(server, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["FAULT_KINDS", "MODELS", "SwitchFleet", "SwitchServer", "SwitchModel", "inject_fault",
            "load_switch", "make_model", "read_faults", "save_switch"]

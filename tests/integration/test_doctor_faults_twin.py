@@ -318,3 +318,40 @@ def test_switch_mtu_low_on_one_port(fresh):
     assert node["remediation"] == "run roce_switch (tag layer07) on leaf2"
     proc, rc = rack.site("--tags", "layer07", "--limit", "leaf2")
     assert rc["leaf2"]["failed"] == 0 and rc["leaf2"]["changed"] == 1, proc.stdout[-4000:]
+
+
+# ------------------------------------------------------ layer 9: the cables
+
+def test_cables_swapped_moved_and_unplugged_are_named_with_their_fix(fresh):
+    """node01's two cables swapped, node02's second PF on the wrong port of
+    its leaf and its first unplugged: validate.yml names exactly those
+    links, each with where its cable is and where the plan has it, and the
+    fix; the leaves stay green (their configuration is right)."""
+    rack = fresh
+    rack.fault("node01", "cable-swap")
+    rack.fault("node02", "cable-move")
+    rack.fault("node02", "cable-unplug")
+    try:
+        _, report = rack.validate()
+    finally:
+        for node in NODES:
+            rack.fault(node, "clear")
+    one = names(report, "node01", 9,
+                "node01 enp59s0f0np0 (0000:3b:00.0, rocep59s0f0, cabled to leaf1 ethernet 1/1): node01 enp59s0f0np0 "
+                "(rocep59s0f0) reaches leaf2 swp1 and node01 enp134s0f0np0 (rocep134s0f0) reaches leaf1 ethernet 1/1: "
+                "their cables are swapped", others=list(SWITCHES))
+    assert one["remediation"].startswith("swap the cables of node01's rocep59s0f0 and rocep134s0f0")
+    lldp = lambda row: [e for e in row["evidence"] if e.startswith("LLDP: ")]
+    assert lldp(one) == [
+        "LLDP: node01 enp59s0f0np0 (rocep59s0f0) reaches leaf2 swp1 and node01 enp134s0f0np0 (rocep134s0f0) "
+        "reaches leaf1 ethernet 1/1: their cables are swapped",
+        "LLDP: node01 enp134s0f0np0 (rocep134s0f0) reaches leaf1 ethernet 1/1 and node01 enp59s0f0np0 "
+        "(rocep59s0f0) reaches leaf2 swp1: their cables are swapped"]
+    two = names(report, "node02", 9,
+                "node02 enp59s0f0np0 (0000:3b:00.0, rocep59s0f0, cabled to leaf1 ethernet 1/2): link down (netdev "
+                "operstate down, RDMA port DOWN, physical state DISABLED)", others=list(SWITCHES))
+    assert two["remediation"].startswith("plug the cable of node02 enp59s0f0np0 into leaf1 ethernet 1/2")
+    assert lldp(two) == [
+        "LLDP: node02 enp59s0f0np0: no LLDP neighbour at either end and no carrier: the cable to leaf1 ethernet 1/2 "
+        "is out or broken",
+        "LLDP: node02 enp134s0f0np0 (rocep134s0f0) reaches leaf2 swp3; the plan gives leaf2 swp2"]

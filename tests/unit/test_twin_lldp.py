@@ -132,3 +132,14 @@ def test_both_ends_see_the_cables_as_found(rack):
     assert "p0" not in host and ("leaf1", "Ethernet2") not in sw
     cables.restore(rack)
     assert ends(rack, "node02")[0] == {"p0": ("leaf1", "Ethernet2"), "p1": ("leaf2", "Ethernet1/2")}
+
+
+def test_simlab_draws_the_cabling_as_found_against_the_plan(rack):
+    cables.apply(rack, "cable-swap", "node01", free)
+    cables.apply(rack, "cable-unplug", "node02", free)
+    assert cables.draw(rack).splitlines() == [
+        "PF         cable              against the plan",
+        "node01 p0  leaf2 Ethernet1/1  differs from the plan: leaf1 Ethernet1",
+        "node01 p1  leaf1 Ethernet1    differs from the plan: leaf2 Ethernet1/1",
+        "node02 p0  (unplugged)        differs from the plan: leaf1 Ethernet2",
+        "node02 p1  leaf2 Ethernet1/2  as planned"]

@@ -46,6 +46,10 @@ def remediation(results):
         if p.get("kind") == "link":
             if "layer 5" in p["cause"] or "layer 4" in p["cause"]:
                 return "the PF is not usable for RoCE: see the layer named in the reason and run its role"
+            if (p.get("cabling") or {}).get("status") == "unverified" and "link down" in p["cause"]:
+                return ("plug the cable of %s %s into %s: no carrier and no LLDP neighbour at either end, so the "
+                        "cable is out or broken (else check the transceiver and that the switch port is up); "
+                        "`ip link show %s` on %s" % (p["node"], p["pf"], rdma_pairs.cabled_port(p), p["pf"], p["node"]))
             return ("check the cable and transceiver of %s %s and the switch port %s (is it up, is it the "
                     "port the cabling plan names?); `ip link show %s` and `rdma link show` on %s" % (
                         p["node"], p["pf"], rdma_pairs.cabled_port(p), p["pf"], p["node"]))

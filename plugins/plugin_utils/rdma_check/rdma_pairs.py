@@ -258,7 +258,11 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
         if row is not None:
             entry["cabling"] = dict((k, row.get(k)) for k in ("status", "found", "message", "fix", "seen_by",
                                                               "swapped_with") if k in row)
-            ev.append("LLDP: %s" % row["message"])
+            if row["status"] == "unverified" and entry["kind"] == "link" and "link down" in (entry["cause"] or ""):
+                ev.append("LLDP: %s %s: no LLDP neighbour at either end and no carrier: the cable to %s is out or "
+                          "broken" % (node, name, cabled_port(entry)))
+            else:
+                ev.append("LLDP: %s" % row["message"])
             if row["status"] in CABLING_FAULTS and entry["kind"] != "link":
                 # the cable goes elsewhere: that explains a GID or pair problem too
                 entry.update(cause=row["message"], kind="cabling")

@@ -168,6 +168,9 @@ class ContainerBackend(Backend):
             "gpufabric_nics_per_node": nic_count,
             # The node image carries no rdma-core packages and has no network.
             "rdma_drivers_install_packages": False,
+            # nor an lldpd unit: the node twin's lldpcli answers for it (simlab/fabric/cables.py);
+            # the VM nodes run the real one, which the role starts
+            "rdma_drivers_lldp": False,
         }, name)
 
     def offline_inventory(self, lab, doc: dict, out: Path) -> Path:

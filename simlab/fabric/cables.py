@@ -131,6 +131,17 @@ def _model(doc: dict, switch: str):
     return by_nos()[sw["nos"]](switch, list(sw.get("ports") or []) or None)
 
 
+def advertised(doc: dict, switch: str, port: str) -> dict:
+    """What the switch end of a cable sends over LLDP about itself and
+    ``port``: its NOS's port ID subtype, ID and description (a twin leaf's
+    model), or for a switch of no NOS (the VM lab's rail hub) the port's
+    name."""
+    model = _model(doc, switch)
+    kind, pid, descr = model.lldp_port(port) if model is not None else ("ifname", port, "")
+    return {"sysname": switch, "chassis_id": chassis_mac(switch), "port_id_type": kind, "port_id": pid,
+            "port_descr": descr, "ttl": TTL}
+
+
 def node_neighbors(rack_dir: str | os.PathLike, node: str) -> list[dict]:
     """What lldpd on ``node`` sees: per PF whose cable is in and link up,
     the leaf at the other end (``local`` the PF)."""
@@ -141,12 +152,7 @@ def node_neighbors(rack_dir: str | os.PathLike, node: str) -> list[dict]:
     for c in _of_node(found(d), node):
         if c.get("unplugged") or not _up(live, c["pf"]):
             continue
-        model = _model(doc, c["switch"])
-        if model is None:
-            continue
-        kind, pid, descr = model.lldp_port(c["port"])
-        out.append({"local": c["pf"], "sysname": c["switch"], "chassis_id": chassis_mac(c["switch"]),
-                    "port_id_type": kind, "port_id": pid, "port_descr": descr, "ttl": TTL})
+        out.append(dict(advertised(doc, c["switch"], c["port"]), local=c["pf"]))
     return out
 
 

@@ -52,6 +52,8 @@ GUEST_PACKAGES = [
     "rdma-core", "ibverbs-providers", "ibverbs-utils", "rdmacm-utils", "perftest",
     # layer 10: what the container_runtime role configures
     "containerd", "runc", "containernetworking-plugins",
+    # layer 9's cabling check: the host's LLDP agent
+    "lldpd",
 ]
 DISK_GB = 4
 ROOT_LABEL = "simlab-root"

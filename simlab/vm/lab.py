@@ -180,10 +180,14 @@ def up(lab, doc: dict, inventory: Path | None, log=print) -> dict:
     (lab.dir / "lab.json").write_text(json.dumps(doc, indent=2) + "\n")
     lab._init_bmc_state(doc)
     rails = {}
+    from simlab.fabric import cables
     for hw in doc["nodes"]:
         for nic in hw["nics"]:
+            cable = next(c for c in doc["cabling"] if c["node"] == hw["name"] and c["pf"] == nic["netdev"])
             rails.setdefault(nic["index"], []).append({"node": hw["name"], "nic": nic["index"],
-                                                       "hub_port": nic["hub_port"], "vm_port": nic["vm_port"]})
+                                                       "hub_port": nic["hub_port"], "vm_port": nic["vm_port"],
+                                                       # the hub speaks LLDP for the switch end of the cable
+                                                       "lldp": cables.advertised(doc, cable["switch"], cable["port"])})
     lab._service("simlab.vm.hub", {"rails": [{"name": f"rail{r}", "ports": p} for r, p in sorted(rails.items())]},
                  "fabric-ready", "fabric", log)
     lab._start_services(doc, log, power_driver="qemu")

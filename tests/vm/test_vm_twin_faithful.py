@@ -164,3 +164,39 @@ def test_real_dcb_on_igb_is_named_as_a_device_without_dcb(vmlab):
     with pytest.raises(iproute_dcb.DcbUnsupported) as exc:
         iproute_dcb.parse_pfc(proc.stderr)
     assert exc.value.reason == "no-dcb"
+
+
+@pytest.mark.layers(9)
+def test_real_lldpd_over_the_rail_reads_as_the_plan_and_as_the_twin_prints_it(vmlab):
+    """lldpd (Debian 12's) in a VM node hears the LLDPDU that the switch end
+    of each fabric cable sends (simlab.vm.hub speaks it, as 802.1AB lays it
+    out) over the real igb link. The node reader (lldp.parse) reads real
+    lldpcli in both JSON forms, the neighbours are the cabling plan's ends,
+    and the twin's lldpcli prints the same neighbours in the same shape."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import lldp
+    from simlab.fabric import cables
+    from simlab.tools import lldpcli
+    lab = vmlab.lab
+    mine = [c for c in lab.doc["cabling"] if c["node"] == "node01"]
+    pfs = [c["pf"] for c in mine]
+    deadline = time.monotonic() + 60
+    while True:
+        real0 = vmlab.sh("node01", "lldpcli -f json0 show neighbors").stdout
+        got = [n for n in lldp.parse(real0, managed=pfs) if n["local"] in pfs]
+        if len(got) == len(pfs) or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    ends = lambda ns: sorted((n["local"], n["sysname"], n["chassis_id"], n["port_id_type"], n["port_id"],
+                              n["port_descr"], n["ttl"]) for n in ns)
+    want = [dict(cables.advertised(lab.doc, c["switch"], c["port"]), local=c["pf"]) for c in mine]
+    assert ends(got) == ends([dict(w, ttl=str(w["ttl"]), port_descr=w["port_descr"] or None) for w in want]), real0
+    real = [n for n in lldp.parse(vmlab.sh("node01", "lldpcli -f json show neighbors").stdout) if n["local"] in pfs]
+    assert ends(real) == ends(got)
+    # the twin's lldpcli: the same neighbours, the same keys per entry as real lldpd prints
+    twin = lldp.parse(lldpcli.render(want, "json0"))
+    assert ends(twin) == ends(got)
+    real_entry = next(e for e in json.loads(real0)["lldp"][0]["interface"] if e["name"] == pfs[0])
+    twin_entry = json.loads(lldpcli.render(want, "json0"))["lldp"][0]["interface"][0]
+    assert set(twin_entry) == set(real_entry)
+    assert set(twin_entry["port"][0]) == set(real_entry["port"][0])
+    assert set(twin_entry["chassis"][0]) <= set(real_entry["chassis"][0])

@@ -92,8 +92,8 @@ def table(text, header_re, names, nos):
     if at is None:
         if not text.strip() or re.search(r"no lldp (remote|neighbor)", text, re.I):
             return None, []
-        raise RoceSwitchError("%s LLDP table: no header like %r in: '%s'" % (nos, " ".join(names),
-                                                                            text.strip()[:300]))
+        raise RoceSwitchError("%s LLDP table: no header like %r in: '%s'"
+                              % (nos, " ".join(names), text.strip()[:300]))
     header = lines[at]
     spans = None
     body = lines[at + 1:]

@@ -29,7 +29,6 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, nic_reading, plain_data
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
-from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers as roce_drivers
 
 PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate")
 ARGS = {
@@ -176,34 +175,15 @@ class ActionModule(ActionBase):
         switches = sorted(set(c.get("switch") for c in cabling if c.get("switch")))
         own = plain_data.plain(reading.get("lldp") or {})
         errors = ["%s: LLDP: %s" % (host, own.get("error"))] if own.get("failed") else []
-        host_views, pfs = {host: own}, {}
-        for node in nodes:
-            other = reading if node == host else _at(hostvars, node, args["lldp_readings"])
-            if node != host and isinstance(other, dict) and isinstance(other.get("lldp"), dict):
-                host_views[node] = plain_data.plain(other["lldp"])
-            pfs[node] = dict((n.get("name"), {"mac": n.get("mac") or n.get("address"), "rdma_device": n.get("rdma_device")})
-                             for n in plain_data.plain((other or {}).get("nics") or []) if n.get("name"))
-        switch_views, nos = {}, {}
+        readings = dict((node, plain_data.plain(reading if node == host else _at(hostvars, node, args["lldp_readings"])
+                                                or {})) for node in nodes)
+        answers = dict((sw, plain_data.plain(_at(hostvars, sw, args["switch_readings"]) or {})) for sw in switches)
+        host_views, switch_views, pfs, nos_of = cabling_check.views(readings, answers)
         for sw in switches:
-            answer = _at(hostvars, sw, args["switch_readings"])
-            if isinstance(answer, dict) and isinstance(answer.get("lldp"), dict):
-                switch_views[sw] = plain_data.plain(answer["lldp"])
-            # the NOS the switch was read with, else the inventory's (the ports are spelled as it spells them)
-            nos[sw] = ((answer or {}).get("nos") if isinstance(answer, dict) else None) \
-                or (hostvars[sw].get("switch_nos") if sw in hostvars else None) or ""
-        drivers_of = {}
-
-        def canon(switch, text):
-            if switch not in drivers_of:
-                try:
-                    drivers_of[switch] = roce_drivers.get_driver(nos.get(switch), switch=switch) if nos.get(switch) \
-                        else None
-                except roce_drivers.RoceSwitchError:
-                    drivers_of[switch] = None
-            driver = drivers_of[switch]
-            return driver.canon_port(text) if driver else str(text)
-
-        rack = cabling_check.Rack(cabling, pfs, canon)
+            # a leaf not read in this run: the ports in the spelling of the inventory's NOS
+            if sw not in nos_of and sw in hostvars and hostvars[sw].get("switch_nos"):
+                nos_of[sw] = hostvars[sw].get("switch_nos")
+        rack = cabling_check.Rack(cabling, pfs, cabling_check.canon_by_nos(nos_of))
         links, strangers = cabling_check.observed(rack, host_views, switch_views)
         cause = _unverified_cause(own, switch_views, switches)
         return dict((row["pf"], row) for row in cabling_check.judge(rack, links, strangers, host, cause)), errors

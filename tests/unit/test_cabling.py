@@ -170,3 +170,33 @@ def test_a_port_alias_only_the_leaf_can_place_is_unverified_until_the_leaf_is_re
                                         ("0c-42-a1-00-01-00", "0c:42:a1:00:01:00"), ("enp59s0f0np0", ""), ("", "")])
 def test_a_mac_in_any_of_the_nos_spellings(text, want):
     assert C.mac(text) == want
+
+
+def test_as_found_gives_the_layers_above_the_port_the_cable_reaches():
+    """What layer 8's chain compares a PF with: the leaf port its cable
+    reaches by LLDP, the planned one kept beside it."""
+    plan = [{"node": "node01", "pf": "enp59s0f0np0", "switch": "leaf1", "port": "Ethernet1"},
+            {"node": "node02", "pf": "enp59s0f0np0", "switch": "leaf1", "port": "Ethernet2"}]
+    answers = {"leaf1": {"nos": "eos", "lldp": {"neighbors": [
+        switch_nb("Ethernet1", "node01", "enp59s0f0np0"), switch_nb("Ethernet7", "node02", "enp59s0f0np0")]}}}
+    readings = {"node02": {"nics": [{"name": "enp59s0f0np0", "mac": PFS["node02"]["enp59s0f0np0"]["mac"]}],
+                           "lldp": {"neighbors": [host_nb("enp59s0f0np0", "leaf1", "Ethernet7")]}}}
+    got = C.as_found(plan, readings, answers)
+    assert got[0] == plan[0]
+    assert got[1] == dict(plan[1], port="Ethernet7", planned_switch="leaf1", planned_port="Ethernet2")
+
+
+def test_the_chain_speaks_of_the_port_the_cable_reaches():
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.roce_host import fabric_chain
+    intent = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp", "host_mtu": 9000,
+              "ecn": {"min_kbytes": 150, "max_kbytes": 1500, "probability": 100}}
+    moved = [{"node": "node02", "pf": "enp59s0f0np0", "switch": "leaf1", "port": "Ethernet7",
+              "planned_switch": "leaf1", "planned_port": "Ethernet2"}]
+    switches = {"leaf1": {"gathered": {"global": {"pfc_priority": 3, "dscp_map": {"26": 3}}, "ports": {
+        "Ethernet2": {"pfc": True, "trust": "dscp", "mtu": 9214}}}}}
+    hosts = {"node02": {"enp59s0f0np0": {"name": "enp59s0f0np0", "pfc_priorities": [3], "trust": "dscp",
+                                         "mtu": 9000}}}
+    got = fabric_chain.compare(intent, moved, switches, hosts)
+    assert got["unchecked"] == [
+        "node02 enp59s0f0np0 -> leaf1 Ethernet7 (where LLDP finds the cable; the plan says leaf1 Ethernet2): leaf1 "
+        "has no data for port Ethernet7 (not among its GPU-facing ports: layer 7 sets no RoCE QoS there)"]

@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.roce_host import fabric_chain
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
@@ -74,6 +75,10 @@ def _chain(reading, intent, host, qos):
     if not intent.get("roce_host_chain", True):
         return None
     cabling = intent.get("roce_host_cabling") or []
+    # each cable where LLDP shows it (the leaves' tables and the node's own
+    # neighbours, as this run read them), so that the PF is compared with
+    # the port its cable really reaches
+    cabling = cabling_check.as_found(cabling, {host: reading.get("nic_facts") or {}}, reading.get("switches") or {})
     cabled = set(c.get("switch") for c in cabling if c.get("node") == host)
     switches = dict((k, v) for k, v in (reading.get("switches") or {}).items() if k in cabled)
     return fabric_chain.compare(intent.get("roce_host_roce") or {}, cabling, switches, {host: qos}, [host])

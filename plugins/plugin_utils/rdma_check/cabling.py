@@ -29,6 +29,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers as roce_drivers
+
 MAC_RE = re.compile(r"^[0-9a-f]{2}([:-]?[0-9a-f]{2}){5}$|^[0-9a-f]{4}(\.[0-9a-f]{4}){2}$")
 
 
@@ -217,3 +219,65 @@ def judge(rack, links, strangers, node, unverified_cause=""):
 def _short_pf(rack, node, pf):
     """A PF as a swap names it: its RDMA device when known, else its name."""
     return ((rack.pfs.get(node) or {}).get(pf) or {}).get("rdma_device") or pf
+
+
+def canon_by_nos(nos_of):
+    """``canon(switch, text)`` for :class:`Rack`: the port in the spelling of
+    the switch's NOS (``nos_of``: {switch: NOS}, from the roce_switch answer
+    it was read with or the inventory's switch_nos); a switch of no known
+    NOS keeps the text."""
+    drivers_of = {}
+
+    def canon(switch, text):
+        if switch not in drivers_of:
+            try:
+                drivers_of[switch] = roce_drivers.get_driver(nos_of.get(switch), switch=switch) \
+                    if nos_of.get(switch) else None
+            except roce_drivers.RoceSwitchError:
+                drivers_of[switch] = None
+        driver = drivers_of[switch]
+        return driver.canon_port(text) if driver else str(text)
+    return canon
+
+
+def views(readings, answers):
+    """``(host_views, switch_views, pfs, nos_of)`` from each GPU node's
+    nic_facts reading (``readings``: {node: reading}) and each leaf's
+    roce_switch answer (``answers``: {switch: answer}): the LLDP each read,
+    the PFs' MACs and RDMA devices, the NOS each leaf was read with."""
+    host_views, pfs, nos_of = {}, {}, {}
+    for node, reading in (readings or {}).items():
+        reading = reading or {}
+        if isinstance(reading.get("lldp"), dict):
+            host_views[node] = reading["lldp"]
+        pfs[node] = dict((n.get("name"), {"mac": n.get("mac"), "rdma_device": n.get("rdma_device")})
+                         for n in reading.get("nics") or [] if n.get("name"))
+    switch_views = {}
+    for sw, answer in (answers or {}).items():
+        answer = answer or {}
+        if isinstance(answer.get("lldp"), dict):
+            switch_views[sw] = answer["lldp"]
+        if answer.get("nos"):
+            nos_of[sw] = answer["nos"]
+    return host_views, switch_views, pfs, nos_of
+
+
+def as_found(cabling, readings, answers, nos_of=None):
+    """gpufabric_cabling with each entry's switch and port as LLDP shows the
+    cable (where both, or the one end read, agree on one place), the planned
+    ones kept in ``planned_switch`` and ``planned_port`` where they differ:
+    what the layers that compare a PF with its switch port (layer 8's chain)
+    take, so that they speak of the port the cable really reaches."""
+    host_views, switch_views, pfs, nos = views(readings, answers)
+    nos.update(nos_of or {})
+    rack = Rack(cabling, pfs, canon_by_nos(nos))
+    links, _strangers = observed(rack, host_views, switch_views)
+    out = []
+    for c in cabling or []:
+        found = sorted((links.get((c.get("node"), c.get("pf"))) or {}))
+        planned = rack.planned.get((c.get("node"), c.get("pf")))
+        if len(found) == 1 and planned and found[0] != planned:
+            c = dict(c, switch=found[0][0], port=found[0][1], planned_switch=c.get("switch"),
+                     planned_port=c.get("port"))
+        out.append(c)
+    return out

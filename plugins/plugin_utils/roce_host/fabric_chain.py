@@ -102,7 +102,10 @@ def compare(intent, cabling, switches, hosts, nodes=None):
     """Walk the cabling plan.
 
     ``intent``: the inventory's ``gpufabric_roce``; ``cabling``: its
-    ``gpufabric_cabling`` (node, pf, pci_address, switch, port);
+    ``gpufabric_cabling`` (node, pf, pci_address, switch, port), or the
+    cables as LLDP found them (rdma_check/cabling.py ``as_found``: an entry
+    that moved has ``planned_switch`` and ``planned_port``, and its texts
+    say so);
     ``switches``: {switch: roce_switch gathered result or its ``gathered``
     model}; ``hosts``: {node: roce_qos gathered result or {pf: state}};
     ``nodes``: only links of these nodes (default every node).
@@ -129,6 +132,9 @@ def compare(intent, cabling, switches, hosts, nodes=None):
         if nodes is not None and node not in nodes:
             continue
         label = "%s %s -> %s %s" % (node, pf, sw, port)
+        if link.get("planned_port") is not None:
+            label += " (where LLDP finds the cable; the plan says %s %s)" % (link.get("planned_switch"),
+                                                                             link.get("planned_port"))
         states, err = _host_states(hosts.get(node)) if node in hosts else (None, "was not read in this run")
         if states is None:
             unchecked.append("%s: %s %s" % (label, node, err))
@@ -143,7 +149,8 @@ def compare(intent, cabling, switches, hosts, nodes=None):
             continue
         port_name, view = _find_port(model, port)
         if view is None:
-            unchecked.append("%s: %s has no data for port %s (not among its GPU-facing ports)" % (label, sw, port))
+            unchecked.append("%s: %s has no data for port %s (not among its GPU-facing ports%s)" % (
+                label, sw, port, ": layer 7 sets no RoCE QoS there" if link.get("planned_port") is not None else ""))
             continue
         checked += 1
         pf_name = state.get("name") or pf
@@ -193,7 +200,10 @@ def compare(intent, cabling, switches, hosts, nodes=None):
             diffs.append({
                 "node": node, "pf": pf_name, "switch": sw, "port": port_name, "field": field,
                 "host": hv, "switch_value": sv, "departs": departs, "layer": 7 if sw_bad else 8,
-                "text": "%s %s %s vs %s %s %s" % (node, pf_name, htext, sw, port_name, stext),
+                "text": "%s %s %s vs %s %s %s%s" % (node, pf_name, htext, sw, port_name, stext,
+                                                    " (its cable is there by LLDP; the plan says %s %s)"
+                                                    % (link.get("planned_switch"), link.get("planned_port"))
+                                                    if link.get("planned_port") is not None else ""),
                 "remediation": " and ".join(fixes),
                 "severity": "warn" if field == "ecn" and firmware_ecn and host_bad and not sw_bad else "fail",
                 "_order": (0 if sw_bad else 1, index, FIELD_ORDER.index(field)),

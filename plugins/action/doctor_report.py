@@ -20,7 +20,8 @@ from ansible.plugins.action import ActionBase
 from jinja2 import Environment
 from jinja2.filters import do_truncate
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report, plain_data
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
 
 ARGS = {
@@ -93,8 +94,17 @@ class ActionModule(ActionBase):
                 result.update(failed=True, msg="the doctor's report: %s" % exc)
                 return result
         generated = "generated " + datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        cabling = args["cabling"]
+        if args["hosts"] is not None and cabling:
+            # the cables as LLDP found them in this run (the nodes' and the leaves' one read each)
+            hostvars = task_vars.get("hostvars") or {}
+            read = lambda h, key: plain_data.plain(((hostvars[h].get("doctor_node") or {}) if h in hostvars else {})
+                                                   .get(key) or {})
+            cabling = cabling_check.as_found(
+                plain_data.plain(cabling), dict((h, read(h, "reading")) for h in {c.get("node") for c in cabling}),
+                dict((s, read(s, "switch")) for s in {c.get("switch") for c in cabling}))
         try:
-            texts = contents(report, args["title"], args["switches"], args["cabling"], generated)
+            texts = contents(report, args["title"], args["switches"], cabling, generated)
         except ValueError as exc:
             result.update(failed=True, msg="the doctor's report: %s" % exc)
             return result

@@ -192,6 +192,7 @@ svg.cabling .box { stroke: #1d2530; stroke-width: 1; }
 svg.cabling .box.pass { fill: #cfe9d5; } svg.cabling .box.fail { fill: #f6c6c6; } svg.cabling .box.warn { fill: #fbe7b0; }
 svg.cabling .box.blocked, svg.cabling .box.skipped, svg.cabling .box.none { fill: #e4e7eb; }
 svg.cabling line { stroke-width: 2; } svg.cabling line.pass { stroke: #57b36b; } svg.cabling line.fail { stroke: #e57373; stroke-width: 3; }
+svg.cabling line.moved { stroke: #c2410c; stroke-width: 3; stroke-dasharray: 7 3; }
 svg.cabling line.warn { stroke: #e0b84a; } svg.cabling line.blocked, svg.cabling line.skipped, svg.cabling line.none { stroke: #aab1ba; stroke-dasharray: 4 3; }
 .switches { display: flex; flex-wrap: wrap; gap: 12px; margin-top: 8px; }
 .switch { background: #fff; border: 1px solid #dde1e6; border-radius: 6px; padding: 6px 10px; }
@@ -362,8 +363,12 @@ def _cabling_svg(report, nodes, switches, cabling):
         j = per_node[n].index(c)
         x2 = nx[n] - nd_w / 2 + 8 + (nd_w - 16) * (j + 0.5) / len(per_node[n])
         st = _link_status(report, n, s)
+        moved = c.get("planned_port") is not None
+        note = (" (as LLDP found it; the plan says %s %s)" % (c.get("planned_switch"), c.get("planned_port"))
+                if moved else "")
         parts.append(u'<line class="%s" x1="%.1f" y1="%d" x2="%.1f" y2="%d"><title>%s</title></line>' % (
-            st, x1, 30 + sw_h, x2, 190, _e("%s %s \u2194 %s %s: %s" % (n, c.get("pf") or "", s, c.get("port") or "", st))))
+            st + (" moved" if moved else ""), x1, 30 + sw_h, x2, 190,
+            _e("%s %s \u2194 %s %s: %s%s" % (n, c.get("pf") or "", s, c.get("port") or "", st, note))))
     for s in sw_names:
         st = _status_of(report.get(s)) if s in report else "none"
         parts.append(u'<g class="switch-box" data-switch="%s"><rect class="box %s" x="%.1f" y="30" width="%d" height="%d" rx="4">'
@@ -407,7 +412,10 @@ def html_report(report, switches=None, cabling=None, title="gpufabric doctor", g
     """The rack view as one HTML document with inline CSS and JavaScript and
     no external references.  ``switches``: the inventory names of the leaf
     switches (their rows are grouped apart); ``cabling``: the cabling plan
-    (``gpufabric_cabling``: ``[{node, pf, pci_address, switch, port}]``)."""
+    (``gpufabric_cabling``: ``[{node, pf, pci_address, switch, port}]``), or
+    the cables as LLDP found them (rdma_check/cabling.py ``as_found``): a
+    cable that is not where the plan has it is drawn where it is, dashed,
+    its title naming the planned port."""
     report = checked(report)
     switches = [s for s in (switches or [])]
     cabling = [c for c in (cabling or []) if isinstance(c, dict) and c.get("node") and c.get("switch")]

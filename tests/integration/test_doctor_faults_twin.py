@@ -355,3 +355,9 @@ def test_cables_swapped_moved_and_unplugged_are_named_with_their_fix(fresh):
         "LLDP: node02 enp59s0f0np0: no LLDP neighbour at either end and no carrier: the cable to leaf1 ethernet 1/2 "
         "is out or broken",
         "LLDP: node02 enp134s0f0np0 (rocep134s0f0) reaches leaf2 swp3; the plan gives leaf2 swp2"]
+    # report.html draws each cable where LLDP found it, dashed, naming the planned port
+    page = (rack.reports / "report.html").read_text()
+    for line in ("node01 enp59s0f0np0 \u2194 leaf2 swp1: fail (as LLDP found it; the plan says leaf1 ethernet 1/1)",
+                 "node01 enp134s0f0np0 \u2194 leaf1 ethernet 1/1: fail (as LLDP found it; the plan says leaf2 swp1)",
+                 "node02 enp134s0f0np0 \u2194 leaf2 swp3: fail (as LLDP found it; the plan says leaf2 swp2)"):
+        assert '<line class="fail moved"' in page and line in page, line

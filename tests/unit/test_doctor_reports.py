@@ -244,3 +244,14 @@ def test_the_report_action_writes_through_host_files_only_what_differs(tmp_path)
     bad["gpu-a01"]["layers"][0]["evidence"] = "one string"
     with pytest.raises(ValueError):
         action.contents(bad, "rack r0", [], [], "")
+
+
+def test_html_draws_a_cable_where_lldp_found_it_marked_against_the_plan():
+    report = rack()
+    cabling = [{"node": "gpu-a01", "pf": "enp59s0f0np0", "switch": "leaf-r0", "port": "swp1"},
+               {"node": "gpu-a02", "pf": "enp59s0f0np0", "switch": "leaf-r0", "port": "swp7",
+                "planned_switch": "leaf-r0", "planned_port": "swp2"}]
+    page = doctor_report.html_report(report, ["leaf-r0", "leaf-r1"], cabling, "rack")
+    assert re.search(r"<line class=\"fail\"[^>]*><title>gpu-a01 enp59s0f0np0 \u2194 leaf-r0 swp1: fail</title>", page)
+    assert re.search(r'<line class="fail moved"[^>]*><title>gpu-a02 enp59s0f0np0 \u2194 leaf-r0 swp7: fail '
+                     r'\(as LLDP found it; the plan says leaf-r0 swp2\)</title>', page)

@@ -185,7 +185,7 @@ class ActionModule(ActionBase):
                 nos_of[sw] = hostvars[sw].get("switch_nos")
         rack = cabling_check.Rack(cabling, pfs, cabling_check.canon_by_nos(nos_of))
         links, strangers = cabling_check.observed(rack, host_views, switch_views)
-        cause = _unverified_cause(own, switch_views, switches)
+        cause = dict(cabling_check.firmware_lldp(reading), **{"": _unverified_cause(own, switch_views, switches)})
         return dict((row["pf"], row) for row in cabling_check.judge(rack, links, strangers, host, cause)), errors
 
     # -- plan -------------------------------------------------------------

@@ -200,3 +200,39 @@ def test_the_chain_speaks_of_the_port_the_cable_reaches():
     assert got["unchecked"] == [
         "node02 enp59s0f0np0 -> leaf1 Ethernet7 (where LLDP finds the cable; the plan says leaf1 Ethernet2): leaf1 "
         "has no data for port Ethernet7 (not among its GPU-facing ports: layer 7 sets no RoCE QoS there)"]
+
+
+# the LLDP lines of a ConnectX-4 Lx's `mstconfig -e q` (Default, Current, Next Boot), verbatim from
+# k8snetworkplumbingwg/sriov-network-operator's mlxutils test fixture (a Dell rack NDC whose
+# firmware ships its LLDP agent on; trailing spaces removed); the header lines as mstconfig prints them
+FW_LLDP_ON = """
+Device #1:
+----------
+
+Device type:        ConnectX4LX
+Device:             0000:3b:00.0
+
+Configurations:                                     Default             Current             Next Boot
+        LLDP_NB_DCBX_P1                             False(0)             False(0)             False(0)
+        LLDP_NB_RX_MODE_P1                          ALL(2)               ALL(2)               ALL(2)
+        LLDP_NB_TX_MODE_P1                          ALL(2)               ALL(2)               ALL(2)
+        LLDP_NB_DCBX_P2                             False(0)             False(0)             False(0)
+        LLDP_NB_RX_MODE_P2                          ALL(2)               ALL(2)               ALL(2)
+        LLDP_NB_TX_MODE_P2                          ALL(2)               ALL(2)               ALL(2)
+"""
+
+
+def test_a_firmware_lldp_agent_is_named_as_the_likely_cause_of_a_silent_pf():
+    reading = {"nics": [{"name": "enp59s0f0np0", "pci_address": "0000:3b:00.0"},
+                        {"name": "enp59s0f1np1", "pci_address": "0000:3b:00.1"}],
+               "firmware": [{"device": "0000:3b:00.0", "query": FW_LLDP_ON},
+                            {"device": "0000:3b:00.1", "query": FW_LLDP_ON.replace("ALL(2)", "OFF(0)")}]}
+    causes = C.firmware_lldp(reading)
+    assert list(causes) == ["enp59s0f0np0"]
+    assert causes["enp59s0f0np0"].startswith(
+        "the NIC firmware's own LLDP agent takes the frames (LLDP_NB_RX_MODE_P1 = ALL(2) in mlxconfig -e q")
+    r = rack()
+    links, strangers = C.observed(r, {}, {})
+    row = C.judge(r, links, strangers, "node01", unverified_cause=dict(causes, **{"": "the node's cause"}))[0]
+    assert row["status"] == "unverified" and "LLDP_NB_RX_MODE_P1 = ALL(2)" in row["message"]
+    assert C.judge(r, links, strangers, "node01", {"": "the node's cause"})[1]["message"].endswith("the node's cause")

@@ -143,11 +143,41 @@ def _label(rack, node, pf):
     return "%s %s%s" % (node, pf, " (%s)" % dev if dev else "")
 
 
+def firmware_lldp(reading):
+    """{PF name: why the host may hear no LLDP on it}, from the firmware
+    queries in a node's nic_facts reading (``mlxconfig -e q``, its
+    ``firmware`` option): a ConnectX whose own LLDP agent receives the
+    frames (``LLDP_NB_RX_MODE_P<n>`` not 0; NVIDIA's text: with it OFF
+    "incoming LLDP frames will be routed to the host"). Port n is the PF's
+    PCI function + 1. A query the parser cannot read names nothing."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
+    by_address = dict((n.get("pci_address"), n.get("name")) for n in (reading or {}).get("nics") or [])
+    out = {}
+    for q in (reading or {}).get("firmware") or []:
+        if not isinstance(q, dict) or not q.get("query"):
+            continue
+        try:
+            params = mlx_config.parse_query(q.get("device"), q["query"])["params"]
+        except mlx_config.MlxConfigError:
+            continue
+        port = int(str(q.get("device") or "0.0").rsplit(".", 1)[-1] or 0) + 1
+        name = "LLDP_NB_RX_MODE_P%d" % port
+        p = params.get(name) or {}
+        if p.get("current_int"):
+            out[by_address.get(q.get("device")) or q.get("device")] = (
+                "the NIC firmware's own LLDP agent takes the frames (%s = %s in mlxconfig -e q; 0 routes them to "
+                "the host: set it, LLDP_NB_TX_MODE_P%d and LLDP_NB_DCBX_P%d to 0 in nic_firmware_extra_params, "
+                "layer 4)" % (name, p.get("current"), port, port))
+    return out
+
+
 def judge(rack, links, strangers, node, unverified_cause=""):
     """The verdict of every cabling entry of ``node``: ``[{node, pf, switch,
     port, status, found, message, fix, seen_by}]`` with ``status`` ``ok``,
     ``moved``, ``swapped``, ``stranger``, ``disagree`` or ``unverified``;
-    ``found`` is ``[{switch, port}]`` as LLDP shows the cable."""
+    ``found`` is ``[{switch, port}]`` as LLDP shows the cable.
+    ``unverified_cause``: why a cable may show no LLDP, one text for the
+    node or ``{pf: text, "": the node's}``."""
     out = []
     for c in rack.cabling:
         if c["node"] != node:
@@ -176,9 +206,11 @@ def judge(rack, links, strangers, node, unverified_cause=""):
                                % (me, ", ".join(others), where(sw, port)),
                        fix="move the cable of %s to %s" % (me, where(sw, port)))
         elif not seen:
+            cause = unverified_cause.get(c["pf"], unverified_cause.get("")) if isinstance(unverified_cause, dict) \
+                else unverified_cause
             row.update(status="unverified",
                        message="%s: no LLDP neighbour at either end, so its cable to %s is unverified%s"
-                               % (me, where(sw, port), "; %s" % unverified_cause if unverified_cause else ""),
+                               % (me, where(sw, port), "; %s" % cause if cause else ""),
                        fix="see that lldpd runs on %s and LLDP is on at %s, then check again" % (node, sw))
         elif len(seen) > 1:
             row.update(status="disagree",

@@ -236,3 +236,13 @@ def test_a_firmware_lldp_agent_is_named_as_the_likely_cause_of_a_silent_pf():
     row = C.judge(r, links, strangers, "node01", unverified_cause=dict(causes, **{"": "the node's cause"}))[0]
     assert row["status"] == "unverified" and "LLDP_NB_RX_MODE_P1 = ALL(2)" in row["message"]
     assert C.judge(r, links, strangers, "node01", {"": "the node's cause"})[1]["message"].endswith("the node's cause")
+
+
+def test_a_nodes_own_lldpdu_looped_back_by_its_nic_is_not_a_neighbour():
+    """With VFs on a PF, the NIC's embedded switch may reflect the node's own
+    multicast (the emulated 82576 does, and real lldpd lists it): it says
+    nothing of the cable."""
+    r = rack()
+    own = dict(host_nb("enp59s0f0np0", "node01", "enp59s0f0np0"), port_id_type="mac")
+    links, strangers = C.observed(r, {"node01": {"neighbors": [own, host_nb("enp59s0f0np0", "leaf1", "Ethernet1")]}}, {})
+    assert strangers == {} and C.judge(r, links, strangers, "node01")[0]["status"] == "ok"

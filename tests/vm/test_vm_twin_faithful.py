@@ -182,7 +182,9 @@ def test_real_lldpd_over_the_rail_reads_as_the_plan_and_as_the_twin_prints_it(vm
     deadline = time.monotonic() + 60
     while True:
         real0 = vmlab.sh("node01", "lldpcli -f json0 show neighbors").stdout
-        got = [n for n in lldp.parse(real0, managed=pfs) if n["local"] in pfs]
+        # with VFs on the PF, the emulated 82576's embedded switch loops the node's own
+        # LLDPDU back to the PF, and lldpd lists it: the cabling check skips it
+        got = [n for n in lldp.parse(real0, managed=pfs) if n["local"] in pfs and n["sysname"] != "node01"]
         if len(got) == len(pfs) or time.monotonic() > deadline:
             break
         time.sleep(2)
@@ -190,12 +192,14 @@ def test_real_lldpd_over_the_rail_reads_as_the_plan_and_as_the_twin_prints_it(vm
                               n["port_descr"], n["ttl"]) for n in ns)
     want = [dict(cables.advertised(lab.doc, c["switch"], c["port"]), local=c["pf"]) for c in mine]
     assert ends(got) == ends([dict(w, ttl=str(w["ttl"]), port_descr=w["port_descr"] or None) for w in want]), real0
-    real = [n for n in lldp.parse(vmlab.sh("node01", "lldpcli -f json show neighbors").stdout) if n["local"] in pfs]
+    real = [n for n in lldp.parse(vmlab.sh("node01", "lldpcli -f json show neighbors").stdout)
+            if n["local"] in pfs and n["sysname"] != "node01"]
     assert ends(real) == ends(got)
     # the twin's lldpcli: the same neighbours, the same keys per entry as real lldpd prints
     twin = lldp.parse(lldpcli.render(want, "json0"))
     assert ends(twin) == ends(got)
-    real_entry = next(e for e in json.loads(real0)["lldp"][0]["interface"] if e["name"] == pfs[0])
+    real_entry = next(e for e in json.loads(real0)["lldp"][0]["interface"]
+                      if e["name"] == pfs[0] and e["chassis"][0]["name"][0]["value"] != "node01")
     twin_entry = json.loads(lldpcli.render(want, "json0"))["lldp"][0]["interface"][0]
     assert set(twin_entry) == set(real_entry)
     assert set(twin_entry["port"][0]) == set(real_entry["port"][0])

@@ -116,6 +116,10 @@ def observed(rack, host_views, switch_views):
     links, strangers = {}, {}
     for node, view in sorted((host_views or {}).items()):
         for nb in (view or {}).get("neighbors") or []:
+            if short(nb.get("sysname")) == short(node):
+                # the node's own LLDPDU, looped back to the PF by its NIC's embedded
+                # switch (SR-IOV's VEB reflects multicast): it tells nothing of the cable
+                continue
             key = (node, nb.get("local"))
             switch = rack.switches.get(short(nb.get("sysname")))
             port = rack.port_of(switch, nb) if switch else None

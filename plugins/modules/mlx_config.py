@@ -73,6 +73,13 @@ options:
     description: Largest NUM_OF_VFS the device accepts (at most 127).
     type: int
     default: 127
+  where_present:
+    description:
+      - Parameters set on every device whose firmware has them (its query lists them), left alone on one that has
+        not, such as the LLDP agent's C(LLDP_NB_RX_MODE_P1), which not every ConnectX firmware offers. Checked as
+        I(params) are, before any device is read.
+    type: dict
+    default: {}
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -194,6 +201,7 @@ def _converge(module, p, device, wanted, result):
     The read and the comparison are module_utils' read_device and
     check_reading, which nic_facts' firmware reading shares."""
     reading = mlx_config.read_device(lambda argv: _run(module, argv), p["tool"], p["flint_tool"], device)
+    wanted = mlx_config.with_present(device, wanted, reading, p["where_present"])
     planned = mlx_config.check_reading(reading, wanted, at_least=p["at_least"], min_fw_version=p["min_fw_version"])
     after = planned.pop("parsed")
     planned.pop("device")
@@ -235,6 +243,7 @@ def main():
             flint_tool=dict(type="str", default="mstflint"),
             min_fw_version=dict(type="str", default=""),
             max_num_of_vfs=dict(type="int", default=mlx_config.MAX_NUM_OF_VFS),
+            where_present=dict(type="dict", default={}),
         ),
         required_one_of=[("device", "devices")],
         mutually_exclusive=[("device", "devices"), ("params", "devices")],
@@ -245,6 +254,9 @@ def main():
     if p["device"]:
         result = dict(changed=False, command=[], fw_version=None, fw_version_running=None)
         try:
+            if p["where_present"]:
+                p["where_present"] = mlx_config.normalize_params("where_present", p["where_present"],
+                                                                 p["max_num_of_vfs"])
             wanted = mlx_config.normalize_params(p["device"], p["params"], p["max_num_of_vfs"])
             _converge(module, p, p["device"], wanted, result)
         except mlx_config.MlxConfigError as exc:
@@ -254,6 +266,8 @@ def main():
 
     # Every device's wanted values are checked before any device is touched.
     try:
+        if p["where_present"]:
+            p["where_present"] = mlx_config.normalize_params("where_present", p["where_present"], p["max_num_of_vfs"])
         plan = mlx_config.plan_devices(p["devices"], p["max_num_of_vfs"])
     except mlx_config.MlxConfigError as exc:
         module.fail_json(msg=str(exc), devices=[])

@@ -161,3 +161,30 @@ def test_a_reading_that_lacks_a_device_or_used_other_tools_fails_that_device(age
     assert len(failed(mlx_config_checked({"nics": []}, _devices(8, 4), "mstconfig", "mstflint"))) == 2
     bad = mlx_config_checked(reading, [{"device": PF0, "params": {"NUM_OF_VFS": 500}}], "mstconfig", "mstflint")
     assert bad["failed"] and "500" in bad["msg"] and bad["devices"] == []
+
+
+LLDP_OFF = {"LLDP_NB_RX_MODE_P1": 0, "LLDP_NB_TX_MODE_P1": 0, "LLDP_NB_DCBX_P1": 0}
+
+
+def test_where_present_sets_the_lldp_agent_off_only_where_the_firmware_has_it(agent):
+    """PF0's firmware has the LLDP agent's parameters (receiving and sending
+    ALL, as a Dell-branded ConnectX-4 Lx ships them); PF1's has none: the
+    parameters go to PF0 alone, and PF1 is not failed for lacking them."""
+    fw = agent.kernel.firmware[PF0]
+    for col in ("default", "current", "next"):
+        fw[col].update(LLDP_NB_RX_MODE_P1=2, LLDP_NB_TX_MODE_P1=2, LLDP_NB_DCBX_P1=0)
+    r = _call({"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"], "where_present": LLDP_OFF}, check=True)
+    assert [c["name"] for c in r["devices"][0]["changed_params"]] == [
+        "SRIOV_EN", "NUM_OF_VFS", "LLDP_NB_RX_MODE_P1", "LLDP_NB_TX_MODE_P1"]
+    assert [c["name"] for c in r["devices"][1]["changed_params"]] == ["SRIOV_EN", "NUM_OF_VFS"]
+    r = _call({"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"], "where_present": LLDP_OFF})
+    assert r["changed"] and not r.get("failed")
+    assert (fw["next"]["LLDP_NB_RX_MODE_P1"], fw["next"]["LLDP_NB_TX_MODE_P1"]) == (0, 0)
+    r = _call({"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"], "where_present": LLDP_OFF}, check=True)
+    assert not r["changed"]
+
+
+def test_where_present_is_checked_before_any_device_is_read(agent):
+    r = _call({"devices": _devices(8, 4), "where_present": {"LLDP_NB_RX_MODE_P1": "off-ish"}}, check=True)
+    assert r["failed"] and "LLDP_NB_RX_MODE_P1='off-ish' is not a number" in r["msg"]
+    assert agent.calls == []

@@ -36,6 +36,7 @@ __all__ = [
     "read_device",
     "check_reading",
     "plan_devices",
+    "with_present",
     "run_devices",
 ]
 
@@ -262,6 +263,20 @@ def check_reading(reading, wanted, at_least=(), min_fw_version=None):
     out.update(current=param_values(parsed, "current"), next_boot=param_values(parsed, "next"),
                changed_params=changes, pending=pending(parsed),
                reboot_required=bool(predicted_pending(parsed, changes)), parsed=parsed)
+    return out
+
+
+def with_present(device, wanted, reading, present):
+    """``wanted`` and those of ``present`` (normalized values) that the
+    device's firmware has: the parameters its query (a :func:`read_device`
+    answer) lists. Given values of ``wanted`` stay as given."""
+    if not present:
+        return wanted
+    params = parse_query(device, reading["query"])["params"]
+    out = dict(wanted)
+    for name, value in present.items():
+        if name in params and name not in out:
+            out[name] = value
     return out
 
 

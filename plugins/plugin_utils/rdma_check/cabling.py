@@ -170,8 +170,8 @@ def firmware_lldp(reading):
         if p.get("current_int"):
             out[by_address.get(q.get("device")) or q.get("device")] = (
                 "the NIC firmware's own LLDP agent takes the frames (%s = %s in mlxconfig -e q; 0 routes them to "
-                "the host: set it, LLDP_NB_TX_MODE_P%d and LLDP_NB_DCBX_P%d to 0 in nic_firmware_extra_params, "
-                "layer 4)" % (name, p.get("current"), port, port))
+                "the host: layer 4 sets it, LLDP_NB_TX_MODE_P%d and LLDP_NB_DCBX_P%d to 0 where gpufabric_host_lldp "
+                "is true, then a reboot)" % (name, p.get("current"), port, port))
     return out
 
 

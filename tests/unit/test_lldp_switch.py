@@ -68,6 +68,20 @@ WANT = {
     "sonic_community/show-lldp-table-test-2macs.txt": [
         ("Ethernet0", "dummy", "00:00:00:00:00:01"), ("Ethernet0", "dummy", "00:00:00:00:00:02")],
     "sonic_dell/show-lldp-neighbor-bcm-hld.txt": [("Ethernet60", "sonic", "Ethernet32")],
+    "sonic_dell/show-lldp-neighbor-s5248f-3.4.0.txt": [
+        ("Ethernet1", "spine-1-1", "Ethernet1"), ("Ethernet2", "spine-1-2", "Ethernet1"),
+        ("Ethernet4", "leaf-1-2", "Ethernet4"), ("Ethernet5", "leaf-1-2", "Ethernet5"),
+        ("Ethernet8", "CRM-Master", "Ethernet1")],
+    "eos/show-lldp-neighbors-ceos-4.32-evpn-lab.txt": [
+        ("Ethernet1", "dc2-spine1", "Ethernet6"), ("Ethernet2", "dc2-spine2", "Ethernet6"),
+        ("Ethernet3", "dc2-border-leaf1", "Ethernet3"), ("Ethernet4", "dc2-border-leaf1", "Ethernet4"),
+        ("Ethernet5", "wan", "Ethernet4")] + [("Ma0", dev, pid) for dev, pid in (
+            ("dc1-border-leaf2", "Management0"), ("dc2-client1", "0242.ac64.6483"), ("dc2-leaf1a", "Management0"),
+            ("dc2-leaf1b", "Management0"), ("dc1-client2", "0242.ac64.6470"), ("dc1-client1", "0242.ac64.646f"),
+            ("dc2-client2", "0242.ac64.6484"), ("dc2-client3", "0242.ac64.6485"), ("dc2-client4", "0242.ac64.6486"),
+            ("dc1-leaf1a", "Management0"), ("dc1-client3", "0242.ac64.6471"), ("dc1-client4", "0242.ac64.6472"),
+            ("dc1-leaf2a", "Management0"), ("dc1-spine1", "Management0"), ("wan", "Management0"),
+            ("dc2-leaf2a", "Management0"))],
 }
 
 
@@ -94,6 +108,10 @@ def test_the_fields_beyond_the_table():
     assert (nx[1]["chassis_id"], nx[1]["port_descr"]) == ("5087.89a1.d8d6", "Ethernet1/1")
     dell = driver("sonic_dell/x").parse_lldp(body("sonic_dell/show-lldp-neighbor-bcm-hld.txt"))[0]
     assert (dell["chassis_id"], dell["port_descr"]) == ("3c:2c:99:2d:87:35", "Eth1/9")
+    dell = driver("sonic_dell/x").parse_lldp(body("sonic_dell/show-lldp-neighbor-s5248f-3.4.0.txt"))[4]
+    assert (dell["chassis_id"], dell["port_descr"]) == ("00:00:00:11:11:11", "Eth1/2")
+    eos = driver("eos/x").parse_lldp(body("eos/show-lldp-neighbors-ceos-4.32-evpn-lab.txt"))[6]
+    assert eos["port_id_type"] == "mac"
     sonic = driver("sonic_community/x").parse_lldp(body("sonic_community/show-lldp-table-test-2macs.txt"))
     assert [(n["port_id_type"], n["port_descr"]) for n in sonic] == [("mac", "First MAC"), ("mac", "Second MAC")]
     onyx = driver("onyx/x").parse_lldp(body("onyx/show-lldp-remote-intel-mfd.txt"))[2]

@@ -98,8 +98,10 @@ class ActionModule(ActionBase):
         if args["hosts"] is not None and cabling:
             # the cables as LLDP found them in this run (the nodes' and the leaves' one read each)
             hostvars = task_vars.get("hostvars") or {}
-            read = lambda h, key: plain_data.plain(((hostvars[h].get("doctor_node") or {}) if h in hostvars else {})
-                                                   .get(key) or {})
+
+            def read(host, key):
+                node = (hostvars[host].get("doctor_node") or {}) if host in hostvars else {}
+                return plain_data.plain(node.get(key) or {})
             cabling = cabling_check.as_found(
                 plain_data.plain(cabling), dict((h, read(h, "reading")) for h in {c.get("node") for c in cabling}),
                 dict((s, read(s, "switch")) for s in {c.get("switch") for c in cabling}))

@@ -82,6 +82,8 @@ def vm_host(tmp_path):
             "gpufabric_roce": {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp",
                                "ecn": True, "host_mtu": 9000},
             "rdma_drivers_install_packages": False,
+            # this machine runs no lldpd for the role to start (the VM nodes do, tests/vm)
+            "rdma_drivers_lldp": False,
             "rdma_drivers_modules_load_file": str(tmp_path / "vm01" / "gpufabric-rdma.conf"),
             "sriov_vfs_persist": False, "sriov_vfs_nm_unmanaged": False,
             # as the VM rack's inventory has it: no say in whether layer 4 applies (ConnectX only)

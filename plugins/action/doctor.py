@@ -353,12 +353,17 @@ class ActionModule(ActionBase):
     def _node(self, result, todo, skip, task_vars, host, groups, whole, node_result):
         """The node (or switch) layers of this host from one read of it;
         ``whole`` (no layers asked for: all of the host's) adds to that read
-        what the host's cluster layers read on the node."""
+        what the host's cluster layers read on the node; a read of the NICs
+        also takes what the host's fabric layers read (their NODE_READS)."""
         checked = [layer for layer in todo if layers.tag(layer.number) not in skip]
         modules, intents, wishes, errors = self._prepare(checked, task_vars, host)
         # what the host's cluster layers read on the node comes in the same read
+        # and, where this task reads the node's NICs at all, what the host's fabric layers read on the
+        # node (their checks come later, across nodes, and take this reading)
+        reads_nics = any("nic_facts" in w for w in wishes.values())
         cluster = [layer for layer in layers.select(scope=("cluster", "fabric"))
-                   if whole and set(layer.hosts) & set(groups) and layers.tag(layer.number) not in skip]
+                   if (whole or (layer.scope == "fabric" and reads_nics)) and set(layer.hosts) & set(groups)
+                   and layers.tag(layer.number) not in skip]
         extra = [(layer.number, dict(importlib.import_module(CHECKS + layer.role).NODE_READS)) for layer in cluster
                  if getattr(importlib.import_module(CHECKS + layer.role), "NODE_READS", None)]
 

@@ -66,10 +66,9 @@ def header_spans(header, names):
 
 
 def cut(line, spans):
-    """The fields of ``line`` at ``spans``, stripped. A field that runs on
-    past its column's end into the next column's first character (a long
-    value the NOS did not pad) is kept whole when the next starts after a
-    space."""
+    """The fields of ``line`` at ``spans``, stripped: each column from its
+    start to the next one's (the NOS pads every column to its widest value,
+    so a value never runs into the next column in the published outputs)."""
     out = []
     for start, end in spans:
         out.append(line[start:end].strip() if end is not None else line[start:].strip())

@@ -27,6 +27,13 @@ WANT = {
         ("swp2", "server02", "48:b0:2d:86:c1:f8"), ("swp3", "server03", "48:b0:2d:08:de:37"),
         ("swp49", "leaf02", "swp49"), ("swp50", "leaf02", "swp50"), ("swp51", "spine01", "swp1"),
         ("swp52", "spine02", "swp1"), ("swp53", "spine03", "swp1"), ("swp54", "spine04", "swp1")],
+    # Cumulus Linux 5.16 VX: the Speed column empty on every row, two ports hearing the same system name
+    "nvue/nv-show-interface-lldp-cl516-netlabbuilder.txt": [
+        ("swp1", "cumulus", "swp1"), ("swp2", "cumulus", "swp1"), ("swp65", "ubuntu", "48:b0:2d:27:5f:50")],
+    # Cumulus Linux 5.14 on NVIDIA Air: 2x breakout ports on both ends, wider columns
+    "nvue/nv-show-interface-lldp-cl514-air-metalsoft.txt": [("eth0", "oob-mgmt-switch-leaf-1", "swp10")] + [
+        ("swp%ds%d" % (33 + 8 * spine + n, half), "spine-s%02d" % spine, "swp%ds%d" % (n + 1, half))
+        for spine in range(4) for n in range(8) for half in (0, 1)],
     "nxos/show-lldp-neighbors-detail-genie-indented.txt": [
         ("Ethernet1/14", None, "PCI-E Slot 1, Port 2"), ("Ethernet1/38", "VPN-1", "0"), ("Ethernet1/40", "MX-L0", "1"),
         ("Ethernet1/42", "CAT2960-CED1", "Te2/0/2"), ("Ethernet1/43", "RCAT2960", "Te1/0/1"),
@@ -68,6 +75,10 @@ WANT = {
     "sonic_community/show-lldp-table-test-2macs.txt": [
         ("Ethernet0", "dummy", "00:00:00:00:00:01"), ("Ethernet0", "dummy", "00:00:00:00:00:02")],
     "sonic_dell/show-lldp-neighbor-bcm-hld.txt": [("Ethernet60", "sonic", "Ethernet32")],
+    "sonic_dell/show-lldp-neighbor-bcm-hld-power.txt": [("Ethernet60", "sonic", "Ethernet32")],
+    "sonic_dell/show-lldp-neighbor-s5248f-3.4.0-border.txt": [
+        ("Ethernet1", "spine-1-1", "Ethernet5"), ("Ethernet2", "spine-1-2", "Ethernet5"),
+        ("Ethernet8", "int-router-1", "Ethernet1"), ("Ethernet9", "ext-router-1", "Ethernet1")],
     "sonic_dell/show-lldp-neighbor-s5248f-3.4.0.txt": [
         ("Ethernet1", "spine-1-1", "Ethernet1"), ("Ethernet2", "spine-1-2", "Ethernet1"),
         ("Ethernet4", "leaf-1-2", "Ethernet4"), ("Ethernet5", "leaf-1-2", "Ethernet5"),
@@ -110,6 +121,11 @@ def test_the_fields_beyond_the_table():
     assert (dell["chassis_id"], dell["port_descr"]) == ("3c:2c:99:2d:87:35", "Eth1/9")
     dell = driver("sonic_dell/x").parse_lldp(body("sonic_dell/show-lldp-neighbor-s5248f-3.4.0.txt"))[4]
     assert (dell["chassis_id"], dell["port_descr"]) == ("00:00:00:11:11:11", "Eth1/2")
+    # the 802.3at power sub-block after PortDescr is not read as the port's
+    dell = driver("sonic_dell/x").parse_lldp(body("sonic_dell/show-lldp-neighbor-bcm-hld-power.txt"))[0]
+    assert (dell["chassis_id"], dell["port_descr"]) == ("3c:2c:99:2d:87:35", "Eth1/9")
+    nvue = driver("nvue/x").parse_lldp(body("nvue/nv-show-interface-lldp-cl516-netlabbuilder.txt"))
+    assert [n["port_id_type"] for n in nvue] == [None, None, "mac"]
     eos = driver("eos/x").parse_lldp(body("eos/show-lldp-neighbors-ceos-4.32-evpn-lab.txt"))[6]
     assert eos["port_id_type"] == "mac"
     sonic = driver("sonic_community/x").parse_lldp(body("sonic_community/show-lldp-table-test-2macs.txt"))
@@ -118,12 +134,34 @@ def test_the_fields_beyond_the_table():
     assert onyx["chassis_id"] == "f8:bc:aa:bb:cc:e0"
 
 
+def test_onyx_columns_are_the_fields_of_its_json_form():
+    """The Onyx table rests on one published capture; the same command's JSON
+    form (`show lldp remote | json-print`, recorded by napalm-onyx) names the
+    same fields per neighbour, which the table's reader returns as they were
+    given."""
+    import json
+    doc = json.loads((REAL / "onyx" / "show-lldp-remote-json-print-napalm.json").read_text())
+    onyx = driver("onyx/x")
+    fields = {tuple(sorted(n)) for ns in doc.values() for n in ns}
+    assert fields == {("Device ID", "Port ID", "System Name")}
+    rows = ["%-20s %-20s %-20s %s" % (port, n["Device ID"], n["Port ID"], n["System Name"])
+            for port, ns in doc.items() for n in ns]
+    table = "\n".join(["-" * 80, "%-20s %-20s %-20s %s" % ("Local Interface", "Device ID", "Port ID", "System Name"),
+                       "-" * 80] + rows)
+    got = onyx.parse_lldp(table)
+    # breakout ports are kept as printed (the collection names no Onyx breakout port)
+    assert [(n["local"], n["chassis_id"], n["port_id"], n["sysname"]) for n in got] == [
+        ("Eth1/15/3", "00:aa:bb:cc:dd:ff", "swp0", "mgmt1.dc"), ("Eth1/15/2", "01:aa:bb:cc:dd:ff", "swp0", "mgmt2.dc")]
+
+
 @pytest.mark.parametrize("rel, line, managed", [
     ("eos/show-lldp-neighbors-ntc-2.txt", "Et3           arista2                  Ethernet3           120", "Ethernet3"),
     ("sonic_community/show-lldp-table-pr5698.txt", "Ethernet240  ARISTA03T1               Ethernet1       BR",
      "Ethernet240"),
     ("onyx/show-lldp-remote-intel-mfd.txt", "Eth1/31              f8:bc:aa:bb:cc:e0    fortyGigE 0/52       LIN-ND3-DS5000",
      "ethernet 1/31"),
+    ("nvue/nv-show-interface-lldp-cl516-netlabbuilder.txt", "swp65             swp   ubuntu       48:b0:2d:27:5f:50",
+     "swp65"),
 ])
 def test_a_managed_row_cut_short_fails_quoting_it(rel, line, managed):
     text = body(rel)

@@ -71,9 +71,9 @@ class NvueDriver(Driver):
         out = []
         for line, f in rows:
             local = lldp_text.local_port(self, f[0])
+            # the table lists ports that hear a neighbour only (every published
+            # output): a row without its remote port is not understood
             if len(f) != 5 or not f[4]:
-                if not f[-1] and len(f) == 5 and not f[3]:
-                    continue      # a port without a neighbour
                 if local in managed:
                     lldp_text.unreadable(self, line, "not Interface, Speed, Type, Remote Host, Remote Port")
                 continue

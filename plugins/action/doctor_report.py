@@ -118,6 +118,8 @@ class ActionModule(ActionBase):
         except (host_files.HostFilesError, IOError, OSError) as exc:
             result.update(failed=True, msg="cannot write the doctor's report in %s: %s" % (args["dest"], exc))
             return result
-        result.update(changed=bool(changed), report=report, files=[f["path"] for f in files], written=changed,
+        # the report files are the controller's, not a change of the rack: a
+        # read-only run reports changed=0; what was written is in `written`
+        result.update(changed=False, report=report, files=[f["path"] for f in files], written=changed,
                       module_executions=0)
         return result

@@ -57,6 +57,8 @@ class Rack(Twin):
         proc = self.playbook("playbooks/validate.yml", *args)
         path = self.reports / "report.json"
         assert path.exists(), f"validate.yml wrote no report (rc {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}"
+        # read-only: whatever it found, no host changed (its report files are the controller's)
+        assert {h: r["changed"] for h, r in recap(proc.stdout).items() if r["changed"]} == {}, proc.stdout[-4000:]
         return proc, json.loads(path.read_text())
 
     def switch_fault(self, switch, kind, **params):

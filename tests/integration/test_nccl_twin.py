@@ -188,6 +188,10 @@ def test_every_layer_reports_through_its_real_check_and_reads_back(lab, tmp_path
     finally:
         lab.fault("node02", "clear")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    # a read-only run: changed=0 on every host, the report files written all the same
+    changed = dict((h, r["changed"]) for h, r in recap(proc.stdout).items())
+    assert set(changed) == {"node01", "node02", "leaf1", "leaf2"} and set(changed.values()) == {0}, \
+        "\n".join(line for line in proc.stdout.splitlines() if line.startswith(("TASK", "changed:")))
     report = json.loads((tmp_path / "report.json").read_text())
     for node in ("node01", "node02"):
         rows = report[node]["layers"]

@@ -36,6 +36,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import subprocess
@@ -205,6 +206,10 @@ def run_measured(argv: list[str], env: dict, logfile: Path, counter: Path | None
         if counter.exists():
             counter.unlink()
     load = os.getloadavg()
+    # CPU of the command's process tree: what the finished, waited-for
+    # processes under it used (a daemon it leaves behind, such as an SSH
+    # ControlPersist master, is not counted); one command runs at a time
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(logfile, "w") as out:
         out.write("$ " + " ".join(argv) + "\n")
         out.flush()
@@ -221,8 +226,11 @@ def run_measured(argv: list[str], env: dict, logfile: Path, counter: Path | None
             sampler.stop()
             raise
         seconds = time.monotonic() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     rec = {"seconds": round(seconds, 3), "rc": rc, "loadavg": [round(x, 2) for x in load],
+           "cpu_user_s": round(cpu1.ru_utime - cpu0.ru_utime, 3), "cpu_system_s": round(cpu1.ru_stime - cpu0.ru_stime, 3),
            "log": str(logfile.relative_to(REPO))}
+    rec["cpu_s"] = round(rec["cpu_user_s"] + rec["cpu_system_s"], 3)
     rec.update(sampler.stop())
     if counter is not None and counter.exists():
         doc = json.loads(counter.read_text())
@@ -332,7 +340,7 @@ def bench_size(nodes: int, args) -> dict:
                     continue
                 cfile = sdir / f"{name}-{i}.counter.json" if counter else None
                 rec = run_measured(argvs(i), senv, sdir / f"{name}-{i}.log", cfile)
-                log(f"  {key} run {i}/{runs}: {rec['seconds']:.1f} s, rc {rec['rc']}, "
+                log(f"  {key} run {i}/{runs}: {rec['seconds']:.1f} s, {rec['cpu_s']:.1f} CPU-s, rc {rec['rc']}, "
                     f"peak {rec['peak_pss_mb']:.0f} MB PSS, load {rec['loadavg'][0]:.1f}"
                     + (f", changed {rec['changed']}" if "changed" in rec else ""))
                 recs[key]["runs"].append(rec)
@@ -345,6 +353,7 @@ def bench_size(nodes: int, args) -> dict:
         ms["converge_first"]["note"] = ("one run by definition: only the first converge of a fresh rack is a "
                                         "first converge")
         stats.add_ratios(ms)
+        stats.add_cpu_per_node(ms, nodes)
         report = work / f"reports-{args.runs}" / "report.json"
         if report.exists():
             doc = json.loads(report.read_text())

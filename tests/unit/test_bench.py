@@ -35,6 +35,24 @@ def test_ratio_to_ping_of_the_same_size():
     assert stats.ratio(3.0, 0) is None
 
 
+def test_cpu_seconds_per_gpu_node():
+    runs = [{"seconds": 10.0, "cpu_s": 40.0}, {"seconds": 12.0, "cpu_s": 48.0}, {"seconds": 11.0, "cpu_s": 44.0}]
+    ms = {"rerun": stats.summarise(runs), "ping": stats.summarise([{"seconds": 1.0}])}
+    stats.add_cpu_per_node(ms, 8)
+    assert ms["rerun"]["cpu_s"] == 44.0 and ms["rerun"]["cpu_s_per_node"] == 5.5
+    assert ms["ping"]["cpu_s"] is None and ms["ping"]["cpu_s_per_node"] is None
+
+
+def test_run_measured_counts_the_cpu_of_the_whole_tree(tmp_path, monkeypatch):
+    """A child that burns CPU in a grandchild: the grandchild's seconds are in the record."""
+    monkeypatch.setattr(bench_run, "REPO", tmp_path)
+    burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.3: pass')"
+    argv = [sys.executable, "-c", "import subprocess, sys; subprocess.run([sys.executable, '-c', %r])" % burn]
+    rec = bench_run.run_measured(argv, dict(__import__("os").environ), tmp_path / "burn.log")
+    assert rec["rc"] == 0
+    assert rec["cpu_s"] >= 0.3 and rec["cpu_s"] == round(rec["cpu_user_s"] + rec["cpu_system_s"], 3)
+
+
 def test_summarise_runs():
     runs = [{"seconds": 10.0, "rc": 0, "peak_pss_mb": 100.0}, {"seconds": 12.0, "rc": 2, "peak_pss_mb": 140.0},
             {"seconds": 11.0, "rc": 0, "peak_pss_mb": 120.0}]
@@ -116,14 +134,15 @@ def test_layers_from_list_tags_and_report():
 
 
 # ---------------------------------------------------------------- targets
-def _results(rerun32=(60.0, 5.0), validate32=(20.0, 5.0), mods=12, changed=(0, 0, 0), cmds=0, shows=2,
-             rerun8=40.0, rerun64=100.0):
+def _results(rerun32=(40.0, 5.0), validate32=(15.0, 5.0), mods=12, changed=(0, 0, 0), cmds=0, shows=2,
+             rerun8=40.0, rerun64=100.0, val_changed=(0, 0, 0), cpu=(3.0, 1.5)):
     def size(n, rerun_med, val_med, ping):
         return {"nodes": n, "measurements": {
             "ping": {"median": ping, "ratio": 1.0},
             "rerun": {"median": rerun_med, "ratio": rerun_med / ping, "changed": list(changed),
-                      "module_executions": {"max": mods, "min": mods}},
-            "validate": {"median": val_med, "ratio": val_med / ping},
+                      "module_executions": {"max": mods, "min": mods}, "cpu_s_per_node": cpu[0]},
+            "validate": {"median": val_med, "ratio": val_med / ping, "changed": list(val_changed),
+                         "cpu_s_per_node": cpu[1]},
             "roce_switch": {"switches": {"leaf1": {"commands_max": cmds, "show_commands_max": shows}}}}}
     return {"sizes": {"8": size(8, rerun8, 20.0, 4.0), "32": size(32, rerun32[0], validate32[0], rerun32[1]),
                       "64": size(64, rerun64, 50.0, 6.0)}}
@@ -136,19 +155,23 @@ def _by_id(targets):
 def test_targets_met():
     t = _by_id(stats.evaluate_targets(_results()))
     assert all(v["met"] is True for v in t.values()), t
-    assert t["rerun_ratio_32"]["value"] == 12.0
+    assert t["rerun_ratio_32"]["value"] == 8.0 and t["validate_ratio_32"]["value"] == 3.0
+    assert (t["rerun_cpu_32"]["value"], t["validate_cpu_32"]["value"]) == (3.0, 1.5)
     assert t["scaling_rerun"]["value"] == 2.5
     # the floor's own 64/8 quotient stands beside the scaling figures
     assert t["scaling_rerun"]["detail"] == t["scaling_validate"]["detail"] == "ping itself 1.50"
 
 
 def test_targets_missed_are_false_and_named():
-    t = _by_id(stats.evaluate_targets(_results(rerun32=(61.0, 5.0), validate32=(31.0, 5.0), mods=13,
-                                               changed=(0, 1, 0), cmds=3, shows=3, rerun64=130.0)))
+    t = _by_id(stats.evaluate_targets(_results(rerun32=(41.0, 5.0), validate32=(16.0, 5.0), mods=13,
+                                               changed=(0, 1, 0), cmds=3, shows=3, rerun64=130.0,
+                                               val_changed=(0, 0, 4), cpu=(4.1, 2.01))))
     for tid in ("rerun_ratio_32", "validate_ratio_32", "rerun_modules_12", "rerun_changed_0",
-                "roce_switch_no_commands", "roce_switch_shows_2", "scaling_rerun"):
+                "roce_switch_no_commands", "roce_switch_shows_2", "scaling_rerun", "validate_changed_0",
+                "rerun_cpu_32", "validate_cpu_32"):
         assert t[tid]["met"] is False, tid
     assert "1 changed on 8 nodes" in t["rerun_changed_0"]["detail"]
+    assert "4 changed on 8 nodes" in t["validate_changed_0"]["detail"]
     assert t["scaling_validate"]["met"] is True
 
 
@@ -159,7 +182,13 @@ def test_targets_not_measured_without_the_sizes():
     assert t["rerun_ratio_32"]["met"] is None and "32 nodes" in t["rerun_ratio_32"]["detail"]
     assert t["scaling_rerun"]["met"] is None
     assert t["rerun_modules_12"]["met"] is True
+    assert t["validate_cpu_32"]["met"] is None and t["validate_cpu_32"]["detail"] == "32 nodes not measured"
     assert stats.evaluate_targets({"sizes": {}})[0]["met"] is None
+    # results from before the CPU figure: not measured, said so
+    old = _results()
+    del old["sizes"]["32"]["measurements"]["rerun"]["cpu_s_per_node"]
+    t = _by_id(stats.evaluate_targets(old))
+    assert t["rerun_cpu_32"]["met"] is None and t["rerun_cpu_32"]["detail"] == "no CPU figure"
 
 
 def test_targets_table_says_no_plainly():
@@ -171,10 +200,11 @@ def test_size_table_rows():
     size = {"measurements": {
         "ping": {"runs": [{}, {}, {}], "median": 4.0, "min": 3.5, "max": 4.5, "ratio": 1.0, "peak_pss_mb": 80.0},
         "rerun": {"runs": [{}, {}, {}], "median": 40.0, "min": 39.0, "max": 44.0, "ratio": 10.0, "peak_pss_mb": 300.4,
-                  "module_executions": {"max": 31, "min": 1}, "changed": [0, 0, 0], "failed_runs": 1}}}
+                  "module_executions": {"max": 31, "min": 1}, "changed": [0, 0, 0], "failed_runs": 1,
+                  "cpu_s_per_node": 2.5}}}
     lines = stats.size_table(size).splitlines()
-    assert lines[2] == "| ping | 3 | 4.0 | 3.5-4.5 | 1.00 | 80 | - | - |"
-    assert lines[3] == "| no-change re-run | 3 (1 failed) | 40.0 | 39.0-44.0 | 10.00 | 300 | 1-31 | 0,0,0 |"
+    assert lines[2] == "| ping | 3 | 4.0 | 3.5-4.5 | 1.00 | - | 80 | - | - |"
+    assert lines[3] == "| no-change re-run | 3 (1 failed) | 40.0 | 39.0-44.0 | 10.00 | 2.50 | 300 | 1-31 | 0,0,0 |"
     assert len(lines) == 4
 
 

@@ -22,6 +22,7 @@ import re
 
 __all__ = [
     "parse_all_reduce_perf",
+    "parse_nccl_net",
     "nccl_gate",
     "expected_busbw_gbs",
     "parse_ib_write_bw",
@@ -55,7 +56,24 @@ _RANK_RE = re.compile(
 _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG_RE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
 _NET_USING_RE = re.compile(r"NET/(IB|Socket)\s*:\s*Using\s+(.*)$")
-_NET_VIA_RE = re.compile(r"via NET/(IB|Socket)")
+_NET_VIA_RE = re.compile(r"via NET/(IB\w*|Socket)/")
+# A channel of a communicator and the transport it uses (NCCL's
+# src/transport/net.cc, p2p.cc, shm.cc): "Channel 00/0 : 0[0] -> 1[0] [send]
+# via NET/IB/0/GDRDMA". 2.7 prints no "/<connIndex>" and each GPU by its bus
+# ID in hex ("0[87000]"), 2.18 on by its NVML index; net.cc's NET part is
+# NET/<network>/<dev>[(<PXN proxy rank>)][/GDRDMA][(PCI)][/Shared], where the
+# network is IB, Socket or an external plugin's name (IBext_v8).
+_CHANNEL_RE = re.compile(r"NCCL INFO Channel (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)\[(?P<srcdev>[0-9a-fA-F]+)\] -> "
+                         r"(?P<dst>\d+)\[(?P<dstdev>[0-9a-fA-F]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>\S+)")
+_NET_PATH_RE = re.compile(r"^NET/(?P<net>[^/\s()]+)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<gdr>/GDRDMA)?"
+                          r"(?P<pci>\(PCI\))?(?P<shared>/Shared)?$")
+# the devices of the IB network, per process: " [0]mlx5_0:1/RoCE" (2.23+ may
+# add ":<rail>" or ":<plane>"), or a merged device "[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}"
+_IB_USING_RE = re.compile(r"NET/IB\w*\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB")
+_IB_USING_DEV_RE = re.compile(r"\[(\d+)\](?:=\{([^}]*)\}|([^:\s\]{]+):\d+(?::\d*)*/(?:IB|RoCE|UNSPECIFIED))")
+_IB_MERGED_DEV_RE = re.compile(r"\[\d+\]\s*([^:\s\]]+):\d+")
+# NCCL's own verdict per NIC (src/graph/topo.cc; 2.7's net_ib.cc adds " (no module)")
+_GDR_HCA_RE = re.compile(r"NET/\S+ : GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^'\s]*)'?")
 _NET_NODEV_RE = re.compile(r"NET/IB\s*:\s*No device found")
 _NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
 _IB_DEV_RE = re.compile(r"\[\d+\]([^:\s\]]+):(\d+)/(IB|RoCE)")
@@ -68,6 +86,79 @@ _TEST_FAILURE_RE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*")
 MAX_LOG_LINES = 20
 # NET lines kept per host (net_lines_by_host)
 MAX_HOST_LINES = 6
+
+
+def net_family(name):
+    """NCCL's network as the gate speaks of it: ``IB`` for its IB transport
+    and the plugins that carry it (HPC-X's ``IBext``, ``IBext_v8``),
+    ``Socket`` for TCP, else the name as printed."""
+    return "IB" if re.match(r"IB(?:ext\w*)?$", name or "") else name
+
+
+def _channel(line, log):
+    """One ``Channel ...`` line as ``{rank, peer, gpu, direction, via, net,
+    dev, proxy, gdr, shared, host, pid}`` (``rank`` is the rank that printed
+    it: the sender of a ``[send]`` line, the receiver of a ``[receive]``
+    one, the first of a P2P or SHM line), or None."""
+    m = _CHANNEL_RE.search(line)
+    if not m:
+        return None
+    recv = m.group("dir") == "receive"
+    rank, peer = (int(m.group("dst")), int(m.group("src"))) if recv else (int(m.group("src")), int(m.group("dst")))
+    out = {"rank": rank, "peer": peer, "gpu": m.group("dstdev") if recv else m.group("srcdev"),
+           "channel": int(m.group("ch")), "direction": m.group("dir"), "via": m.group("via"),
+           "net": None, "dev": None, "proxy": None, "gdr": None, "shared": False,
+           "host": log.group("host") if log else None, "pid": int(log.group("pid")) if log else None}
+    net = _NET_PATH_RE.match(m.group("via"))
+    if m.group("via").startswith("NET/"):
+        if not net:
+            out["unreadable"] = True
+            return out
+        out.update(net=net.group("net"), dev=int(net.group("dev")),
+                   proxy=int(net.group("proxy")) if net.group("proxy") else None,
+                   gdr=bool(net.group("gdr")), shared=bool(net.group("shared")))
+    return out
+
+
+def _ib_devices_of(text):
+    """``{index: [device, ...]}`` from the part of a ``NET/IB : Using`` line
+    before ``; OOB`` (a merged device lists each of its NICs)."""
+    out = {}
+    for d in _IB_USING_DEV_RE.finditer(text):
+        names = _IB_MERGED_DEV_RE.findall(d.group(2)) if d.group(2) is not None else [d.group(3)]
+        out[int(d.group(1))] = names
+    return out
+
+
+def _net_line(res, line, log):
+    """Adds what an NCCL_DEBUG=INFO line says of the network to ``res``
+    (``net_channels``, ``unreadable``, ``ib_devices_by_host``, ``gdr_hca``)."""
+    ch = _channel(line, log)
+    if ch is not None and ch.get("unreadable"):
+        if len(res["unreadable"]) < MAX_LOG_LINES:
+            res["unreadable"].append(line)
+    elif ch is not None and ch["net"] is not None:
+        res["net_channels"].append(ch)
+    m = _IB_USING_RE.search(line)
+    if m and log:
+        res["ib_devices_by_host"].setdefault(log.group("host"), {}).update(_ib_devices_of(m.group(1)))
+    m = _GDR_HCA_RE.search(line)
+    if m and log:
+        res["gdr_hca"].setdefault(log.group("host"), {})[m.group(3)] = m.group(1) == "Enabled"
+
+
+def parse_nccl_net(text):
+    """The network part of an NCCL_DEBUG=INFO log, alone (an application's
+    log, a job's, or nccl-tests'): ``net_channels``, ``unreadable``,
+    ``ib_devices_by_host`` (``{host: {index: [device, ...]}}``),
+    ``gdr_hca`` (``{host: {device: enabled}}``, NCCL's own verdict per NIC
+    where NCCL_DEBUG_SUBSYS shows NET) and ``rails`` (``rank_rails``)."""
+    res = {"net_channels": [], "unreadable": [], "ib_devices_by_host": {}, "gdr_hca": {}}
+    for line in _lines(text, "NCCL"):
+        s = line.strip()
+        _net_line(res, s, _NCCL_LOG_RE.match(s))
+    res["rails"] = rank_rails(res)
+    return res
 
 
 def _nccl_params(line):
@@ -179,6 +270,10 @@ def parse_all_reduce_perf(text):
         "transports_by_host": {},
         "net_lines": [],
         "net_lines_by_host": {},
+        "net_channels": [],
+        "unreadable": [],
+        "ib_devices_by_host": {},
+        "gdr_hca": {},
         "nccl_warnings": [],
         "test_failures": [],
         "collective": None,
@@ -247,14 +342,16 @@ def parse_all_reduce_perf(text):
         m = _TEST_FAILURE_RE.search(s)
         if m and len(res["test_failures"]) < MAX_LOG_LINES:
             res["test_failures"].append(s)
+        _net_line(res, s, log)
         m = _NETWORK_RE.search(s)
         if m:
-            if m.group(1) not in networks:
-                networks.append(m.group(1))
-            if log and m.group(1) in ("IB", "Socket"):
+            family = net_family(m.group(1))
+            if family not in networks:
+                networks.append(family)
+            if log and family in ("IB", "Socket"):
                 seen = res["transports_by_host"].setdefault(log.group("host"), [])
-                if m.group(1) not in seen:
-                    seen.append(m.group(1))
+                if family not in seen:
+                    seen.append(family)
         if log and (m or _NET_NODEV_RE.search(s) or _NET_USING_RE.search(s)):
             own = res["net_lines_by_host"].setdefault(log.group("host"), [])
             if len(own) < MAX_HOST_LINES:
@@ -274,12 +371,13 @@ def parse_all_reduce_perf(text):
                     if dev not in res["ib_devices"]:
                         res["ib_devices"].append(dev)
         for m in _NET_VIA_RE.finditer(s):
-            if m.group(1) not in res["transports_seen"]:
-                res["transports_seen"].append(m.group(1))
+            family = net_family(m.group(1))
+            if family not in res["transports_seen"]:
+                res["transports_seen"].append(family)
             if log:
                 seen = res["transports_by_host"].setdefault(log.group("host"), [])
-                if m.group(1) not in seen:
-                    seen.append(m.group(1))
+                if family not in seen:
+                    seen.append(family)
         row = _data_row(line, header)
         if row is not None:
             res["rows"].append(row)
@@ -299,11 +397,40 @@ def parse_all_reduce_perf(text):
         res["transport"] = res["transports_seen"][0] if len(res["transports_seen"]) == 1 else "mixed"
     elif network_choice:
         res["transport"] = network_choice
+    res["rails"] = rank_rails(res)
     if res["ranks"]:
         res["nranks"] = max(r["rank"] for r in res["ranks"]) + 1
     if res["rows"]:
         res["largest"] = max(res["rows"], key=lambda r: r["size"])
     return res
+
+
+def rank_rails(parsed):
+    """What each rank sent and received over the network, from its NET
+    channel lines: ``[{rank, host, gpu, net, dev, nics, gdr, channels}]``,
+    one entry per rank and NET device it used, ``gdr`` True where every
+    channel of it said ``/GDRDMA`` (the NIC read and wrote the GPU's memory),
+    False where some did not (the data went through host memory), ``nics``
+    the RDMA devices behind the index (from the host's ``NET/IB : Using``
+    line; empty where the log has none), sorted by rank and device."""
+    by = {}
+    devices = parsed.get("ib_devices_by_host") or {}
+    for c in parsed.get("net_channels") or []:
+        key = (c["rank"], c["net"], c["dev"])
+        e = by.get(key)
+        if e is None:
+            nics = (devices.get(c["host"]) or {}).get(c["dev"], []) if net_family(c["net"]) == "IB" else []
+            e = by[key] = {"rank": c["rank"], "host": c["host"], "gpu": c["gpu"], "net": c["net"], "dev": c["dev"],
+                           "nics": list(nics), "gdr": True, "channels": 0}
+        e["channels"] += 1
+        e["gdr"] = e["gdr"] and bool(c["gdr"])
+    return [by[k] for k in sorted(by, key=lambda k: (k[0], k[1], k[2]))]
+
+
+def no_gdr_rails(parsed):
+    """The rails of ``rank_rails`` on NCCL's IB network that moved data
+    without GPUDirect RDMA."""
+    return [r for r in parsed.get("rails") or rank_rails(parsed) if net_family(r["net"]) == "IB" and not r["gdr"]]
 
 
 def expected_busbw_gbs(link_speed_gbps, nics_per_node):
@@ -325,7 +452,7 @@ SOCKET_REASON = "NCCL used NET/Socket instead of NET/IB"
 
 
 def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, timed_out=False,
-              timeout_s=None, exit_code=None):
+              timeout_s=None, exit_code=None, require_gdr=False):
     """Pass/fail decision for an all-reduce run.
 
     The figure gated on is the bus bandwidth of the largest message size,
@@ -338,7 +465,9 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, tim
     (``timed_out``; ``timeout_s`` names the limit); no data rows were
     printed, or the rows stop before the ``# Avg bus bandwidth`` footer
     (crash, truncated log); with ``require_ib``, a log that does not show
-    the transport (no NCCL_DEBUG=INFO lines); any row reports ``#wrong`` > 0
+    the transport (no NCCL_DEBUG=INFO lines); with ``require_gdr``, a rank
+    whose NET/IB channels lack ``/GDRDMA`` (GPUDirect RDMA expected, the data
+    went through host memory); any row reports ``#wrong`` > 0
     (or an old-format error above ``MAX_OLD_FORMAT_ERROR``); the
     out-of-bounds or average-bandwidth footer says FAILED; the busbw is
     below ``expected_busbw_gbs * efficiency``; the launcher exited non-zero
@@ -347,7 +476,7 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, tim
     Returns ``{passed, kind, reason, largest_size, busbw, busbw_oop,
     busbw_ip, threshold, expected_busbw_gbs, efficiency, transport}``;
     ``kind`` is one of ``pass``, ``socket``, ``timeout``, ``no_rows``,
-    ``incomplete``, ``no_transport``, ``wrong``, ``error``,
+    ``incomplete``, ``unreadable``, ``no_transport``, ``no_gdr``, ``wrong``, ``error``,
     ``out_of_bounds``, ``avg_failed``, ``below``, ``exit_code``.
     """
     try:
@@ -399,9 +528,21 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, tim
     if parsed.get("complete") is False:
         return fail("incomplete", "the output stops after %d result rows without the '# Avg bus bandwidth' "
                                   "footer: the test timed out, crashed or the log is truncated" % len(rows))
+    if parsed.get("unreadable"):
+        return fail("unreadable", "NCCL channel line not understood (its NET part is not "
+                                  "NET/<network>/<dev>[(<proxy>)][/GDRDMA][(PCI)][/Shared]): '%s'" % parsed["unreadable"][0])
     if require_ib and transport != "IB":
         return fail("no_transport", "the log does not show which transport NCCL used; run with "
                                     "NCCL_DEBUG=INFO to see the NET/IB lines")
+    missing = no_gdr_rails(parsed) if require_gdr else []
+    if missing:
+        out["no_gdr"] = missing
+        named = ["rank %d (%s GPU %s) over %s" % (r["rank"], r["host"] or "host not logged", r["gpu"],
+                                                  "NET/%s/%d%s" % (r["net"], r["dev"],
+                                                                   (" " + "+".join(r["nics"])) if r["nics"] else ""))
+                 for r in missing]
+        return fail("no_gdr", "GPUDirect RDMA not used: %s without /GDRDMA (the data went through host memory)"
+                    % "; ".join(named[:4]) + ("; %d more" % (len(named) - 4) if len(named) > 4 else ""))
     for r in rows:
         for half_name, half in (("out-of-place", r["oop"]), ("in-place", r["ip"])):
             if half.get("wrong") not in (None, 0):

@@ -49,6 +49,9 @@ NODE_FAULTS = {
     "host-pfc-mismatch": (8, "now"),
     "node-unreachable": (1, "now"),
     "nccl-socket-fallback": (15, "now"),
+    # the NVIDIA driver's closed kernel modules in place of the open ones: no
+    # DMA-BUF; on a DOCA-OFED node layer 5 then loads nvidia_peermem
+    "gpu-driver-closed": (5, "now"),
     # the rack's cables as they are (simlab/fabric/cables.py): conditions, as a link down is
     "cable-swap": (9, "now"),
     "cable-move": (9, "now"),
@@ -209,7 +212,7 @@ def inject_twin(lab: Lab, target: str, kind: str) -> str:
         podman.run("pause", container_name(lab.name, node))
         return f"{target}: {kind} (layer {NODE_FAULTS[kind][0]})"
     if kind in ("link-down", "nccl-socket-fallback", "numvfs-enomem", "networkmanager-grabs-vfs",
-                "iommu-shared-group"):
+                "iommu-shared-group", "gpu-driver-closed"):
         _agent(lab, node, {"op": "reload_faults"})
     if NODE_FAULTS[kind][1] == "boot":
         lab.reboot(node)

@@ -173,6 +173,19 @@ options:
         description: The intended stack (rdma_drivers_flavor); a stack that differs is a problem in RV(stack).
         type: str
         choices: [inbox, doca]
+  gpudirect:
+    description:
+      - Read what GPUDirect RDMA depends on (layer 5): the NVIDIA GPUs (PCI vendor 0x10de, class 0x03), the GPU
+        driver's module and whether it is the open one (C(module/nvidia/taint) without C(P)), C(nvidia_peermem),
+        the peer-memory API of the RDMA core (C(kernel/mm/memory_peers)) and the kernel release; returned in
+        RV(gpudirect) with the mode it gives (C(plan)).
+    type: dict
+    suboptions:
+      mode:
+        description: The intended way (gpufabric_gpudirect); C(auto) takes DMA-BUF where the node has it, else nvidia-peermem.
+        type: str
+        choices: [auto, dmabuf, peermem, "off"]
+        default: auto
   runtime:
     description:
       - Read what M(gpufabric.stack.container_runtime_facts) reads (every subset) with these options, and return it
@@ -392,6 +405,16 @@ vf_settings:
   type: dict
   sample: {enp59s0f0np0: {"0": {vf: 0, mac: "02:00:00:00:00:10", vlan: 0, qos: 0, spoofchk: true, trust: false,
                                 link_state: auto}}}
+gpudirect:
+  description:
+    - With I(gpudirect), what GPUDirect RDMA depends on (C(gpus), C(driver) with C(loaded), C(version), C(taint),
+      C(open), C(peermem), C(memory_peers), C(release)) and C(plan), the mode it gives (C(applicable), C(mode),
+      C(load), C(problems), C(evidence), C(reason)).
+  returned: when gpudirect is given
+  type: dict
+  sample: {gpus: [{pci_address: "0000:1a:00.0", device: "0x2330", numa_node: "0"}],
+           driver: {loaded: true, version: 550.54.15, taint: OE, open: true}, release: 6.1.0-50-amd64,
+           plan: {applicable: true, mode: dmabuf, load: [], problems: [], reason: GPUDirect RDMA by DMA-BUF}}
 stack_options:
   description: With I(stack), the options it was read with (defaults filled in).
   returned: when I(stack) is given
@@ -419,7 +442,7 @@ proc_root:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state, host_files, sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack, gpudirect
 from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import lldp, rdma_tools
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
@@ -496,6 +519,9 @@ def main():
                 module=dict(type="str", default="mlx5_core"),
                 flavor=dict(type="str", choices=list(driver_stack.FLAVORS)),
             )),
+            gpudirect=dict(type="dict", options=dict(
+                mode=dict(type="str", choices=list(gpudirect.MODES), default="auto"),
+            )),
             runtime=dict(type="dict", options=runtime_facts.OPTIONS),
             # the action's (plugins/action/nic_facts.py); a module run always reads
             reuse=dict(type="bool", default=False),
@@ -570,6 +596,10 @@ def main():
                 module.params["proc_root"], stack["flavor"])
         except driver_stack.DriverStackError as exc:
             extra["stack"] = {"failed": True, "msg": str(exc)}
+    if module.params["gpudirect"] is not None:
+        extra["gpudirect"] = gpudirect.read(module.params["sysfs_root"], module.params["proc_root"])
+        extra["gpudirect"]["plan"] = gpudirect.plan(extra["gpudirect"], module.params["gpudirect"]["mode"],
+                                                    module.params["sysfs_root"])
     if module.params["runtime"] is not None:
         extra["runtime_options"] = module.params["runtime"]
         extra["runtime"] = runtime_facts.gather(runtime_facts.module_runner(module),

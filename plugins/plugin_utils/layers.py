@@ -101,7 +101,7 @@ FILES = {
         "module_utils": ("plugins/module_utils/nic_firmware/mlx_config.py", "plugins/module_utils/nic_firmware/mlx_tools.py"),
         "filters": ("plugins/filter/nic_firmware.py",),
         "twin": ("simlab/tools/mlxconfig.py", "simlab/tools/mstflint.py", "simlab/tools/mstfwreset.py")},
-    5: {"module_utils": ("plugins/module_utils/rdma_drivers/driver_stack.py",),
+    5: {"module_utils": ("plugins/module_utils/rdma_drivers/driver_stack.py", "plugins/module_utils/rdma_drivers/gpudirect.py"),
         "twin": ("simlab/tools/modprobe.py", "simlab/tools/modinfo.py")},
     6: {"modules": ("plugins/modules/sriov_vf.py",),
         "module_utils": ("plugins/module_utils/sriov_vfs/sriov.py", "plugins/module_utils/sriov_vfs/vfio_passthrough.py"),

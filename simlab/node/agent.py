@@ -76,7 +76,7 @@ class Agent:
                     "node_guid": k.node_guid(pf, None), "gids": k.gids(pf, None),
                     "firmware": k.firmware[pf.bdf], "vfs": vfs,
                 })
-            return {"name": k.hw["name"], "hw": k.hw, "pfs": pfs, "ofed": k.ofed,
+            return {"name": k.hw["name"], "hw": k.hw, "pfs": pfs, "ofed": k.ofed, "gpu_driver": k.gpu_driver,
                     "cmdline": k.cmdline, "faults": k.faults, "modules": sorted(k.modules)}
 
     def op_set_vf(self, req):

@@ -165,6 +165,20 @@ def default_spec(name: str, index: int, nics: int = 2, model: str = "cx7", total
     }
 
 
+# The NVIDIA driver of a node with GPUs: its version, and whether its kernel
+# modules are the open ones (MODULE_LICENSE "Dual MIT/GPL": DMA-BUF) or the
+# closed ones (MODULE_LICENSE "NVIDIA", which the kernel taints with P)
+GPU_DRIVER = {"version": "550.127.05", "open": True}
+
+
+def gpu_driver(hw: dict) -> dict | None:
+    """The node's NVIDIA driver (None without GPUs); a hardware document
+    written before the field has the default one."""
+    if not int(hw.get("gpus", 0) or 0):
+        return None
+    return dict(GPU_DRIVER, **(hw.get("gpu_driver") or {}))
+
+
 # What a DOCA-OFED node's modules say of themselves (modinfo, sysfs module/),
 # after real MLNX_OFED 24.10 modinfo output (tests/unit/fixtures/driver_stack_real)
 OFED_MODULE = {"version": "24.10-2.1.8", "basedon": "Korg 6.8-rc4", "srcversion": "78352976D87E8F24553D352",

@@ -36,7 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .hardware import VENDOR, NicSpec, nic_specs
+from .hardware import VENDOR, NicSpec, gpu_driver, nic_specs
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 GID_TABLE = 16
@@ -204,6 +204,12 @@ class Kernel:
             # DOCA-OFED's modules all depend on its compat layer (lsmod shows
             # mlx_compat used by ib_core, mlx5_core, ...)
             self.modules.add("mlx_compat")
+        # the NVIDIA driver of a GPU node, loaded at boot (nvidia_peermem is not);
+        # the gpu-driver-closed fault swaps in its closed kernel modules
+        self.gpu_driver_installed = gpu_driver(hw)
+        self.gpu_driver = self.gpu_driver_installed
+        if self.gpu_driver:
+            self.modules.add("nvidia")
         # RDMA-CM configfs groups made with mkdir /sys/kernel/config/rdma_cm/<dev>
         self.configfs_groups: set[str] = set()
         self.sysctls = dict(BASE_SYSCTLS)
@@ -295,6 +301,9 @@ class Kernel:
     def apply_faults(self) -> None:
         for pf in self.pfs:
             pf.link_fault = bool(self.faults.get("link-down")) and pf.spec.index == 0
+        if self.gpu_driver_installed:
+            closed = bool(self.faults.get("gpu-driver-closed"))
+            self.gpu_driver = dict(self.gpu_driver_installed, open=self.gpu_driver_installed["open"] and not closed)
         self.generation += 1
 
     def set_faults(self, faults: dict) -> None:

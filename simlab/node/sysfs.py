@@ -302,6 +302,17 @@ class Tree:
                 # MODULE_VERSION makes version and srcversion (kernel/params.c); inbox mlx5 has none since 5.11
                 self._file(f"/module/{mod}/version", OFED_MODULE["version"])
                 self._file(f"/module/{mod}/srcversion", OFED_MODULE["srcversion"])
+            if mod in ("nvidia", "nvidia_peermem") and k.gpu_driver:
+                # both carry the driver's MODULE_VERSION; module/<name>/taint lists the
+                # module's taint flags in bit order (kernel/module/main.c): P for a licence
+                # that is not GPL-compatible (the closed driver's "NVIDIA"), O out of tree,
+                # E unsigned (a DKMS build)
+                self._file(f"/module/{mod}/version", k.gpu_driver["version"])
+                self._file(f"/module/{mod}/taint", "OE" if k.gpu_driver["open"] else "POE")
+        if k.ofed:
+            # MLNX_OFED / DOCA-OFED's ib_core publishes its peer-memory API here
+            # (NCCL looks for its clients under it); the inbox ib_core has none
+            self._dir("/kernel/mm/memory_peers")
         self._configfs()
         groups = _Groups()
         for slot in self._slots():

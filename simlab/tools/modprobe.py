@@ -52,6 +52,10 @@ DEPS = {
     "vfio_iommu_type1": ["vfio"],
     "vfio_pci_core": ["vfio", "vfio_virqfd", "irqbypass"],
     "vfio_pci": ["vfio_pci_core", "vfio"],
+    # the NVIDIA driver (a GPU node loads nvidia at boot) and its GPUDirect
+    # RDMA module, which needs the peer-memory API of DOCA-OFED's ib_core
+    "nvidia": [],
+    "nvidia_peermem": ["nvidia", "ib_core"],
 }
 RELEASE = "6.1.0-28-amd64"   # the twin node's kernel (simlab/node/boot.py KERNEL)
 # modules.dep of Debian 12's 6.1 for the VFIO chain: module -> (its file,
@@ -162,6 +166,9 @@ def _holders(mod: str, loaded: set[str]) -> list[str]:
 def _insmod_line(m: str) -> str:
     if m in MODULES_DEP:
         return f"insmod /lib/modules/{RELEASE}/{MODULES_DEP[m][0]} "
+    if m.startswith("nvidia"):
+        # the NVIDIA driver's modules, built by DKMS
+        return f"insmod /lib/modules/{RELEASE}/updates/dkms/{m.replace('_', '-')}.ko "
     return f"insmod /lib/modules/{RELEASE}/kernel/{KO_DIR.get(m, 'drivers/infiniband')}/{m}.ko "
 
 
@@ -232,6 +239,15 @@ def main(argv: list[str]) -> int:
         for m in mods:
             _load_order(m, order)
         todo = [m for m in order if m not in loaded and m not in rules]
+        if "nvidia" in todo and not s.get("gpu_driver"):
+            print("modprobe: FATAL: Module nvidia not found in directory /lib/modules/%s" % RELEASE, file=sys.stderr)
+            return 1
+        if "nvidia_peermem" in todo and not s.get("ofed"):
+            # the inbox ib_core exports no ib_register_peer_memory_client: init_module
+            # fails with ENOENT, which kmod words so
+            print("modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown parameter "
+                  "(see dmesg)", file=sys.stderr)
+            return 1
         for m in todo:
             if verbose:
                 print(_insmod_line(m))

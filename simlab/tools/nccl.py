@@ -136,6 +136,15 @@ def _oob(summary: dict, env: dict) -> str:
     return "eth0:10.0.0.1<0>"
 
 
+def gpudirect(summary: dict | None) -> bool:
+    """Whether NCCL on the node gets GPUDirect RDMA (its channel lines say
+    /GDRDMA), as NCCL's IB transport decides (src/transport/net_ib/gdr.cc):
+    DMA-BUF with the open GPU kernel modules (the twin's kernel is the host's,
+    past 5.12), or nvidia_peermem loaded."""
+    drv = (summary or {}).get("gpu_driver") or {}
+    return bool(drv.get("open")) or "nvidia_peermem" in ((summary or {}).get("modules") or [])
+
+
 def run_job(rack: Rack, hosts: list[tuple[str, int]], o: dict, env: dict, out=sys.stdout) -> int:
     """``hosts``: ``[(node, ranks on it)]`` in rank order.  Prints the job's
     output; returns its exit status."""
@@ -175,7 +184,7 @@ def run_job(rack: Rack, hosts: list[tuple[str, int]], o: dict, env: dict, out=sy
         for i, host in enumerate(nodes):
             nxt = nodes[(i + 1) % len(nodes)]
             ib = res.transports.get(host, res.transport) == "IB"
-            via = "NET/IB/%d/GDRDMA" if ib else "NET/Socket/%d"
+            via = ("NET/IB/%d/GDRDMA" if gpudirect(rack.live.get(host)) else "NET/IB/%d") if ib else "NET/Socket/%d"
             nch = max(len(res.devices.get(host) or []), 1) if ib else 1
             local = first[host][1] - 1
             pid = _pid(host, local // o["g"])

@@ -199,5 +199,6 @@ def test_layer_5_check_names_the_stack_and_fails_a_mix():
     res = check.check_rdma_drivers(nics, nics, modules, modules, stack={"failed": True, "msg": "modinfo mlx5_core: x"})
     assert res["status"] == "fail" and res["evidence"] == ["modinfo mlx5_core: x"]
     assert check.reads({"rdma_drivers_sysfs_root": "/sys", "rdma_drivers_pf_driver": "igb",
-                        "rdma_drivers_flavor": "inbox"}, "n")["nic_facts"]["stack"] == {"module": "igb",
+                        "rdma_drivers_flavor": "inbox", "rdma_drivers_gpudirect": "auto"},
+                       "n")["nic_facts"]["stack"] == {"module": "igb",
                                                                                         "flavor": "inbox"}

@@ -71,11 +71,11 @@ def test_boot_applies_modules_load_d_and_sysctl_d(tmp_path):
 
 
 def test_agent_boot_config(agent, monkeypatch):  # noqa: F811
-    monkeypatch.setattr(boot, "boot_modules", lambda: ["overlay", "br_netfilter", "nvidia"])
+    monkeypatch.setattr(boot, "boot_modules", lambda: ["overlay", "br_netfilter", "nouveau"])
     monkeypatch.setattr(boot, "boot_sysctls", lambda: [("net.ipv4.ip_forward", "1"), (BRIDGE, "0")])
     agent.apply_boot_config()
     k = agent.kernel
-    assert {"overlay", "br_netfilter", "bridge"} <= k.modules and "nvidia" not in k.modules
+    assert {"overlay", "br_netfilter", "bridge"} <= k.modules and "nouveau" not in k.modules
     assert k.sysctls["net.ipv4.ip_forward"] == "1" and k.sysctls[BRIDGE] == "0"
 
 

@@ -3,21 +3,22 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Layer 5, the drivers: every selected PF bound to a driver, the RDMA
 modules loaded, every selected ConnectX PF with an RDMA device, and the driver
-stack (inbox or DOCA-OFED) the intended one and not a mix. Reads the node's
-nic_facts (nics, modules, stack)."""
+stack (inbox or DOCA-OFED) the intended one and not a mix, and GPUDirect RDMA
+on a node with NVIDIA GPUs (its mode, or why there is none). Reads the
+node's nic_facts (nics, modules, stack, gpudirect)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack, gpudirect
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
 
 
 LAYER = 5
 INTENT = ("rdma_drivers_nics", "rdma_drivers_modules", "rdma_drivers_sysfs_root", "rdma_drivers_vendor",
-          "rdma_drivers_pf_driver", "rdma_drivers_flavor")
+          "rdma_drivers_pf_driver", "rdma_drivers_flavor", "rdma_drivers_gpudirect")
 
 
 def stack_options(intent):
@@ -26,16 +27,32 @@ def stack_options(intent):
 
 
 def reads(intent, host):
-    return {"nic_facts": {"sysfs_root": intent["rdma_drivers_sysfs_root"], "stack": stack_options(intent)}}
+    return {"nic_facts": {"sysfs_root": intent["rdma_drivers_sysfs_root"], "stack": stack_options(intent),
+                          "gpudirect": {"mode": intent["rdma_drivers_gpudirect"]}}}
 
 
 def check(reading, intent, host):
     facts = reading.get("nic_facts") or {}
     nics = facts.get("nics") or []
-    return check_rdma_drivers(sriov.selected_pfs(nics, intent.get("rdma_drivers_nics") or []), nics,
-                              list(facts.get("modules") or []), list(intent.get("rdma_drivers_modules") or []),
-                              intent["rdma_drivers_sysfs_root"], str(intent.get("rdma_drivers_vendor") or ""),
-                              stack=facts.get("stack"))
+    drivers = check_rdma_drivers(sriov.selected_pfs(nics, intent.get("rdma_drivers_nics") or []), nics,
+                                 list(facts.get("modules") or []), list(intent.get("rdma_drivers_modules") or []),
+                                 intent["rdma_drivers_sysfs_root"], str(intent.get("rdma_drivers_vendor") or ""),
+                                 stack=facts.get("stack"))
+    if drivers["status"] != "pass" or facts.get("gpudirect") is None:
+        return drivers
+    return with_gpudirect(drivers, facts["gpudirect"], intent["rdma_drivers_gpudirect"], intent["rdma_drivers_sysfs_root"])
+
+
+def with_gpudirect(drivers, reading, want, sysfs_root="/sys"):
+    """Layer 5's verdict with the node's GPUDirect RDMA: its mode (or that
+    the node has no NVIDIA GPU) joins the reason and evidence of a passing
+    layer; no way to it, or nvidia_peermem not loaded where it is the way,
+    fails the layer naming why."""
+    status, reason, evidence, fix = gpudirect.check(reading, want, sysfs_root)
+    evidence = ["GPUDirect: %s" % e for e in evidence] + list(drivers.get("evidence") or [])
+    if status != "pass":
+        return result(5, status, reason, evidence, fix)
+    return result(5, "pass", "%s; %s" % (drivers["reason"], reason), evidence)
 
 
 def check_rdma_drivers(pfs, nics, loaded, modules, sysfs_root="/sys", vendor=sriov.CONNECTX_VENDOR, stack=None):

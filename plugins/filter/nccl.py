@@ -32,7 +32,7 @@ def nccl_parse(text):
 
 
 def nccl_gate(data, expected_busbw_gbs, efficiency=0.85, require_ib=False, timed_out=None, timeout_s=None,
-              exit_code=None):
+              exit_code=None, require_gdr=False):
     from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate
     from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
     try:
@@ -40,11 +40,13 @@ def nccl_gate(data, expected_busbw_gbs, efficiency=0.85, require_ib=False, timed
             if timed_out is None:
                 timed_out = exit_code in nccl_validate.TIMEOUT_EXIT_CODES
             g = perf_parsers.nccl_gate(data, expected_busbw_gbs, efficiency, require_ib=require_ib,
-                                       timed_out=timed_out, timeout_s=timeout_s, exit_code=exit_code)
+                                       timed_out=timed_out, timeout_s=timeout_s, exit_code=exit_code,
+                                       require_gdr=require_gdr)
             g["parsed"] = data
             return g
         return nccl_validate.gate_output(data, expected_busbw_gbs, efficiency, require_ib=require_ib,
-                                         exit_code=exit_code, timed_out=timed_out, timeout_s=timeout_s)
+                                         exit_code=exit_code, timed_out=timed_out, timeout_s=timeout_s,
+                                         require_gdr=require_gdr)
     except ValueError as exc:
         raise AnsibleFilterError("nccl_gate: %s" % exc)
 

@@ -145,9 +145,11 @@ class TestOneNodePerStack:
         assert twin.sh("node02", f"cat {cfg}/default_roce_mode {cfg}/default_roce_tos").stdout.split("\n")[:2] == ofed
         assert ofed[0] == "RoCE v2"
         v = verdicts_5_8(twin, play)
-        assert v["node01"][5]["status"] == "pass" and v["node01"][5]["reason"].endswith("; DOCA-OFED stack")
+        assert v["node01"][5]["status"] == "pass" and v["node01"][5]["reason"].endswith(
+            "; DOCA-OFED stack; GPUDirect RDMA by DMA-BUF")
         assert "stack: OFED mlx5_core 24.10-2.1.8 (ofed_info OFED-internal-24.10-2.1.8.0)" in v["node01"][5]["evidence"]
-        assert v["node02"][5]["status"] == "pass" and v["node02"][5]["reason"].endswith("; inbox stack")
+        assert v["node02"][5]["status"] == "pass" and v["node02"][5]["reason"].endswith(
+            "; inbox stack; GPUDirect RDMA by DMA-BUF")
         assert [v[n][8]["status"] for n in ("node01", "node02")] == ["pass", "pass"], v
         # a PFC mismatch on each: named at layer 8 with the fix through that node's tool
         for node in ("node01", "node02"):
@@ -185,6 +187,52 @@ class TestOneNodePerStack:
         finally:
             twin.fault("node02", "clear")
         assert twin.sh("node02", "command -v ofed_info || true").stdout.strip() == ""
+
+
+    def test_gpudirect_by_the_closed_driver_loads_peermem_on_doca_and_is_named_impossible_on_inbox(self, stacks_rack):
+        """The GPU driver's closed kernel modules on both nodes: no DMA-BUF.
+        node01 (DOCA-OFED) has the peer-memory API: layer 5 names
+        nvidia_peermem not loaded, the role loads and persists it, a re-run
+        changes nothing. node02 (inbox) has no way to GPUDirect RDMA: named
+        with both reasons, and the role fails before it changes anything."""
+        twin, play = stacks_rack
+        for node in ("node01", "node02"):
+            twin.fault(node, "gpu-driver-closed")
+        try:
+            assert twin.sh("node01", f"cat {SYSFS}/module/nvidia/taint").stdout.strip() == "POE"
+            v = verdicts_5_8(twin, play)
+            assert (v["node01"][5]["status"], v["node01"][5]["reason"]) == (
+                "fail", "GPUDirect RDMA by nvidia-peermem, and nvidia_peermem is not loaded"), v["node01"][5]
+            assert "layer05" in v["node01"][5]["remediation"]
+            assert any(e.startswith("GPUDirect: peer-memory API: ") and "memory_peers" in e
+                       for e in v["node01"][5]["evidence"])
+            assert (v["node02"][5]["status"], v["node02"][5]["reason"]) == (
+                "fail", "no GPUDirect RDMA: the closed GPU kernel module (taint 'POE') has no DMA-BUF export; the RDMA "
+                        "core has no peer-memory API (the inbox ib_core; nvidia-peermem needs DOCA-OFED or MLNX_OFED)")
+            # by hand on the inbox node: kmod's unknown-symbol error
+            tried = twin.sh("node02", "modprobe nvidia_peermem", check=False)
+            assert tried.returncode == 1 and "could not insert 'nvidia_peermem': Unknown symbol" in tried.stderr
+            before = twin.sh("node02", "cat /etc/modules-load.d/gpufabric-rdma.conf").stdout
+            run = twin.playbook(str(play / "stacks.yml"))
+            rc = recap(run.stdout)
+            assert rc["node01"]["failed"] == 0 and rc["node02"]["failed"] == 1, run.stdout[-4000:]
+            assert "node02: rdma_drivers_gpudirect auto: no GPUDirect RDMA: the closed GPU kernel module" in \
+                " ".join(run.stdout.split())
+            assert twin.sh("node02", "cat /etc/modules-load.d/gpufabric-rdma.conf").stdout == before
+            assert "nvidia_peermem" in twin.sh("node01", f"ls {SYSFS}/module").stdout.split()
+            assert "nvidia_peermem" in twin.sh("node01", "cat /etc/modules-load.d/gpufabric-rdma.conf").stdout.splitlines()
+            again = twin.playbook(str(play / "stacks.yml"), "--limit", "node01")
+            assert recap(again.stdout)["node01"]["changed"] == 0, again.stdout[-4000:]
+            v = verdicts_5_8(twin, play)
+            assert v["node01"][5]["status"] == "pass" and v["node01"][5]["reason"].endswith(
+                "; GPUDirect RDMA by nvidia-peermem"), v["node01"][5]
+        finally:
+            for node in ("node01", "node02"):
+                twin.fault(node, "clear")
+        # the open modules back: DMA-BUF again, and the boot file without nvidia_peermem
+        back = twin.playbook(str(play / "stacks.yml"))
+        assert all(recap(back.stdout)[n]["failed"] == 0 for n in ("node01", "node02")), back.stdout[-4000:]
+        assert "nvidia_peermem" not in twin.sh("node01", "cat /etc/modules-load.d/gpufabric-rdma.conf").stdout.splitlines()
 
 
 def ofed_ecn(twin, play):

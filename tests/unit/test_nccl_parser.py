@@ -476,3 +476,27 @@ def test_doctor_peer_verdicts_on_three_nodes_and_other_names():
     pods = F.nccl_plan({"gpu-a": node(), "gpu-b": node()}, ROCE)
     assert {verdict(pods, h, gate)["reason"] for h in ("gpu-a", "gpu-b")} == {gate["reason"]}
     assert gate["reason"] == "NCCL used NET/Socket instead of NET/IB on some ranks"
+
+
+def test_doctor_names_the_node_whose_ranks_went_through_host_memory():
+    """node02's rank sent over NET/IB without /GDRDMA: node02 fails naming
+    its rank, GPU and NIC with layer 5 as the place to look; node01, whose
+    rails all used GPUDirect RDMA, warns naming node02."""
+    plan = F.nccl_plan({"node01": node(), "node02": node()}, ROCE)
+    lines = ["node01:100:100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [send] via NET/IB/0/GDRDMA",
+             "node02:101:101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[0] [receive] via NET/IB/0/GDRDMA",
+             "node02:101:101 [0] NCCL INFO Channel 01/0 : 1[0] -> 0[0] [send] via NET/IB/1",
+             "node01:100:100 [0] NCCL INFO Channel 01/0 : 1[0] -> 0[0] [receive] via NET/IB/1/GDRDMA"]
+    text = _twin_log("IB") + "\n".join(lines) + "\n"
+    gate = F.nccl_gate(text, plan["expected_busbw_gbs"], 0.1, require_ib=True, require_gdr=True)
+    assert gate["kind"] == "no_gdr", gate["reason"]
+    bad = verdict(plan, "node02", gate)
+    assert (bad["status"], bad["reason"]) == (
+        "fail", "GPUDirect RDMA not used on node02: rank 1 (GPU 0) over NET/IB/1 (rocep134s0f0) went through host memory")
+    assert bad["remediation"] == C15.REMEDIATION["no_gdr"] and "layer 5" in bad["remediation"]
+    assert "rank 1 GPU 0: NET/IB/1 (rocep134s0f0): through host memory (no /GDRDMA)" in bad["evidence"]
+    ok = verdict(plan, "node01", gate)
+    assert (ok["status"], ok["reason"]) == ("warn", "all_reduce_perf with node02 failed: GPUDirect RDMA not used on node02")
+    assert "rank 0 GPU 0: NET/IB/0 (rocep59s0f0): GPUDirect RDMA" in ok["evidence"]
+    # not required (gpufabric_gpudirect: off): the same run is gated on its bandwidth
+    assert F.nccl_gate(text, plan["expected_busbw_gbs"], 0.1, require_ib=True)["passed"]

@@ -48,6 +48,10 @@ REMEDIATION = {
     "avg_failed": "unset NCCL_TESTS_MIN_BW or read the busbw of the largest size",
     "below": "a lossy or slow path: check PFC/ECN/DSCP on switch ports and hosts (layers 7-8; a lossy path "
              "delivers well under line rate), that NCCL_IB_HCA covers every rail, and layer 9's pairwise figures",
+    "no_gdr": "the node's GPUs are not reached by its NICs: layer 5 names its GPUDirect RDMA mode or why it has "
+              "none (the closed GPU kernel module on an inbox RDMA core, nvidia_peermem not loaded; "
+              "site.yml --tags layer05 loads it where it is the way); then check NCCL_NET_GDR_LEVEL and the PCIe "
+              "path between each GPU and its NIC",
     "exit_code": "read the launcher's output; the MPI job failed after the test finished",
     "no_output": "mpirun or all_reduce_perf could not start: check nccl_validate_mpirun/binary, "
                  "SSH between the nodes and the host names in the job",
@@ -110,6 +114,11 @@ def run_verdict(host, run_plan, gate=None):
         mine = (parsed.get("net_lines_by_host") or {}).get(key) or \
             [ln for ln in parsed.get("net_lines") or [] if ln.startswith(key + ":")]
         ev += (mine or parsed.get("net_lines") or [])[:4]
+        # what each of this node's ranks sent over, and whether the NIC reached the GPU's memory
+        for r in [r for r in parsed.get("rails") or [] if logged and r.get("host") == logged][:8]:
+            ev.append("rank %d GPU %s: NET/%s/%d%s: %s" % (
+                r["rank"], r["gpu"], r["net"], r["dev"], (" (%s)" % "+".join(r["nics"])) if r["nics"] else "",
+                "GPUDirect RDMA" if r["gdr"] else "through host memory (no /GDRDMA)"))
         # the node's own warnings and failures when the log has some
         warns = parsed.get("nccl_warnings") or []
         ev += ["NCCL WARN " + w for w in ([w for w in warns if w.startswith(key + ": ")] or warns)[:4]]
@@ -125,6 +134,20 @@ def run_verdict(host, run_plan, gate=None):
             names = ", ".join(peers)
             return result(LAYER, "warn", "all_reduce_perf with %s failed: %s used NET/Socket" % (names, names), ev,
                           PEER_SOCKET_REMEDIATION % names)
+    if gate.get("kind") == "no_gdr" and logged:
+        mine = [r for r in gate.get("no_gdr") or [] if r.get("host") == logged]
+        if mine:
+            r = mine[0]
+            return result(LAYER, "fail", "GPUDirect RDMA not used on %s: rank %d (GPU %s) over NET/%s/%d%s went "
+                                         "through host memory" % (host, r["rank"], r["gpu"], r["net"], r["dev"],
+                                                                  (" (%s)" % "+".join(r["nics"])) if r["nics"] else ""),
+                          ev, REMEDIATION["no_gdr"])
+        others = sorted({r["host"] for r in gate.get("no_gdr") or [] if r.get("host")})
+        if others:
+            return result(LAYER, "warn", "all_reduce_perf with %s failed: GPUDirect RDMA not used on %s"
+                          % (", ".join(others), ", ".join(others)), ev,
+                          "this node's ranks used GPUDirect RDMA: fix %s (its layer 5 and 15 verdicts name the "
+                          "cause), then rerun layer 15" % ", ".join(others))
     return result(LAYER, "fail", gate["reason"], ev, REMEDIATION.get(gate.get("kind"), REMEDIATION["problem"]))
 
 

@@ -247,7 +247,7 @@ def plan(hosts, roce, settings=None):
 
 
 def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit_code=None,
-                timed_out=None, timeout_s=None):
+                timed_out=None, timeout_s=None, require_gdr=False):
     """Parse an all_reduce_perf run's output and gate it (perf_parsers.nccl_gate).
 
     ``exit_code`` of the command: 124/137 (``timeout``) count as timed out
@@ -273,7 +273,7 @@ def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit
                 "expected_busbw_gbs": float(expected_busbw_gbs), "efficiency": float(efficiency),
                 "transport": None, "parsed": None, "output_tail": last[-5:]}
     g = perf_parsers.nccl_gate(parsed, expected_busbw_gbs, efficiency, require_ib=require_ib,
-                               timed_out=timed_out, timeout_s=timeout_s, exit_code=exit_code)
+                               timed_out=timed_out, timeout_s=timeout_s, exit_code=exit_code, require_gdr=require_gdr)
     g["parsed"] = parsed
     return g
 

@@ -168,6 +168,8 @@ def test_the_doctor_passes_the_layers_and_says_4_and_8_do_not_apply_to_igb(vmlab
         for layer in (4, 8):
             assert r[layer]["status"] == "skipped", r[layer]
             assert "not applicable" in r[layer]["reason"] and "8086:10c9" in r[layer]["reason"], r[layer]
+        # a real kernel's sysfs with no NVIDIA GPU: GPUDirect RDMA does not apply, and layer 5 passes
+        assert r[5]["reason"].endswith("; no NVIDIA GPU on the node: GPUDirect RDMA not applicable"), r[5]
 
 
 # The faults go through `python -m simlab fault`, which makes them the real

@@ -175,7 +175,7 @@ options:
         choices: [inbox, doca]
   gpudirect:
     description:
-      - Read what GPUDirect RDMA depends on (layer 5): the NVIDIA GPUs (PCI vendor 0x10de, class 0x03), the GPU
+      - Read what GPUDirect RDMA depends on (layer 5), the NVIDIA GPUs (PCI vendor 0x10de, class 0x03), the GPU
         driver's module and whether it is the open one (C(module/nvidia/taint) without C(P)), C(nvidia_peermem),
         the peer-memory API of the RDMA core (C(kernel/mm/memory_peers)) and the kernel release; returned in
         RV(gpudirect) with the mode it gives (C(plan)).

@@ -130,8 +130,11 @@ def plan(reading, want="auto", sysfs_root="/sys"):
         drv.get("version") or "(no version)", kind, sysfs_root, drv.get("taint") or ""))
     evidence.append("kernel %s" % (release or "(release not read)"))
     mp = reading.get("memory_peers")
-    evidence.append("peer-memory API: %s" % ("%s/kernel/mm/memory_peers (%s)" % (sysfs_root, ", ".join(mp) or "no client")
-                                              if mp is not None else "none (no %s/kernel/mm/memory_peers)" % sysfs_root))
+    if mp is not None:
+        api = "%s/kernel/mm/memory_peers (%s)" % (sysfs_root, ", ".join(mp) or "no client")
+    else:
+        api = "none (no %s/kernel/mm/memory_peers)" % sysfs_root
+    evidence.append("peer-memory API: %s" % api)
     evidence.append("%s: %s" % (PEERMEM, "loaded" if peer.get("loaded") else "not loaded"))
     rel = release_tuple(release)
     no_dmabuf = []

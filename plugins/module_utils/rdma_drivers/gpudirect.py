@@ -35,8 +35,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import re
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.host.sysfs_nic import _listdir, _read
 
 MODES = ("auto", "dmabuf", "peermem", "off")
 NVIDIA = "10de"
@@ -45,28 +46,13 @@ DMABUF_KERNEL = (5, 12)
 PEERMEM = "nvidia_peermem"
 
 
-def _text(path):
-    try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except (IOError, OSError):
-        return None
-
-
-def _list(path):
-    try:
-        return sorted(os.listdir(path))
-    except (IOError, OSError):
-        return []
-
-
 def release_tuple(release):
     """``(major, minor)`` of a kernel release (``6.1.0-50-amd64``), or None."""
     m = re.match(r"^(\d+)\.(\d+)", release or "")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def read(sysfs_root="/sys", proc_root="/proc", text=_text, listdir=_list):
+def read(sysfs_root="/sys", proc_root="/proc", text=_read, listdir=_listdir):
     """What GPUDirect RDMA depends on, as the node shows it."""
     gpus = []
     devices = "%s/bus/pci/devices" % sysfs_root

@@ -179,6 +179,9 @@ def base_env(forks: int, facts_dir: Path) -> dict:
     env.update({
         "CONTAINERS_CONF": str(REPO / "simlab" / "containers.conf"),
         "ANSIBLE_CONFIG": str(TREE / "ansible.cfg"),
+        # the twin's connection is the lab's, not the collection's: ansible.cfg names it
+        # relative to itself, where the snapshot of the collection has no simlab/
+        "ANSIBLE_CONNECTION_PLUGINS": str(REPO / "simlab" / "ansible_plugins" / "connection"),
         "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
         "PYTHONPATH": str(REPO),
         "PATH": f"{VENV_BIN}:{env.get('PATH', '')}",

@@ -67,16 +67,15 @@ _CHANNEL_RE = re.compile(r"NCCL INFO Channel (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?
                          r"(?P<dst>\d+)\[(?P<dstdev>[0-9a-fA-F]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>\S+)")
 _NET_PATH_RE = re.compile(r"^NET/(?P<net>[^/\s()]+)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<gdr>/GDRDMA)?"
                           r"(?P<pci>\(PCI\))?(?P<shared>/Shared)?$")
-# the devices of the IB network, per process: " [0]mlx5_0:1/RoCE" (2.23+ may
-# add ":<rail>" or ":<plane>"), or a merged device "[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}"
-_IB_USING_RE = re.compile(r"NET/IB\w*\s*:\s*Using\s+(.*?)\s*(?:\[RO\])?\s*;\s*OOB")
-_IB_USING_DEV_RE = re.compile(r"\[(\d+)\](?:=\{([^}]*)\}|([^:\s\]{]+):\d+(?::\d*)*/(?:IB|RoCE|UNSPECIFIED))")
-_IB_MERGED_DEV_RE = re.compile(r"\[\d+\]\s*([^:\s\]]+):\d+")
+# the devices of the IB network, per process (net_ib/init.cc): " [0]mlx5_0:1/RoCE"
+# (2.23+ may add ":<rail>" or ":<plane>"), or a merged device
+# "[0]={[0] mlx5_2:1/RoCE, [1] mlx5_3:1/RoCE}"; the list ends at "[RO]" or "; OOB"
+_IB_USING_DEV_RE = re.compile(r"\[(\d+)\](?:=\{([^}]*)\}|([^:\s\]{]+:\d+(?::\d*)*/(?:IB|RoCE|UNSPECIFIED)))")
+_IB_NIC_RE = re.compile(r"([^:\s\]{,]+):(\d+)(?::\d*)*/(IB|RoCE|UNSPECIFIED)")
 # NCCL's own verdict per NIC (src/graph/topo.cc; 2.7's net_ib.cc adds " (no module)")
 _GDR_HCA_RE = re.compile(r"NET/\S+ : GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^'\s]*)'?")
 _NET_NODEV_RE = re.compile(r"NET/IB\s*:\s*No device found")
 _NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
-_IB_DEV_RE = re.compile(r"\[\d+\]([^:\s\]]+):(\d+)/(IB|RoCE)")
 # NCCL_DEBUG lines: "<host>:<pid>:<tid> [<cuda dev>] NCCL INFO|WARN <text>"; WARN
 # lines carry the source file and line before NCCL ("... [0] misc/socket.cc:441 NCCL WARN ...")
 _NCCL_LOG_RE = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[[^\]]*\]\s+(?:\S+:\d+\s+)?"
@@ -120,28 +119,41 @@ def _channel(line, log):
     return out
 
 
-def _ib_devices_of(text):
-    """``{index: [device, ...]}`` from the part of a ``NET/IB : Using`` line
-    before ``; OOB`` (a merged device lists each of its NICs)."""
+def ib_devices_of(text):
+    """``{index: [{device, port, link}, ...]}`` from what follows ``NET/IB :
+    Using`` (a merged device lists each of its NICs)."""
     out = {}
     for d in _IB_USING_DEV_RE.finditer(text):
-        names = _IB_MERGED_DEV_RE.findall(d.group(2)) if d.group(2) is not None else [d.group(3)]
-        out[int(d.group(1))] = names
+        out[int(d.group(1))] = [{"device": n.group(1), "port": int(n.group(2)), "link": n.group(3)}
+                                for n in _IB_NIC_RE.finditer(d.group(2) if d.group(2) is not None else d.group(3))]
     return out
+
+
+def rail_text(rail):
+    """A rail of ``rank_rails`` as the gate and the doctor name it:
+    ``NET/IB/1 (mlx5_1)``."""
+    return "NET/%s/%d%s" % (rail["net"], rail["dev"], (" (%s)" % "+".join(rail["nics"])) if rail["nics"] else "")
 
 
 def _net_line(res, line, log):
     """Adds what an NCCL_DEBUG=INFO line says of the network to ``res``
-    (``net_channels``, ``unreadable``, ``ib_devices_by_host``, ``gdr_hca``)."""
+    (``net_channels``, ``unreadable``, ``ib_devices``, ``ib_devices_by_host``, ``gdr_hca``)."""
     ch = _channel(line, log)
     if ch is not None and ch.get("unreadable"):
         if len(res["unreadable"]) < MAX_LOG_LINES:
             res["unreadable"].append(line)
     elif ch is not None and ch["net"] is not None:
         res["net_channels"].append(ch)
-    m = _IB_USING_RE.search(line)
-    if m and log:
-        res["ib_devices_by_host"].setdefault(log.group("host"), {}).update(_ib_devices_of(m.group(1)))
+    m = _NET_USING_RE.search(line)
+    if m and m.group(1) == "IB":
+        devices = ib_devices_of(m.group(2))
+        for nics in devices.values():
+            for nic in nics:
+                if nic not in res["ib_devices"]:
+                    res["ib_devices"].append(nic)
+        if log:
+            res["ib_devices_by_host"].setdefault(log.group("host"), {}).update(
+                (i, [n["device"] for n in nics]) for i, nics in devices.items())
     m = _GDR_HCA_RE.search(line)
     if m and log:
         res["gdr_hca"].setdefault(log.group("host"), {})[m.group(3)] = m.group(1) == "Enabled"
@@ -151,9 +163,9 @@ def parse_nccl_net(text):
     """The network part of an NCCL_DEBUG=INFO log, alone (an application's
     log, a job's, or nccl-tests'): ``net_channels``, ``unreadable``,
     ``ib_devices_by_host`` (``{host: {index: [device, ...]}}``),
-    ``gdr_hca`` (``{host: {device: enabled}}``, NCCL's own verdict per NIC
+    ``ib_devices`` (as ``parse_all_reduce_perf``'s), ``gdr_hca`` (``{host: {device: enabled}}``, NCCL's own verdict per NIC
     where NCCL_DEBUG_SUBSYS shows NET) and ``rails`` (``rank_rails``)."""
-    res = {"net_channels": [], "unreadable": [], "ib_devices_by_host": {}, "gdr_hca": {}}
+    res = {"net_channels": [], "unreadable": [], "ib_devices": [], "ib_devices_by_host": {}, "gdr_hca": {}}
     for line in _lines(text, "NCCL"):
         s = line.strip()
         _net_line(res, s, _NCCL_LOG_RE.match(s))
@@ -365,11 +377,6 @@ def parse_all_reduce_perf(text):
                 seen = res["transports_by_host"].setdefault(log.group("host"), [])
                 if m.group(1) not in seen:
                     seen.append(m.group(1))
-            if m.group(1) == "IB":
-                for d in _IB_DEV_RE.finditer(m.group(2)):
-                    dev = {"device": d.group(1), "port": int(d.group(2)), "link": d.group(3)}
-                    if dev not in res["ib_devices"]:
-                        res["ib_devices"].append(dev)
         for m in _NET_VIA_RE.finditer(s):
             family = net_family(m.group(1))
             if family not in res["transports_seen"]:
@@ -537,9 +544,7 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, tim
     missing = no_gdr_rails(parsed) if require_gdr else []
     if missing:
         out["no_gdr"] = missing
-        named = ["rank %d (%s GPU %s) over %s" % (r["rank"], r["host"] or "host not logged", r["gpu"],
-                                                  "NET/%s/%d%s" % (r["net"], r["dev"],
-                                                                   (" " + "+".join(r["nics"])) if r["nics"] else ""))
+        named = ["rank %d (%s GPU %s) over %s" % (r["rank"], r["host"] or "host not logged", r["gpu"], rail_text(r))
                  for r in missing]
         return fail("no_gdr", "GPUDirect RDMA not used: %s without /GDRDMA (the data went through host memory)"
                     % "; ".join(named[:4]) + ("; %d more" % (len(named) - 4) if len(named) > 4 else ""))

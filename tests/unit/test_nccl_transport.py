@@ -57,6 +57,12 @@ def test_devices_of_the_ib_network_per_host():
     # HPC-X's merged devices: one index, two NICs
     assert P.parse_nccl_net(body("nccl-tests-373.txt"))["ib_devices_by_host"] == {
         "bigo": {0: ["mlx5_2", "mlx5_3"], 1: ["mlx5_0", "mlx5_1"]}}
+    # the flat list parse_all_reduce_perf gives, from the same reader: each NIC of a merged device once
+    assert [(d["device"], d["port"], d["link"]) for d in P.parse_nccl_net(body("nccl-tests-373.txt"))["ib_devices"]] \
+        == [("mlx5_2", 1, "RoCE"), ("mlx5_3", 1, "RoCE"), ("mlx5_0", 1, "RoCE"), ("mlx5_1", 1, "RoCE")]
+    # 2.23+ may print a rail after the port (init.cc: " [%d]%s:%d" then ":%d")
+    rail = "h1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1:0/RoCE [1]mlx5_1:1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>"
+    assert P.parse_nccl_net(rail)["ib_devices_by_host"] == {"h1": {0: ["mlx5_0"], 1: ["mlx5_1"]}}
     # NCCL's own verdict per NIC, where NCCL_DEBUG_SUBSYS shows NET
     assert P.parse_nccl_net(body("nccl-1537.txt"))["gdr_hca"] == {"hostname1": {"mlx5_0": False, "mlx5_1": False}}
 
@@ -129,7 +135,7 @@ def test_the_gate_names_the_rank_host_and_nic_that_went_through_host_memory():
     lines = [ln.replace("[send] via NET/IB/1/GDRDMA", "[send] via NET/IB/1") for ln in GDR]
     g = P.nccl_gate(_run(lines), 100.0, 0.85, require_ib=True, require_gdr=True)
     assert g["kind"] == "no_gdr"
-    assert g["reason"] == ("GPUDirect RDMA not used: rank 1 (node02 GPU 0) over NET/IB/1 mlx5_1 without /GDRDMA "
+    assert g["reason"] == ("GPUDirect RDMA not used: rank 1 (node02 GPU 0) over NET/IB/1 (mlx5_1) without /GDRDMA "
                            "(the data went through host memory)")
     assert [(r["rank"], r["host"], r["nics"]) for r in g["no_gdr"]] == [(1, "node02", ["mlx5_1"])]
     # not asked for: the same run passes on its bandwidth

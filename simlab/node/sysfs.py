@@ -305,10 +305,12 @@ class Tree:
             if mod in ("nvidia", "nvidia_peermem") and k.gpu_driver:
                 # both carry the driver's MODULE_VERSION; module/<name>/taint lists the
                 # module's taint flags in bit order (kernel/module/main.c): P for a licence
-                # that is not GPL-compatible (the closed driver's "NVIDIA"), O out of tree,
-                # E unsigned (a DKMS build)
+                # that is not GPL-compatible (the closed nvidia.ko's "NVIDIA"; nvidia-peermem
+                # is "Dual BSD/GPL" in either driver), O out of tree, E unsigned (a DKMS
+                # build); real values in tests/unit/fixtures/gpudirect_real
+                closed = mod == "nvidia" and not k.gpu_driver["open"]
                 self._file(f"/module/{mod}/version", k.gpu_driver["version"])
-                self._file(f"/module/{mod}/taint", "OE" if k.gpu_driver["open"] else "POE")
+                self._file(f"/module/{mod}/taint", "POE" if closed else "OE")
         if k.ofed:
             # MLNX_OFED / DOCA-OFED's ib_core publishes its peer-memory API here
             # (NCCL looks for its clients under it); the inbox ib_core has none

@@ -305,13 +305,23 @@ def discover(sysfs_root="/sys"):
         if os.path.exists(fs.pci(bdf, "physfn")):
             continue
         found.setdefault(bdf, name)
-    for bdf in _listdir(fs.p("bus", "pci", "devices")):
+    for bdf, _vendor in pci_functions(sysfs_root, ("0x0200", "0x0207")):
         if bdf in found or os.path.exists(fs.pci(bdf, "physfn")):
             continue
-        cls = _read(fs.pci(bdf, "class"), "")
-        if cls.startswith("0x0200") or cls.startswith("0x0207"):
-            found[bdf] = None
+        found[bdf] = None
     return [pf_facts(fs, bdf, found[bdf]) for bdf in sorted(found)]
+
+
+def pci_functions(sysfs_root="/sys", classes=()):
+    """``[(bdf, vendor)]`` of the PCI functions whose class starts with one
+    of ``classes`` (``0x0200`` Ethernet, ``0x03`` display), sorted; vendor
+    as sysfs prints it, ``0x10de``."""
+    fs = Sysfs(sysfs_root)
+    out = []
+    for bdf in _listdir(fs.p("bus", "pci", "devices")):
+        if _read(fs.pci(bdf, "class"), "").startswith(tuple(classes)):
+            out.append((bdf, _read(fs.pci(bdf, "vendor"), "").lower()))
+    return out
 
 
 def iommus(sysfs_root="/sys"):

@@ -29,7 +29,8 @@ How sysfs tells the rest, without a vendor tool:
   ``MODULE_LICENSE("NVIDIA")``, the open one ``"Dual MIT/GPL"``;
 - the kernel release: ``/proc/sys/kernel/osrelease``.
 
-Plain standard-library Python; ``read`` takes the file readers."""
+Plain standard-library Python; the PCI walk and the module list are
+sysfs_nic's."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -37,10 +38,11 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.host.sysfs_nic import _listdir, _read
 
 MODES = ("auto", "dmabuf", "peermem", "off")
-NVIDIA = "10de"
+NVIDIA = "0x10de"
 # the kernel's DMA-BUF import for RDMA memory regions
 DMABUF_KERNEL = (5, 12)
 PEERMEM = "nvidia_peermem"
@@ -52,29 +54,24 @@ def release_tuple(release):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def read(sysfs_root="/sys", proc_root="/proc", text=_read, listdir=_listdir):
+def read(sysfs_root="/sys", proc_root="/proc"):
     """What GPUDirect RDMA depends on, as the node shows it."""
-    gpus = []
-    devices = "%s/bus/pci/devices" % sysfs_root
-    for bdf in listdir(devices):
-        vendor = (text("%s/%s/vendor" % (devices, bdf)) or "").lower().replace("0x", "")
-        klass = (text("%s/%s/class" % (devices, bdf)) or "").lower().replace("0x", "")
-        if vendor == NVIDIA and klass.startswith("03"):
-            gpus.append({"pci_address": bdf, "device": (text("%s/%s/device" % (devices, bdf)) or "").lower(),
-                         "numa_node": text("%s/%s/numa_node" % (devices, bdf))})
+    pci = "%s/bus/pci/devices" % sysfs_root
+    gpus = [{"pci_address": bdf, "device": (_read("%s/%s/device" % (pci, bdf)) or "").lower(),
+             "numa_node": _read("%s/%s/numa_node" % (pci, bdf))}
+            for bdf, vendor in sysfs_nic.pci_functions(sysfs_root, ("0x03",)) if vendor == NVIDIA]
+    loaded = sysfs_nic.modules(sysfs_root)
     module = "%s/module/nvidia" % sysfs_root
-    loaded = "nvidia" in listdir("%s/module" % sysfs_root)
-    taint = text("%s/taint" % module) if loaded else None
+    taint = _read("%s/taint" % module) if "nvidia" in loaded else None
     return {
         "gpus": gpus,
-        "driver": {"loaded": loaded, "version": text("%s/version" % module) if loaded else None,
+        "driver": {"loaded": "nvidia" in loaded, "version": _read("%s/version" % module) if "nvidia" in loaded else None,
                    "taint": taint, "open": None if taint is None else "P" not in taint},
-        "peermem": {"loaded": PEERMEM in listdir("%s/module" % sysfs_root),
-                    "version": text("%s/module/%s/version" % (sysfs_root, PEERMEM))},
+        "peermem": {"loaded": PEERMEM in loaded, "version": _read("%s/module/%s/version" % (sysfs_root, PEERMEM))},
         # the peer-memory clients (nv_mem, ...); None where the directory is not there
-        "memory_peers": listdir("%s/kernel/mm/memory_peers" % sysfs_root)
-        if "memory_peers" in listdir("%s/kernel/mm" % sysfs_root) else None,
-        "release": text("%s/sys/kernel/osrelease" % proc_root),
+        "memory_peers": _listdir("%s/kernel/mm/memory_peers" % sysfs_root)
+        if "memory_peers" in _listdir("%s/kernel/mm" % sysfs_root) else None,
+        "release": _read("%s/sys/kernel/osrelease" % proc_root),
     }
 
 

@@ -251,12 +251,15 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+    # checked as params are, once, before any device is read
+    try:
+        if p["where_present"]:
+            p["where_present"] = mlx_config.normalize_params("where_present", p["where_present"], p["max_num_of_vfs"])
+    except mlx_config.MlxConfigError as exc:
+        module.fail_json(msg=str(exc), command=[], devices=[])
     if p["device"]:
         result = dict(changed=False, command=[], fw_version=None, fw_version_running=None)
         try:
-            if p["where_present"]:
-                p["where_present"] = mlx_config.normalize_params("where_present", p["where_present"],
-                                                                 p["max_num_of_vfs"])
             wanted = mlx_config.normalize_params(p["device"], p["params"], p["max_num_of_vfs"])
             _converge(module, p, p["device"], wanted, result)
         except mlx_config.MlxConfigError as exc:
@@ -266,8 +269,6 @@ def main():
 
     # Every device's wanted values are checked before any device is touched.
     try:
-        if p["where_present"]:
-            p["where_present"] = mlx_config.normalize_params("where_present", p["where_present"], p["max_num_of_vfs"])
         plan = mlx_config.plan_devices(p["devices"], p["max_num_of_vfs"])
     except mlx_config.MlxConfigError as exc:
         module.fail_json(msg=str(exc), devices=[])

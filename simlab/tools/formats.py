@@ -655,6 +655,15 @@ def nccl_net_info_lines(host, pid, transport="IB", devices=("mlx5_0",), oob="eth
         prefix + "Using network Socket"]
 
 
+def nccl_channel_line(host, pid, dev, channel, rank, peer, via, peer_dev=0):
+    """A ``[send]`` channel line of a rank on the network, as NCCL 2.18 and
+    later print it (src/transport/net.cc: "Channel %02d/%d : %d[%d] ->
+    %d[%d] [send] via NET/%s/%d%s%s%s", each GPU by its NVML index), with
+    the process's prefix; ``via`` is the NET part (``NET/IB/0/GDRDMA``)."""
+    return "%s:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] [send] via %s" % (
+        host, pid, pid, dev, channel, rank, dev, peer, peer_dev, via)
+
+
 def _fit(value, width):
     """nccl-tests ``getFloatStr``: ``%.2f``, ``%.1f``, ``%.0f`` while the
     text fits ``width``, else ``%.1e`` (width >= 7) or ``%.0e``, cut to

@@ -189,8 +189,8 @@ def run_job(rack: Rack, hosts: list[tuple[str, int]], o: dict, env: dict, out=sy
             local = first[host][1] - 1
             pid = _pid(host, local // o["g"])
             for c in range(nch):
-                lines.append("%s:%d:%d [%d] NCCL INFO Channel %02d/0 : %d[%d] -> %d[0] [send] via %s" % (
-                    host, pid, pid, local % 8, c, first[host][0] + local, local % 8, first[nxt][0], via % c))
+                lines.append(formats.nccl_channel_line(host, pid, local % 8, c, first[host][0] + local,
+                                                       first[nxt][0], via % c))
     if not res.ok and res.transport == "mixed":
         _mixed_failure(o, devices, nranks, nodes, res, lines, out)
         return 1

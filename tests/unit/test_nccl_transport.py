@@ -3,6 +3,7 @@ carried it (perf_parsers.parse_nccl_net, rank_rails, the gate's no_gdr),
 against real published NCCL_DEBUG=INFO logs (tests/unit/fixtures/nccl_real/,
 each with its source) and NCCL's own format strings (src/transport/net.cc)."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,30 @@ def test_the_real_log_without_gdrdma_fails_the_gate_naming_its_rails():
     assert P.no_gdr_rails(P.parse_nccl_net(body("nccl-707.txt"))) == []
     # sockets are the socket check's, not GPUDirect's
     assert P.no_gdr_rails(P.parse_nccl_net(body("nccl-952.txt"))) == []
+
+
+def _shape(line):
+    """A log line with its host, numbers and device names made neutral."""
+    line = re.sub(r"^\S*:(\d+):(\d+) ", "H:0:0 ", line)
+    return re.sub(r"\d+", "0", re.sub(r"\b(mlx5|rocep\w*?)_?\d*\b", "nic", line))
+
+
+def test_the_twins_lines_have_the_shape_of_real_nccl_lines():
+    """simlab's channel and device lines against real 2.18+ lines: a NET
+    channel with and without /GDRDMA (the real one without is the mesh-plugin
+    log's, whose prefix the poster cut; /GDRDMA is net.cc's suffix, as the
+    2.7-format log prints it), and NET/IB's device list (the DGX H100 log)."""
+    from simlab.tools import formats as F
+    real_plain = next(ln for ln in body("nccl-mesh-plugin-56.txt").splitlines() if "[send] via NET/IB/4" in ln)
+    twin_plain = F.nccl_channel_line("node01", 10001, 0, 0, 0, 1, "NET/IB/4")
+    assert _shape(twin_plain).split(" ", 1)[1] == _shape(real_plain).split(" ", 1)[1]
+    twin_gdr = F.nccl_channel_line("node01", 10001, 0, 0, 0, 1, "NET/IB/4/GDRDMA")
+    assert twin_gdr == twin_plain + "/GDRDMA"
+    assert any(ln.endswith("via NET/IB/5/GDRDMA") for ln in body("nccl-707.txt").splitlines())
+    real_using = next(ln for ln in body("nccl-tests-185.txt").splitlines() if "NET/IB : Using" in ln)
+    twin_using = F.nccl_net_info_lines("node01", 10001, "IB", devices=["mlx5_10", "mlx5_11"],
+                                       oob="enp220s0np0:11.1.128.136<0>")[0]
+    assert _shape(twin_using) == _shape(real_using)
+    for line in (twin_plain, twin_gdr, twin_using):
+        got = P.parse_nccl_net(line)
+        assert got["unreadable"] == [] and (got["net_channels"] or got["ib_devices"])

@@ -116,8 +116,8 @@ def run_verdict(host, run_plan, gate=None):
         ev += (mine or parsed.get("net_lines") or [])[:4]
         # what each of this node's ranks sent over, and whether the NIC reached the GPU's memory
         for r in [r for r in parsed.get("rails") or [] if logged and r.get("host") == logged][:8]:
-            ev.append("rank %d GPU %s: %s: %s" % (r["rank"], r["gpu"], perf_parsers.rail_text(r),
-                                                 "GPUDirect RDMA" if r["gdr"] else "through host memory (no /GDRDMA)"))
+            how = "GPUDirect RDMA" if r["gdr"] else "through host memory (no /GDRDMA)"
+            ev.append("rank %d GPU %s: %s: %s" % (r["rank"], r["gpu"], perf_parsers.rail_text(r), how))
         # the node's own warnings and failures when the log has some
         warns = parsed.get("nccl_warnings") or []
         ev += ["NCCL WARN " + w for w in ([w for w in warns if w.startswith(key + ": ")] or warns)[:4]]

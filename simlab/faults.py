@@ -37,6 +37,9 @@ NODE_FAULTS = {
     "fw-sriov-off": (4, "boot"),
     "fw-pending-reboot": (4, "now"),
     "iommu-off": (3, "boot"),
+    # pci=disable_acs_redir= gone from GRUB: with the IOMMU on, the kernel turns
+    # ACS redirect on again on the GPU node's PCIe switch ports
+    "acs-redirect": (3, "boot"),
     "driver-unbound": (5, "now"),
     "ofed-userspace-over-inbox": (5, "now"),
     "numvfs-enomem": (3, "boot"),
@@ -180,6 +183,9 @@ def inject_twin(lab: Lab, target: str, kind: str) -> str:
     elif kind == "iommu-off":
         _sh(lab, node, "for f in /etc/default/grub /etc/default/grub.d/*.cfg; do [ -f \"$f\" ] && "
                        "sed -i -E 's/ ?(intel_iommu|amd_iommu)=on//g' \"$f\"; done; update-grub >/dev/null 2>&1")
+    elif kind == "acs-redirect":
+        _sh(lab, node, "for f in /etc/default/grub /etc/default/grub.d/*.cfg; do [ -f \"$f\" ] && "
+                       "sed -i -E \"s/ ?'?pci=disable_acs_redir=[^ '\\\"]*'?//g\" \"$f\"; done; update-grub >/dev/null 2>&1")
     elif kind == "driver-unbound":
         summary = _agent(lab, node, {"op": "summary"})
         bdf = summary["pfs"][0]["bdf"]

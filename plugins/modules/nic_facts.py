@@ -186,6 +186,37 @@ options:
         type: str
         choices: [auto, dmabuf, peermem, "off"]
         default: auto
+  pcie:
+    description:
+      - Read the PCIe path between every NVIDIA GPU and every NIC PF from sysfs (the bridges above each, where
+        they meet, named as C(nvidia-smi topo -m) names it), the ACS capability and control words of every bridge
+        on them from config space, each GPU's rail, and C(nvidia-smi topo -m) where the tool is there; returned
+        in RV(pcie).
+    type: dict
+    suboptions:
+      topo:
+        description: Run C(nvidia-smi topo -m) where it is found and hold it against the sysfs path.
+        type: bool
+        default: true
+  acs:
+    description:
+      - Layer 3's ACS plan for the node from the PCIe reading (read as with I(pcie) when that is not given),
+        returned in RV(acs).
+    type: dict
+    suboptions:
+      p2p:
+        description: The peer-to-peer intent (gpufabric_pcie_p2p).
+        type: str
+        choices: [auto, gpudirect, isolate]
+        default: auto
+      vfio:
+        description: Whether the node hands VFs to VMs (vfio-pci); C(auto) then isolates.
+        type: bool
+        default: false
+      gpudirect_off:
+        description: Whether GPUDirect RDMA is off by intent (gpufabric_gpudirect off); C(auto) then leaves ACS alone.
+        type: bool
+        default: false
   runtime:
     description:
       - Read what M(gpufabric.stack.container_runtime_facts) reads (every subset) with these options, and return it
@@ -415,6 +446,24 @@ gpudirect:
   sample: {gpus: [{pci_address: "0000:1a:00.0", device: "0x2330", numa_node: "0"}],
            driver: {loaded: true, version: 550.54.15, taint: OE, open: true}, release: 6.1.0-50-amd64,
            plan: {applicable: true, mode: dmabuf, load: [], problems: [], reason: GPUDirect RDMA by DMA-BUF}}
+pcie:
+  description:
+    - With I(pcie) or I(acs), the GPUs and NICs with their PCIe paths (C(gpus), C(nics)), the bridges on them with
+      their C(id) (C(pci:VVVV:DDDD)) and C(acs) (C(cap), C(ctrl); C(unreadable) when config space could not be read
+      past 256 bytes), per GPU every NIC and how it is reached (C(pairs)), each GPU's rail (C(rails)) and C(topo),
+      nvidia-smi's matrix held against the path (C(disagree); C(error) when it could not be read; None without
+      the tool).
+  returned: when pcie or acs is given
+  type: dict
+  sample: {rails: [{gpu: "0000:3a:00.0", index: 0, nic: "0000:3b:00.0", rdma: mlx5_0, kind: PIX}], topo: null}
+acs:
+  description:
+    - With I(acs), the resolved C(mode) (C(gpudirect), C(isolate) or None) and layer 3's plan (C(arg), the kernel
+      argument wanted; C(unwanted), booted arguments to go; C(redirecting), ports that send GPU/NIC peer traffic
+      upstream; C(open), ports above VM NICs without ACS; C(unknown); C(evidence)).
+  returned: when acs is given
+  type: dict
+  sample: {mode: gpudirect, arg: "pci=disable_acs_redir=pci:1000:c030", unwanted: [], redirecting: []}
 stack_options:
   description: With I(stack), the options it was read with (defaults filled in).
   returned: when I(stack) is given
@@ -441,7 +490,7 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state, host_files, sysfs_nic
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state, host_files, pcie, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack, gpudirect
 from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import lldp, rdma_tools
@@ -522,6 +571,12 @@ def main():
             gpudirect=dict(type="dict", options=dict(
                 mode=dict(type="str", choices=list(gpudirect.MODES), default="auto"),
             )),
+            pcie=dict(type="dict", options=dict(topo=dict(type="bool", default=True))),
+            acs=dict(type="dict", options=dict(
+                p2p=dict(type="str", choices=list(pcie.P2P_MODES), default="auto"),
+                vfio=dict(type="bool", default=False),
+                gpudirect_off=dict(type="bool", default=False),
+            )),
             runtime=dict(type="dict", options=runtime_facts.OPTIONS),
             # the action's (plugins/action/nic_facts.py); a module run always reads
             reuse=dict(type="bool", default=False),
@@ -600,6 +655,19 @@ def main():
         extra["gpudirect"] = gpudirect.read(module.params["sysfs_root"], module.params["proc_root"])
         extra["gpudirect"]["plan"] = gpudirect.plan(extra["gpudirect"], module.params["gpudirect"]["mode"],
                                                     module.params["sysfs_root"])
+    if module.params["pcie"] is not None or module.params["acs"] is not None:
+        topo = (module.params["pcie"] or {}).get("topo")
+        try:
+            extra["pcie"] = pcie.gather(
+                module.params["sysfs_root"], gpudirect.gpus(module.params["sysfs_root"]), found,
+                lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+                module.get_bin_path("nvidia-smi") if topo else None)
+            if module.params["acs"] is not None:
+                opts = module.params["acs"]
+                extra["acs"] = pcie.acs_plan(extra["pcie"], opts["p2p"], opts["vfio"], opts["gpudirect_off"],
+                                             sysfs_nic.cmdline(module.params["proc_root"]))
+        except pcie.PcieError as exc:
+            module.fail_json(msg=str(exc))
     if module.params["runtime"] is not None:
         extra["runtime_options"] = module.params["runtime"]
         extra["runtime"] = runtime_facts.gather(runtime_facts.module_runner(module),

@@ -166,6 +166,7 @@ SHARED = {
     "plugins/module_utils/host/host_files.py": "the layers' boot files",
     "plugins/module_utils/host/boot_state.py": "the layers' boot units and files, read",
     "plugins/module_utils/host/sysfs_nic.py": "the NICs from sysfs, for layers 3-9",
+    "plugins/module_utils/host/pcie.py": "the PCIe path between GPUs and NICs and ACS on it, for layers 3 and 5",
     "plugins/plugin_utils/rollout.py": "playbooks/rollout.yml",
     "plugins/plugin_utils/node_maintenance.py": "roles/node_maintenance",
     "plugins/filter/doctor.py": "the doctor",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import socket
 from pathlib import Path
 
@@ -58,15 +59,25 @@ def grub_cmdline_from_cfg(text: str) -> str | None:
     for line in text.splitlines():
         m = re.match(r"\s*linux\s+(\S+)\s*(.*)$", line)
         if m:
-            return f"BOOT_IMAGE={m.group(1)} {m.group(2)}".strip()
+            # GRUB's script quoting is the shell's: quotes around an argument
+            # (one with ';' in it) do not reach the kernel
+            try:
+                args = " ".join(shlex.split(m.group(2)))
+            except ValueError:
+                args = m.group(2)
+            return f"BOOT_IMAGE={m.group(1)} {args}".strip()
     return None
 
 
-def ensure_grub(preset: str) -> None:
+def ensure_grub(preset: str, gpus: int = 0) -> None:
     """A fresh node image has GRUB's factory files, with or without the
-    IOMMU flags depending on the lab's preset."""
+    IOMMU flags depending on the lab's preset; a ready GPU node also has ACS
+    redirect off on its PCIe switches (what layer 3 converges it to)."""
     if not GRUB_DEFAULT.exists():
         extra = "intel_iommu=on iommu=pt" if preset == "ready" else ""
+        if preset == "ready" and gpus:
+            sw = hardware.PCIE_SWITCH
+            extra += f" pci=disable_acs_redir=pci:{sw['vendor']:04x}:{sw['device']:04x}"
         GRUB_DEFAULT.parent.mkdir(parents=True, exist_ok=True)
         GRUB_DEFAULT.write_text(FACTORY_GRUB.format(extra=extra))
     if not GRUB_CFG.exists():
@@ -182,7 +193,7 @@ def boot_sysctls(root: Path = Path("/")) -> list[tuple[str, str]]:
 def boot() -> dict:
     """Compute the boot state; returns the arguments for ``Kernel``."""
     hw = node_hardware()
-    ensure_grub(hw.get("preset", "ready"))
+    ensure_grub(hw.get("preset", "ready"), int(hw.get("gpus", 0) or 0))
     cmdline = grub_cmdline_from_cfg(GRUB_CFG.read_text()) or f"BOOT_IMAGE={KERNEL} {ROOT}"
     (RUN / "proc").mkdir(parents=True, exist_ok=True)
     (RUN / "proc" / "cmdline").write_text(cmdline + "\n")

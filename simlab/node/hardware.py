@@ -38,6 +38,12 @@ GPU = {"vendor": 0x10de, "device": 0x2330, "class": "0x030200", "subsystem_vendo
        "subsystem_device": 0x16c1, "revision": "0xa1"}
 PCIE_SWITCH = {"vendor": 0x1000, "device": 0xc030, "class": "0x060400", "subsystem_vendor": 0x1000,
                "subsystem_device": 0x0088, "revision": "0xb0"}
+# The ACS capability of the switch's downstream ports (PCIe base spec 6.12;
+# the bits of include/uapi/linux/pci_regs.h): every control a PEX switch port
+# offers, as lspci prints a PLX downstream port's ACSCap (SrcValid+ TransBlk+
+# ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+; the capture is
+# in tests/unit/fixtures/pcie_real). The upstream port has none.
+SWITCH_ACS_CAP = 0x7f
 
 
 @dataclass

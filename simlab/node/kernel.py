@@ -66,6 +66,29 @@ def sysctl_modelled(key: str) -> bool:
     return key in BASE_SYSCTLS or key.startswith("net.bridge.")
 
 
+
+# include/uapi/linux/pci_regs.h: SrcValid, ReqRedir, CmpltRedir, UpstreamFwd
+# (what the kernel enables for an IOMMU) and the redirect bits
+# disable_acs_redir clears (ReqRedir, CmpltRedir, EgressCtrl)
+ACS_ISOLATION = 0x01 | 0x04 | 0x08 | 0x10
+ACS_REDIRECT = 0x04 | 0x08 | 0x20
+
+
+def acs_match(entry: str, bdf: str, vendor: int, device: int) -> bool:
+    """Whether one device of a ``disable_acs_redir=`` list names this
+    function, as pci_dev_str_match reads it: ``pci:VVVV:DDDD`` (0 for any)
+    or ``[DDDD:]BB:DD.F``."""
+    if entry.startswith("pci:"):
+        parts = entry[4:].split(":")
+        try:
+            v, d = int(parts[0], 16), int(parts[1], 16)
+        except (IndexError, ValueError):
+            return False
+        return (v == 0 or v == vendor) and (d == 0 or d == device)
+    want = entry if entry.count(":") == 2 else "0000:" + entry
+    return want.lower() == bdf.lower()
+
+
 class KernelError(OSError):
     def __init__(self, err: int, msg: str = ""):
         super().__init__(err, msg or errno.errorcode.get(err, str(err)))
@@ -277,6 +300,34 @@ class Kernel:
         # AMD IOMMUs are on by default when the BIOS enables them; Intel needs the flag.
         wanted = flag in flags or (cpu == "amd" and "amd_iommu=off" not in flags)
         return bool(self.bios.get("iommu")) and wanted
+
+    def acs_ctrl(self, bdf: str, vendor: int, device: int, cap: int) -> int:
+        """The ACS control word of a port with capability ``cap`` after boot:
+        what the firmware left (BIOS ACS on: the isolation bits), the bits
+        the kernel turns on for an IOMMU (pci_std_enable_acs: SrcValid,
+        ReqRedir, CmpltRedir, UpstreamFwd), then ``pci=disable_acs_redir=``
+        clearing ReqRedir, CmpltRedir and EgressCtrl on the functions it names
+        (drivers/pci/pci.c)."""
+        ctrl = cap & ACS_ISOLATION if self.bios.get("acs") else 0
+        if self.iommu_active:
+            ctrl |= cap & ACS_ISOLATION
+        if any(acs_match(entry, bdf, vendor, device) for entry in self.disable_acs_redir()):
+            ctrl &= ~ACS_REDIRECT
+        return ctrl
+
+    def disable_acs_redir(self) -> list[str]:
+        """The devices of the last ``pci=...disable_acs_redir=`` on the
+        command line (pci_setup keeps the last; options split at commas, the
+        devices at semicolons)."""
+        found: list[str] = []
+        for arg in self.cmdline_flags():
+            arg = arg.strip("'\"")
+            if not arg.startswith("pci="):
+                continue
+            for opt in arg[4:].split(","):
+                if opt.startswith("disable_acs_redir="):
+                    found = [e for e in opt[len("disable_acs_redir="):].split(";") if e]
+        return found
 
     @property
     def mmio_ok(self) -> bool:

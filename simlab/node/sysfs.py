@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from .hardware import GPU, OFED_MODULE, OFED_MODULES, PCIE_SWITCH, VENDOR, Slot, pcie_slots
+from .hardware import GPU, OFED_MODULE, OFED_MODULES, PCIE_SWITCH, SWITCH_ACS_CAP, VENDOR, Slot, pcie_slots
 from .kernel import GID_TABLE, PF, VF, VF_DRIVER, VFIO_DRIVER, ZERO_GID, Kernel, KernelError
 
 PF_BAR_SIZE = 0x2000000   # BAR 0 of a ConnectX PF: 32 MiB
@@ -319,13 +319,16 @@ class Tree:
         groups = _Groups()
         for slot in self._slots():
             self._slot(slot, groups)
+        slots = self._slots()
         for pf in k.pfs:
-            self._pci_function(pf, None, groups.take(pf.bdf))
+            self._pci_function(pf, None, self._group_below(slots[pf.spec.index].nic_port, groups, pf.bdf))
         shared = k.faults.get("iommu-shared-group")
         for pf in k.pfs:
+            port = slots[pf.spec.index].nic_port
             for vf in pf.vfs:
                 # without ACS on the port above it, a PF and its VFs are one group
-                group = groups.of(pf.bdf) if shared and pf.spec.index == 0 else groups.take(vf.bdf)
+                group = groups.of(pf.bdf) if (shared and pf.spec.index == 0) or not self._isolating(port) \
+                    else groups.take(vf.bdf)
                 self._pci_function(pf, vf, group)
         if k.iommu_active:
             iommu = "/devices/virtual/iommu/dmar0"
@@ -377,12 +380,36 @@ class Tree:
             self._file(f"{d}/current_link_width", "16")
             self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
             self._bind_link(d, bdf, "pcieport")
+            downstream = bdf != slot.upstream
+            self._file(f"{d}/config", pci_config(PCIE_SWITCH, 6 if downstream else 5,
+                                                 acs=(SWITCH_ACS_CAP, self._acs_ctrl(bdf)) if downstream else None),
+                       mode=0o644)
         if slot.gpu is not None:
             d = f"{up}/{slot.gpu_port}/{slot.gpu_bdf}"
-            self._common(d, slot.gpu_bdf, GPU, GPU["class"], slot.numa_node, groups.take(slot.gpu_bdf))
+            self._common(d, slot.gpu_bdf, GPU, GPU["class"], slot.numa_node, self._group_below(slot.gpu_port, groups,
+                                                                                             slot.gpu_bdf))
             self._file(f"{d}/current_link_speed", "32.0 GT/s PCIe")
             self._file(f"{d}/current_link_width", "16")
             self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
+
+    def _acs_ctrl(self, bdf: str) -> int:
+        return self.k.acs_ctrl(bdf, PCIE_SWITCH["vendor"], PCIE_SWITCH["device"], SWITCH_ACS_CAP)
+
+    def _isolating(self, port: str) -> bool:
+        """Whether a downstream port isolates what is below it, as
+        pci_acs_path_enabled asks (SrcValid, ReqRedir, CmpltRedir and
+        UpstreamFwd, of those it has, all on)."""
+        want = SWITCH_ACS_CAP & 0x1d
+        return self._acs_ctrl(port) & want == want
+
+    def _group_below(self, port: str, groups: "_Groups", bdf: str) -> int:
+        """The IOMMU group of a function below a downstream port: the port's
+        own when the port does not isolate it (pci_device_group walks up to
+        the first port with ACS on the path), else a group of its own."""
+        if not self._isolating(port):
+            groups.by_bdf[bdf] = groups.of(port)
+            return groups.of(port)
+        return groups.take(bdf)
 
     def _pci_function(self, pf: PF, vf: VF | None, group: int) -> None:
         k = self.k
@@ -608,6 +635,34 @@ class Tree:
                 self._file(f"{p}/gid_attrs/types/{i}", _err(errno.EINVAL))
                 self._file(f"{p}/gid_attrs/ndevs/{i}", _err(errno.EINVAL))
         self._file(f"{d}/infiniband_verbs/uverbs{vf.rdma_index if vf else pf.rdma_index}/ibdev", name)
+
+
+def pci_config(ids: dict, port_type: int, acs: tuple[int, int] | None = None) -> bytes:
+    """A function's 4096-byte config space, as ``<bdf>/config`` reads for
+    root: the type 1 (bridge) or type 0 header with the IDs and class, the
+    PCI Express capability at 0x40 (``port_type``: 0 endpoint, 4 root port,
+    5 switch upstream, 6 switch downstream port), and the extended
+    capabilities from 0x100: AER, then ACS ``(cap, ctrl)`` where the function
+    has it (include/uapi/linux/pci_regs.h)."""
+    cfg = bytearray(4096)
+    bridge = port_type in (4, 5, 6)
+    cfg[0:2] = ids["vendor"].to_bytes(2, "little")
+    cfg[2:4] = ids["device"].to_bytes(2, "little")
+    cfg[4:6] = (0x0407 if bridge else 0x0406).to_bytes(2, "little")
+    cfg[6:8] = (0x0010).to_bytes(2, "little")           # status: capabilities list
+    cfg[8] = int(ids.get("revision", "0x00"), 16)
+    cfg[9:12] = int(ids["class"], 16).to_bytes(3, "little") if "class" in ids else bytes(3)
+    cfg[0x0e] = 0x01 if bridge else 0x00
+    cfg[0x34] = 0x40
+    cfg[0x40] = 0x10                                     # PCI_CAP_ID_EXP, no next
+    cfg[0x42:0x44] = (0x0002 | (port_type << 4)).to_bytes(2, "little")
+    aer_next = 0x148 if acs else 0
+    cfg[0x100:0x104] = (0x0001 | (2 << 16) | (aer_next << 20)).to_bytes(4, "little")
+    if acs:
+        cfg[0x148:0x14c] = (0x000d | (1 << 16)).to_bytes(4, "little")
+        cfg[0x14c:0x14e] = acs[0].to_bytes(2, "little")
+        cfg[0x14e:0x150] = acs[1].to_bytes(2, "little")
+    return bytes(cfg)
 
 
 class _Groups:

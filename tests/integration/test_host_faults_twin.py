@@ -166,6 +166,21 @@ def test_iommu_off_named_and_repaired(fresh):
     assert "intel_iommu=on" in lab.sh(node, "cat /run/simlab/proc/cmdline").stdout.split()
 
 
+def test_acs_redirect_named_and_repaired(fresh):
+    """The GPU node's boot loader loses pci=disable_acs_redir=: with the IOMMU
+    on, the kernel turns ACS redirect on again on every PCIe switch port, as
+    the ports' config space shows; site.yml puts the argument back."""
+    lab, node = fresh, "node02"
+    boot = inject(lab, node, "acs-redirect", node)
+    row = doctor_names(lab, node, 3, "fail", "flag pci=disable_acs_redir=pci:1000:c030 missing from /proc/cmdline")
+    ports = [e for e in row["evidence"] if e.startswith("PCIe ")]
+    assert ports and all(e.endswith("ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- "
+                                    "DirectTrans-") for e in ports), row["evidence"]
+    proc = site_repairs(lab, node, boot)
+    assert "Reboot for kernel arguments pci=disable_acs_redir=pci:1000:c030" in proc.stdout
+    assert "pci=disable_acs_redir=pci:1000:c030" in lab.sh(node, "cat /run/simlab/proc/cmdline").stdout.split()
+
+
 def test_numvfs_enomem_named_stops_site_then_pci_realloc_repairs(fresh):
     lab, node = fresh, "node02"
     boot = inject(lab, node, "numvfs-enomem", node)

@@ -147,7 +147,8 @@ def layers_of(tmp_path):
     return {h: [(r["layer"], r["status"], r["reason"]) for r in v["layers"]] for h, v in report.items()}
 
 
-FLAGS = "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt"
+# a GPU node converged: the IOMMU on, ACS redirect off on its PCIe switches
+FLAGS = "BOOT_IMAGE=/vmlinuz ro intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030"
 
 
 @pytest.fixture()
@@ -164,9 +165,9 @@ def test_layers_run_in_order_and_stop_above_the_first_failure(tmp_path, rack):
     assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-2000:]  # broken's check failed
     got = layers_of(tmp_path)
     assert [g[:2] for g in got["good"]] == [(3, "pass"), (5, "pass")]
-    assert got["noflag"] == [(3, "fail", "flag intel_iommu=on iommu=pt missing from /proc/cmdline"),
+    assert got["noflag"] == [(3, "fail", "flag intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030 missing from /proc/cmdline"),
                              (5, "blocked", "blocked by layer 3")]
-    assert got["broken"] == [(3, "pass", "kernel arguments present and IOMMU active"),
+    assert got["broken"] == [(3, "pass", "kernel arguments present and IOMMU active; ACS redirect off between the GPUs and their NICs"),
                              (5, "fail", "the rdma_drivers check stopped with an error")]
     # the error is named on the host whose check stopped, with the variable's error
     said = " ".join(proc.stdout.split())
@@ -196,7 +197,7 @@ def test_a_second_gate_in_the_play_never_reports_the_firsts_result(tmp_path, rac
     gates = json.loads((tmp_path / "gates.json").read_text())
     assert [(r["layer"], r["status"]) for r in gates["first"]] == [(3, "pass"), (5, "pass")]
     assert [(r["layer"], r["status"], r["reason"]) for r in gates["second"]] == [
-        (3, "pass", "kernel arguments present and IOMMU active"),
+        (3, "pass", "kernel arguments present and IOMMU active; ACS redirect off between the GPUs and their NICs"),
         (5, "fail", "the rdma_drivers check stopped with an error")]
     assert gates["good2"]["verdict"]["status"] == "pass"
 
@@ -240,7 +241,7 @@ def test_layers_reads_the_cluster_layers_of_its_list_once_for_the_play(tmp_path,
     assert got["good"]["results"][1]["reason"] == got["good"]["cluster"]["good"][0]["reason"]
     assert "no kube_control_plane host" in got["good"]["results"][1]["reason"], got["good"]
     assert [(r["layer"], r["status"], r["reason"]) for r in got["noflag"]["results"]] == [
-        (3, "fail", "flag intel_iommu=on iommu=pt missing from /proc/cmdline"), (11, "blocked", "blocked by layer 3")]
+        (3, "fail", "flag intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030 missing from /proc/cmdline"), (11, "blocked", "blocked by layer 3")]
     # a list without cluster layers: the read is asked for none and returns no record
     proc = run(tmp_path, rack, CLUSTER.replace(", {layer: 11, role: kubeadm}", ""), group="gpu_workers")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -54,17 +54,21 @@ def release_tuple(release):
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def read(sysfs_root="/sys", proc_root="/proc"):
-    """What GPUDirect RDMA depends on, as the node shows it."""
+def gpus(sysfs_root="/sys"):
+    """The node's NVIDIA GPUs: ``[{pci_address, device, numa_node}]`` in PCI order."""
     pci = "%s/bus/pci/devices" % sysfs_root
-    gpus = [{"pci_address": bdf, "device": (_read("%s/%s/device" % (pci, bdf)) or "").lower(),
+    return [{"pci_address": bdf, "device": (_read("%s/%s/device" % (pci, bdf)) or "").lower(),
              "numa_node": _read("%s/%s/numa_node" % (pci, bdf))}
             for bdf, vendor in sysfs_nic.pci_functions(sysfs_root, ("0x03",)) if vendor == NVIDIA]
+
+
+def read(sysfs_root="/sys", proc_root="/proc"):
+    """What GPUDirect RDMA depends on, as the node shows it."""
     loaded = sysfs_nic.modules(sysfs_root)
     module = "%s/module/nvidia" % sysfs_root
     taint = _read("%s/taint" % module) if "nvidia" in loaded else None
     return {
-        "gpus": gpus,
+        "gpus": gpus(sysfs_root),
         "driver": {"loaded": "nvidia" in loaded, "version": _read("%s/version" % module) if "nvidia" in loaded else None,
                    "taint": taint, "open": None if taint is None else "P" not in taint},
         "peermem": {"loaded": PEERMEM in loaded, "version": _read("%s/module/%s/version" % (sysfs_root, PEERMEM))},

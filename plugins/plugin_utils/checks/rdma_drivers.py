@@ -5,12 +5,13 @@
 modules loaded, every selected ConnectX PF with an RDMA device, and the driver
 stack (inbox or DOCA-OFED) the intended one and not a mix, and GPUDirect RDMA
 on a node with NVIDIA GPUs (its mode, or why there is none). Reads the
-node's nic_facts (nics, modules, stack, gpudirect)."""
+node's nic_facts (nics, modules, stack, gpudirect, pcie: each GPU's rail)."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack, gpudirect
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
@@ -28,7 +29,7 @@ def stack_options(intent):
 
 def reads(intent, host):
     return {"nic_facts": {"sysfs_root": intent["rdma_drivers_sysfs_root"], "stack": stack_options(intent),
-                          "gpudirect": {"mode": intent["rdma_drivers_gpudirect"]}}}
+                          "gpudirect": {"mode": intent["rdma_drivers_gpudirect"]}, "pcie": {"topo": True}}}
 
 
 def check(reading, intent, host):
@@ -40,18 +41,43 @@ def check(reading, intent, host):
                                  stack=facts.get("stack"))
     if drivers["status"] != "pass" or facts.get("gpudirect") is None:
         return drivers
-    return with_gpudirect(drivers, facts["gpudirect"], intent["rdma_drivers_gpudirect"], intent["rdma_drivers_sysfs_root"])
+    return with_gpudirect(drivers, facts["gpudirect"], intent["rdma_drivers_gpudirect"], intent["rdma_drivers_sysfs_root"],
+                          facts.get("pcie"))
 
 
-def with_gpudirect(drivers, reading, want, sysfs_root="/sys"):
+def with_gpudirect(drivers, reading, want, sysfs_root="/sys", path=None):
     """Layer 5's verdict with the node's GPUDirect RDMA: its mode (or that
-    the node has no NVIDIA GPU) joins the reason and evidence of a passing
-    layer; no way to it, or nvidia_peermem not loaded where it is the way,
-    fails the layer naming why."""
+    the node has no NVIDIA GPU) and every GPU's rail (``path``: nic_facts'
+    pcie reading) join the reason and evidence of a passing layer; no way to
+    it, or nvidia_peermem not loaded where it is the way, fails the layer
+    naming why; nvidia-smi's matrix disagreeing with the sysfs path, or a
+    GPU whose nearest NIC is across the socket, warns."""
     status, reason, evidence, fix = gpudirect.check(reading, want, sysfs_root)
-    evidence = ["GPUDirect: %s" % e for e in evidence] + list(drivers.get("evidence") or [])
+    rails = (path or {}).get("rails") or []
+    evidence = ["GPUDirect: %s" % e for e in evidence] + ["rail: %s" % pcie.rail_text(r) for r in rails] \
+        + list(drivers.get("evidence") or [])
     if status != "pass":
         return result(5, status, reason, evidence, fix)
+    topo = (path or {}).get("topo") or {}
+    if topo.get("disagree"):
+        d = topo["disagree"][0]
+        return result(5, "warn", "nvidia-smi topo -m and sysfs disagree on GPU%d %s to %s: %s by nvidia-smi, %s by "
+                      "the PCIe path in sysfs" % (d["index"], d["gpu"], d["rdma"], d["nvidia_smi"], d["sysfs"]),
+                      evidence + ["disagree: GPU%d %s: nvidia-smi %s, sysfs %s"
+                                  % (x["index"], x["rdma"], x["nvidia_smi"], x["sysfs"]) for x in topo["disagree"]],
+                      "Compare %s/bus/pci/devices/<GPU> and <NIC> (their paths) with nvidia-smi topo -m; a "
+                      "virtual machine's or a driver's view of the bus may differ from the host's." % sysfs_root)
+    if topo.get("error"):
+        evidence.append("nvidia-smi topo -m not read: %s" % topo["error"])
+    far = [r for r in rails if not r["nic"] and (r.get("nearest") or {}).get("kind") == "SYS"]
+    if far and rails and all(not r["nic"] for r in rails):
+        return result(5, "warn", "no GPU has a NIC on its own socket: GPU%d %s reaches its nearest NIC %s across "
+                      "the socket interconnect (SYS)" % (far[0]["index"], far[0]["gpu"], far[0]["nearest"]["nic"]),
+                      evidence, "Put the NICs in the slots of the GPUs' PCIe switches (the server's GPU/NIC "
+                                "pairing), or accept traffic through host memory.")
+    if rails:
+        own = len([r for r in rails if r["nic"]])
+        reason += "; %d of %d GPU(s) with a NIC below their PCIe switch" % (own, len(rails))
     return result(5, "pass", "%s; %s" % (drivers["reason"], reason), evidence)
 
 

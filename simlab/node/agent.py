@@ -25,7 +25,7 @@ SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"
 TOOLS = ["mlxconfig", "mstconfig", "mstflint", "flint", "mstfwreset", "mlxfwreset", "ibv_devinfo", "show_gids",
          "rdma", "ip", "dcb", "ib_write_bw", "all_reduce_perf", "mpirun", "update-grub", "grubby", "modprobe",
-         "modinfo", "nmcli", "sysctl", "lldpcli", "lldpctl"]
+         "modinfo", "nmcli", "sysctl", "lldpcli", "lldpctl", "nvidia-smi"]
 # mlnx-tools: DOCA-OFED ships them; an inbox node has them unless its stack is upstream
 MLNX_TOOLS = ["mlnx_qos", "cma_roce_mode", "cma_roce_tos"]
 # ofed-scripts' ofed_info comes with DOCA-OFED only

@@ -33,6 +33,7 @@ MODULES = {
     "all_reduce_perf": "simlab.tools.nccl",
     "lldpcli": "simlab.tools.lldpcli",
     "lldpctl": "simlab.tools.lldpcli",
+    "nvidia-smi": "simlab.tools.nvidia_smi",
 }
 
 

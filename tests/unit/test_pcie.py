@@ -255,3 +255,33 @@ def test_layer_5_lists_every_gpu_rail(tmp_path):
                                            "sysfs": "PIX", "nvidia_smi": "SYS"}]})
     got = drivers_check.with_gpudirect(passing, dmabuf, "auto", root, disagree)
     assert got["status"] == "warn" and "GPU2" in got["reason"] and "SYS by nvidia-smi" in got["reason"]
+
+
+# ------------------------------------------------------------------ the twin's nvidia-smi
+def test_the_twins_nvidia_smi_prints_a_real_matrix_and_agrees_with_sysfs(tmp_path):
+    from simlab.tools import nvidia_smi
+    k, root = twin(tmp_path, nics=8)
+    r = reading_of(root)
+    text = nvidia_smi.matrix(k.hw, {pf.spec.index: k.rdma_name(pf) for pf in k.pfs})
+    real = body("topo-sglang-30401-8xH100-SXM-8nic.txt")
+    # the same legend, line for line, and the same columns
+    assert text[text.index("Legend:"):text.index("NIC Legend:")].split("\n") == \
+        real[real.index("Legend:"):real.index("NIC Legend:")].split("\n")
+    topo, real_topo = pcie.parse_topo(text), pcie.parse_topo(real)
+    assert topo["columns"] == real_topo["columns"]
+    assert text.split("\n")[0].split("\t")[-3:] == ["CPU Affinity", "NUMA Affinity", "GPU NUMA ID"]
+    # the NIC rows carry no affinity cells, as the real ones
+    for out in (text, real):
+        rows = [line.split() for line in out.splitlines() if line.startswith("NIC") and not line.startswith("NIC ")]
+        assert [row[0] for row in rows] == ["NIC%d" % i for i in range(8)]
+        assert all(len(row) == 1 + len(topo["columns"]) for row in rows)
+    # held against the path the collection reads from the twin's sysfs: no pair differs
+    assert pcie.cross_check(r, topo) == []
+    assert len(pcie.topo_links(topo)) == 64
+
+
+def test_nvidia_smi_without_the_driver_fails_as_it_does(monkeypatch, capsys):
+    from simlab.tools import nvidia_smi
+    monkeypatch.setattr(nvidia_smi.agentclient, "summary", lambda prog: {"modules": ["mlx5_core"], "hw": {"gpus": 8}})
+    assert nvidia_smi.main(["topo", "-m"]) == 9
+    assert capsys.readouterr().out.strip() == nvidia_smi.NO_DRIVER

@@ -17,6 +17,7 @@ intel_iommu=on in a GRUB drop-in, a power cycle).
 
 Runs last on the session's VM lab: it leaves node02's VFs changed."""
 
+import base64
 import json
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
 from tests.integration.twinlab import Twin, require_twin
 
 pytestmark = pytest.mark.layers(6)
@@ -204,3 +206,36 @@ def test_real_lldpd_over_the_rail_reads_as_the_plan_and_as_the_twin_prints_it(vm
     assert set(twin_entry) == set(real_entry)
     assert set(twin_entry["port"][0]) == set(real_entry["port"][0])
     assert set(twin_entry["chassis"][0]) <= set(real_entry["chassis"][0])
+
+
+def test_acs_of_a_real_root_port_reads_as_lspci_prints_it(vmlab):
+    """QEMU's PCIe root port above each igb NIC has an ACS capability. The
+    collection's reader (the extended capability list of the port's sysfs
+    config, the control word at +6) reads what the kernel left there as
+    lspci -vvv prints it, with the IOMMU on (the kernel's isolation set, as
+    on the twin's switch ports); the NIC's path from sysfs is the root port
+    below the host bridge: PHB between two such NICs, as nvidia-smi would
+    name it."""
+    node = "node02"
+    if not vm_has_iommu(vmlab):
+        vm_iommu_on(vmlab)
+    nics = vmlab.sh(node, "ls -d /sys/bus/pci/devices/*/sriov_totalvfs | cut -d/ -f6").stdout.split()
+    assert nics
+    paths = [pcie.path_of(vmlab.sh(node, f"readlink -f /sys/bus/pci/devices/{bdf}").stdout.strip()) for bdf in nics]
+    for bdf, path in zip(nics, paths):
+        assert path[0] == "pci0000:00" and path[-1] == bdf and len(path) == 3, path
+        port = path[1]
+        cfg = base64.b64decode(vmlab.sh(node, f"base64 -w0 /sys/bus/pci/devices/{port}/config").stdout)
+        shown = vmlab.sh(node, f"lspci -vvv -s {port}").stdout
+        lines = {k: next((line for line in shown.splitlines() if line.strip().startswith(k + ":")), None)
+                 for k in ("ACSCap", "ACSCtl")}
+        got = pcie.acs(cfg)
+        assert len(cfg) == pcie.PCI_CONFIG_SIZE
+        assert got is not None and None not in lines.values(), shown
+        assert pcie.acs_text(got["cap"]) == lines["ACSCap"].split(":", 1)[1].strip()
+        assert pcie.acs_text(got["ctrl"]) == lines["ACSCtl"].split(":", 1)[1].strip()
+        # the kernel's isolation set, where the port offers it, as the twin's Kernel.acs_ctrl gives it
+        assert got["ctrl"] == got["cap"] & pcie.ACS_ISOLATION, pcie.acs_text(got["ctrl"])
+    if len(paths) == 2:
+        assert pcie.relation({"path": paths[0], "numa_node": "-1"}, {"path": paths[1], "numa_node": "-1"})["kind"] == "PHB"
+

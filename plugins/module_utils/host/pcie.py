@@ -123,13 +123,18 @@ def device_path(sysfs_root, bdf, realpath=os.path.realpath):
     link = os.path.join(sysfs_root, "bus", "pci", "devices", bdf)
     if not os.path.lexists(link):
         return None
-    target = realpath(link)
+    return path_of(realpath(link))
+
+
+def path_of(target):
+    """``[host bridge, bridge, ..., function]`` of a function's directory
+    under /sys/devices; None without a host bridge directory above it (a
+    platform bus of its own: its place is not known, it pairs with
+    nothing)."""
     parts = target.split("/")
     for i, part in enumerate(parts):
         if HOST_BRIDGE_RE.match(part):
             return [p for p in parts[i:] if p]
-    # no host bridge directory above it (a platform bus of its own): its
-    # place is not known, and it pairs with nothing
     return None
 
 

@@ -332,6 +332,23 @@ def test_plan_hosts_mode_from_nic_facts():
                                                     "-c", "1", "-n", "20", "-w", "5"]
 
 
+def test_nccl_ib_hca_lists_the_nics_in_rail_order():
+    """GPU 0's rail first: on a node whose GPU 0 sits below the switch of the
+    NIC at 0x86 (nic_facts' pcie rails, GPUs in PCI order), that NIC leads
+    NCCL_IB_HCA although its PCI address is the larger."""
+    rails = [{"gpu": "0000:85:00.0", "index": 0, "nic": "0000:86:00.0", "kind": "PIX"},
+             {"gpu": "0000:99:00.0", "index": 1, "nic": None, "kind": "NODE"},
+             {"gpu": "0000:3a:00.0", "index": 2, "nic": "0000:3b:00.0", "kind": "PIX"}]
+    plan = F.nccl_plan({"node01": dict(node(), rails=rails), "node02": dict(node(), rails=rails)}, ROCE,
+                       {"mode": "hosts"})
+    assert plan["env"]["NCCL_IB_HCA"] == "=rocep134s0f0:1,rocep59s0f0:1"
+    assert plan["env"]["NCCL_SOCKET_IFNAME"] == "=enp134s0f0np0"
+    assert "node01: rail order GPU0 -> rocep134s0f0, GPU2 -> rocep59s0f0" in plan["evidence"]
+    # without the GPUs read (no rails), PCI address order as before
+    assert F.nccl_plan({"node01": node()}, ROCE, {"mode": "hosts"})["env"]["NCCL_IB_HCA"] == \
+        "=rocep59s0f0:1,rocep134s0f0:1"
+
+
 def test_plan_settings_override_and_k8s():
     plan = F.nccl_plan({"a": node(vfs=2), "b": node(vfs=2)}, ROCE,
                        {"mode": "k8s", "tc": 104, "efficiency": 0.9, "link_speed_gbps": 200, "max_bytes": "16G"})

@@ -64,10 +64,27 @@ def _blank(v):
     return v is None or (isinstance(v, str) and not v.strip())
 
 
-def select_pfs(pfs, nics):
-    """The PFs of one host that ``gpufabric_nics`` selects, in PCI address
-    order (the rail order of a rail-optimised node)."""
-    return sorted(selected_pfs(pfs or [], nics), key=lambda p: p["pci_address"])
+def select_pfs(pfs, nics, rails=None):
+    """The PFs of one host that ``gpufabric_nics`` selects, in rail order:
+    the NIC of GPU 0's rail first (``rails``: nic_facts' pcie rails, each
+    GPU in PCI order with the NIC below its PCIe switch), then the others in
+    PCI address order (the rail order of a rail-optimised node whose GPUs
+    are not read)."""
+    first = {}
+    for rail in rails or []:
+        if rail.get("nic") and rail["nic"] not in first:
+            first[rail["nic"]] = int(rail.get("index") or 0)
+    return sorted(selected_pfs(pfs or [], nics),
+                  key=lambda p: (first.get(p["pci_address"], 1 << 16), p["pci_address"]))
+
+
+def rail_order_text(host, pfs, rails):
+    """``node01: GPU2 -> mlx5_0, GPU4 -> mlx5_1`` for the evidence; None
+    without rails."""
+    gpu_of = dict((r["nic"], r["index"]) for r in reversed(rails or []) if r.get("nic"))
+    named = ["GPU%d -> %s" % (gpu_of[p["pci_address"]], p.get("rdma_device") or p["pci_address"])
+             for p in pfs if p["pci_address"] in gpu_of]
+    return "%s: rail order %s" % (host, ", ".join(named)) if named else None
 
 
 def traffic_class(dscp, ecn_capable=True):
@@ -119,8 +136,11 @@ def plan(hosts, roce, settings=None):
     have_facts = bool(names) and all((hosts[h] or {}).get("pfs") is not None for h in names)
     if have_facts:
         for h in names:
-            sel = select_pfs(hosts[h]["pfs"], hosts[h].get("nics"))
+            sel = select_pfs(hosts[h]["pfs"], hosts[h].get("nics"), hosts[h].get("rails"))
             selected[h] = sel
+            order = rail_order_text(h, sel, hosts[h].get("rails"))
+            if order:
+                evidence.append(order)
             if not sel:
                 problems.append("%s: no PF matches gpufabric_nics" % h)
             for pf in sel:

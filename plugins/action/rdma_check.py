@@ -45,6 +45,8 @@ ARGS = {
     "rdma_link_show": {"type": "bool", "default": False},
     "bandwidth": {"type": "bool", "default": True},
     "lldp": {"type": "bool", "default": False},
+    "gpu_memory": {"type": "bool", "default": False},
+    "gpudirect": {"type": "str", "default": "auto"},
     "lldp_readings": {"type": "str", "default": ""},
     "switch_readings": {"type": "str", "default": ""},
     # plan
@@ -146,15 +148,31 @@ class ActionModule(ActionBase):
             rdma_link = shown.get("stdout") or "" if shown.get("rc") == 0 else ""
         gid_index = None if args["gid_index"] in ("", None) else args["gid_index"]
         cabled, lldp_errors = None, []
-        if args["lldp"]:
-            if "lldp" not in reading:
-                answer = self._module("gpufabric.stack.nic_facts", {"sysfs_root": args["sysfs_root"], "lldp": True},
-                                      task_vars)
+        # what the reading lacks, read in one call: the LLDP neighbours, each
+        # GPU's rail and the GPUDirect mode (for the runs from GPU memory)
+        more = {}
+        if args["lldp"] and "lldp" not in reading:
+            more["lldp"] = True
+        if args["gpu_memory"] and args["bandwidth"]:
+            if "pcie" not in reading:
+                more["pcie"] = {"topo": True}
+            if "gpudirect" not in reading:
+                more["gpudirect"] = {"mode": args["gpudirect"]}
+        if more:
+            answer = self._module("gpufabric.stack.nic_facts", dict(more, sysfs_root=args["sysfs_root"]), task_vars)
+            if "lldp" in more:
                 reading = dict(reading, lldp=answer.get("lldp") or {"neighbors": [], "error": answer.get("msg")})
+            for key in ("pcie", "gpudirect"):
+                if key in more and answer.get(key) is not None:
+                    reading = dict(reading, **{key: answer[key]})
+        if args["lldp"]:
             cabled, lldp_errors = self._cabling(args, task_vars, host, reading)
+        gpus = args["gpu_memory"] and args["bandwidth"]
         links = rdma_pairs.link_check(host, plain_data.plain(reading.get("nics") or []), args["nics"],
                                       args["cabling"], rdma_link, gid_index, args["addresses"],
-                                      args["line_rate_mbps"], cabled)
+                                      args["line_rate_mbps"], cabled,
+                                      rails=plain_data.plain((reading.get("pcie") or {}).get("rails")) if gpus else None,
+                                      gpudirect=((reading.get("gpudirect") or {}).get("plan") or {}).get("mode"))
         links["errors"] = list(links.get("errors") or []) + lldp_errors
         if args["bandwidth"]:
             # the test's settings are inventory input like the cabling: named
@@ -206,7 +224,7 @@ class ActionModule(ActionBase):
                     left_out.append(h)
                     continue
             taking_part.append(links)
-        plan = rdma_pairs.plan_pairs(taking_part, args["pairs"], args["port_base"])
+        plan = rdma_pairs.plan_pairs(taking_part, args["pairs"], args["port_base"], args["gpu_memory"])
         perftest = rdma_pairs.perftest_options(plain_data.plain(args["perftest"]))
         duration = int(perftest.get("duration") or 0)
         forks = int(task_vars.get("ansible_forks") or 5)

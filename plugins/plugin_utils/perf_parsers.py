@@ -697,3 +697,101 @@ def parse_ib_write_bw(text):
         res["best"] = max(res["rows"], key=lambda r: r["bw_average"])
         res["last"] = res["rows"][-1]
     return res
+
+
+# --------------------------------------------------------------------------
+# perftest from GPU memory (--use_cuda, --use_cuda_bus_id, --use_cuda_dmabuf)
+# --------------------------------------------------------------------------
+
+# The lines perftest prints while it sets up GPU memory, from its source
+# (src/cuda_memory.c, src/perftest_resources.c, src/perftest_parameters.c of
+# linux-rdma/perftest), older and current wordings; real outputs in
+# tests/unit/fixtures/perftest_cuda_real.
+_CUDA_LINES = (
+    ("device", re.compile(r"^CUDA device (\d+): PCIe address is ([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})$")),
+    ("picked", re.compile(r"^Picking device No\. (\d+)$")),
+    ("picked", re.compile(r"^Picking GPU number (\d+)$")),
+    ("bus_id", re.compile(r"^Finding PCIe BUS (\S+)$")),
+    ("name", re.compile(r"^\[pid = \d+, dev = (\d+)\] device name = \[(.*)\]$")),
+    ("integrated", re.compile(r"^CUDA device integrated: ([0-9A-Fa-f]+)$")),
+    ("alloc", re.compile(r"^cuMemAlloc\(\) of a (\d+) bytes GPU buffer$")),
+    ("buffer", re.compile(r"^allocated GPU buffer address at (\S+) pointer=(\S+)$")),
+    ("buffer", re.compile(r"^allocated GPU buffer of a (\d+) address at (\S+) for type (\S+)$")),
+    ("buffer", re.compile(r"^allocated GPU buffer address at (\S+)$")),
+    ("dmabuf", re.compile(r"^using DMA-BUF for GPU buffer address at (\S+) aligned at (\S+) with aligned size (\d+)$")),
+    ("dmabuf_mr", re.compile(r"^Calling ibv_reg_dmabuf_mr\(.*\) for QP #(\d+)$")),
+    ("step", re.compile(r"^(initializing CUDA|Listing all CUDA devices in system:|creating CUDA Ctx|"
+                        r"making it the current CUDA Ctx|destroying current CUDA Ctx)$")),
+)
+# perftest's own failures of the GPU part, each with what it means
+_CUDA_ERRORS = (
+    (re.compile(r"^Couldn't allocate MR with error=(\d+)$"), "mr"),
+    (re.compile(r"^Couldn't allocate MR$"), "mr"),
+    (re.compile(r"^DMA-BUF is not supported on this GPU$"), "dmabuf_unsupported"),
+    (re.compile(r"^DMABUF requested but not supported in this build$"), "dmabuf_build"),
+    (re.compile(r"^CUDA DMA-BUF cannot be used without CUDA$"), "options"),
+    (re.compile(r"^No such device ID \((\d+)\) exists in system$"), "no_device"),
+    (re.compile(r"^cuDeviceGetByPCIBusId failed with error: (\d+); Failed to get PCI Bus ID \((.*)\)$"), "no_device"),
+    (re.compile(r"^There are no available device\(s\) that support CUDA$"), "no_device"),
+    (re.compile(r"^cuInit\(0\) returned (\d+)$"), "cuda_init"),
+    (re.compile(r"^Couldn't init GPU context: (-?\d+)$"), "cuda_init"),
+    (re.compile(r"^(?:cuMemAlloc|cuMemGetHandleForAddressRange|cuMemAllocHost) error=(\d+)$"), "alloc"),
+    (re.compile(r"^cuCtxCreate_v2\(\) error=(\d+)$"), "cuda_init"),
+)
+
+
+def parse_perftest_cuda(text):
+    """The GPU part of a perftest run from GPU memory: ``{cuda, devices
+    ({index: "BB:DD"}), picked, name, bus_id, buffer (``gpu`` once GPU
+    memory is allocated), dmabuf (a DMA-BUF handle was taken for it),
+    errors ([{kind, line, code}])}``; ``cuda`` is False when the output has
+    no GPU part at all. A line that starts as one of perftest's GPU lines
+    but does not read as it fails, quoting it."""
+    out = {"cuda": False, "devices": {}, "picked": None, "name": None, "bus_id": None, "buffer": None,
+           "dmabuf": False, "errors": []}
+    for raw in str(text or "").splitlines():
+        s = raw.strip()
+        if not s:
+            continue
+        for kind, rx in _CUDA_LINES:
+            m = rx.match(s)
+            if not m:
+                continue
+            out["cuda"] = True
+            if kind == "device":
+                out["devices"][int(m.group(1))] = "%s:%s" % (m.group(2).upper(), m.group(3).upper())
+            elif kind == "picked":
+                out["picked"] = int(m.group(1))
+            elif kind == "bus_id":
+                out["bus_id"] = m.group(1)
+            elif kind == "name":
+                out["name"] = m.group(2)
+            elif kind == "buffer":
+                out["buffer"] = "gpu"
+            elif kind in ("dmabuf", "dmabuf_mr"):
+                out["dmabuf"] = True
+            break
+        else:
+            for rx, kind in _CUDA_ERRORS:
+                m = rx.match(s)
+                if m:
+                    out["cuda"] = True
+                    out["errors"].append({"kind": kind, "line": s,
+                                          "code": int(m.group(1)) if m.groups() and _INT_RE.match(m.group(1)) else None})
+                    break
+            else:
+                if re.match(r"^(CUDA device|Picking (device|GPU)|allocated GPU buffer|using DMA-BUF)\b", s):
+                    raise ValueError("perftest: cannot read the GPU line %r" % s)
+    return out
+
+
+def cuda_error_text(parsed):
+    """What a perftest GPU failure means, for a person: None without one."""
+    for e in parsed.get("errors") or []:
+        if e["kind"] == "mr":
+            return ("%s: the NIC cannot register GPU memory (no nvidia-peermem and no DMA-BUF for this run; "
+                    "error 14 is EFAULT, 93 EPROTONOSUPPORT)" % e["line"])
+        if e["kind"] == "dmabuf_unsupported":
+            return "%s: the GPU driver gives no DMA-BUF (the closed kernel modules)" % e["line"]
+        return e["line"]
+    return None

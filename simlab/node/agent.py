@@ -77,7 +77,10 @@ class Agent:
                     "firmware": k.firmware[pf.bdf], "vfs": vfs,
                 })
             return {"name": k.hw["name"], "hw": k.hw, "pfs": pfs, "ofed": k.ofed, "gpu_driver": k.gpu_driver,
-                    "cmdline": k.cmdline, "faults": k.faults, "modules": sorted(k.modules)}
+                    "cmdline": k.cmdline, "faults": k.faults, "modules": sorted(k.modules),
+                    # the ACS control word of each PCIe switch's downstream ports, as the kernel left it
+                    "acs": {port: self.tree._acs_ctrl(port) for slot in self.tree._slots()
+                            for port in (slot.gpu_port, slot.nic_port)}}
 
     def op_set_vf(self, req):
         self.kernel.set_vf(req["dev"], int(req["vf"]), **req["settings"])

@@ -83,14 +83,14 @@ class SysfsFS(fuse.Operations):
 
     def write(self, path, data, offset, fh):
         try:
-            self.tree.write(path, bytes(data))
+            self.tree.write(path, bytes(data), offset)
         except KernelError as exc:
             raise fuse.FuseOSError(exc.errno) from None
         return len(data)
 
     def truncate(self, path, length, fh=None):
         e = self._entry(path)
-        if getattr(e, "write", None) is None:
+        if getattr(e, "write", None) is None and getattr(e, "pwrite", None) is None:
             raise fuse.FuseOSError(errno.EACCES)
         return 0
 

@@ -233,6 +233,8 @@ class Kernel:
         self.gpu_driver = self.gpu_driver_installed
         if self.gpu_driver:
             self.modules.add("nvidia")
+        # ACS control words written to config space since boot (setpci)
+        self.acs_written: dict[str, int] = {}
         # RDMA-CM configfs groups made with mkdir /sys/kernel/config/rdma_cm/<dev>
         self.configfs_groups: set[str] = set()
         self.sysctls = dict(BASE_SYSCTLS)
@@ -313,7 +315,15 @@ class Kernel:
             ctrl |= cap & ACS_ISOLATION
         if any(acs_match(entry, bdf, vendor, device) for entry in self.disable_acs_redir()):
             ctrl &= ~ACS_REDIRECT
-        return ctrl
+        return self.acs_written.get(bdf, ctrl)
+
+    def write_config(self, bdf: str, offset: int, data: bytes, acs_ctrl_at: int | None) -> None:
+        """A write to a port's config space: the ACS control word (16 bits
+        at ``acs_ctrl_at``) is kept until the next boot, as the hardware
+        keeps what setpci wrote; other registers are not modelled (EIO)."""
+        if acs_ctrl_at is None or offset != acs_ctrl_at or len(data) != 2:
+            raise KernelError(errno.EIO)
+        self.acs_written[bdf] = int.from_bytes(data, "little") & 0x7f
 
     def disable_acs_redir(self) -> list[str]:
         """The devices of the last ``pci=...disable_acs_redir=`` on the

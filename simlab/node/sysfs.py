@@ -31,6 +31,8 @@ class File:
     read: Callable[[], bytes] | None
     write: Callable[[bytes], None] | None = None
     mode: int = 0o444
+    # a file written at an offset (config space), instead of whole
+    pwrite: Callable[[bytes, int], None] | None = None
 
 
 @dataclass
@@ -98,10 +100,13 @@ class Tree:
             raise KernelError(errno.EACCES)
         return e.read()
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, offset: int = 0) -> None:
         e = self._walk(path, follow_last=True)
         if isinstance(e, Dir):
             raise KernelError(errno.EISDIR)
+        if getattr(e, "pwrite", None) is not None:
+            e.pwrite(data, offset)
+            return
         if e.write is None:
             raise KernelError(errno.EACCES)
         e.write(data)
@@ -381,9 +386,15 @@ class Tree:
             self._file(f"{d}/driver_override", "(null)", write=lambda data: None)
             self._bind_link(d, bdf, "pcieport")
             downstream = bdf != slot.upstream
-            self._file(f"{d}/config", pci_config(PCIE_SWITCH, 6 if downstream else 5,
-                                                 acs=(SWITCH_ACS_CAP, self._acs_ctrl(bdf)) if downstream else None),
-                       mode=0o644)
+            # read whole each time (the ACS word as the kernel has it now);
+            # a write of the ACS control word at its offset is what setpci's
+            # ECAP_ACS+0x6.w=<word> does, until the next boot
+            self._add(f"{d}/config", File(
+                lambda bdf=bdf, downstream=downstream: pci_config(
+                    PCIE_SWITCH, 6 if downstream else 5,
+                    acs=(SWITCH_ACS_CAP, self._acs_ctrl(bdf)) if downstream else None),
+                None, 0o644, pwrite=lambda data, offset, bdf=bdf, downstream=downstream:
+                self.k.write_config(bdf, offset, data, ACS_CTRL_AT if downstream else None)))
         if slot.gpu is not None:
             d = f"{up}/{slot.gpu_port}/{slot.gpu_bdf}"
             self._common(d, slot.gpu_bdf, GPU, GPU["class"], slot.numa_node, self._group_below(slot.gpu_port, groups,
@@ -635,6 +646,10 @@ class Tree:
                 self._file(f"{p}/gid_attrs/types/{i}", _err(errno.EINVAL))
                 self._file(f"{p}/gid_attrs/ndevs/{i}", _err(errno.EINVAL))
         self._file(f"{d}/infiniband_verbs/uverbs{vf.rdma_index if vf else pf.rdma_index}/ibdev", name)
+
+
+# where pci_config puts the ACS control word (capability at 0x148, control at +6)
+ACS_CTRL_AT = 0x14e
 
 
 def pci_config(ids: dict, port_type: int, acs: tuple[int, int] | None = None) -> bytes:

@@ -2,7 +2,15 @@
 
 Accepted: ``-d <dev> [-i port] [-x gid_idx] [-s size] [-n iters] [-q qps]
 [-D secs] [-R] [-F] [-T tos] [--tclass=<tc>] [--report_gbits] [-a] [-p port]
-[--perform_warm_up] [--use_cuda=<gpu>] [server_ip]``.  As in perftest, ``-T``
+[--perform_warm_up] [--use_cuda=<gpu> | --use_cuda_bus_id=<bdf>]
+[--use_cuda_dmabuf] [server_ip]``.
+
+From GPU memory, both sides print perftest's GPU lines (the node's GPUs in
+PCI order, the one picked, the buffer, DMA-BUF) and stop where perftest
+does: DMA-BUF asked of the closed driver ("DMA-BUF is not supported on this
+GPU"), GPU memory without nvidia_peermem or DMA-BUF ("Couldn't allocate MR
+with error=14"). A run keeps ACS_REDIRECT_SHARE of its rate when ACS on the
+GPU's or the NIC's switch port sends peer traffic up to the root complex.  As in perftest, ``-T``
 is refused without ``-R`` (the traffic class of QPs connected without
 rdma_cm is ``--tclass``, the GRH traffic class).
 
@@ -74,8 +82,92 @@ def parse(args, prog):
     p.add_argument("--report_gbits", action="store_true")
     p.add_argument("--perform_warm_up", action="store_true")
     p.add_argument("--use_cuda")
+    p.add_argument("--use_cuda_bus_id")
+    p.add_argument("--use_cuda_dmabuf", action="store_true")
     p.add_argument("server", nargs="?")
     return p.parse_args(args)
+
+
+# ---------------------------------------------------------------- GPU memory
+# What perftest prints while it sets up GPU memory (src/cuda_memory.c,
+# src/perftest_resources.c, current wording; real runs in
+# tests/unit/fixtures/perftest_cuda_real). The twin's GPUs are HGX H100s.
+GPU_NAME = "NVIDIA H100 80GB HBM3"
+# the share of the path's rate a run from GPU memory keeps when ACS sends the
+# GPU/NIC peer traffic up to the root complex (NCCL's guide: "a significant
+# performance reduction"; the twin's figure, not a measurement)
+ACS_REDIRECT_SHARE = 0.3
+ACS_REDIRECT = 0x04 | 0x08 | 0x20
+
+
+class CudaFailure(Exception):
+    def __init__(self, out: list[str], err: list[str]):
+        super().__init__("; ".join(err))
+        self.out, self.err = out, err
+
+
+def cuda_setup(opts, summary: dict) -> tuple[list[str], float]:
+    """The GPU part of a run from GPU memory on this node: the lines perftest
+    prints, and the share of the path's rate the GPU's own path keeps;
+    CudaFailure with what perftest prints where it stops."""
+    from simlab.node.hardware import pcie_slots
+    out: list[str] = ["initializing CUDA"]
+    hw = summary.get("hw") or {}
+    slots = sorted((x for x in pcie_slots(hw) if x.gpu is not None), key=lambda x: x.gpu_bdf)
+    if "nvidia" not in summary.get("modules", []) or not slots:
+        raise CudaFailure(out + ["cuInit(0) returned 100"], ["Couldn't init GPU context: 1"])
+    index = None
+    if opts.use_cuda_bus_id:
+        out.append(f"Finding PCIe BUS {opts.use_cuda_bus_id}")
+        want = opts.use_cuda_bus_id.lower()
+        want = want if want.count(":") == 2 else "0000:" + want
+        index = next((i for i, x in enumerate(slots) if x.gpu_bdf == want), None)
+        if index is None:
+            raise CudaFailure(out, [f"cuDeviceGetByPCIBusId failed with error: 101; Failed to get PCI Bus ID "
+                                    f"({opts.use_cuda_bus_id})"])
+        out.append(f"Picking GPU number {index}")
+    else:
+        try:
+            index = int(opts.use_cuda)
+        except ValueError:
+            raise CudaFailure(out, [f"No such device ID ({opts.use_cuda}) exists in system"]) from None
+        if not 0 <= index < len(slots):
+            raise CudaFailure(out, [f"No such device ID ({index}) exists in system"])
+    out.append("Listing all CUDA devices in system:")
+    for i, x in enumerate(slots):
+        bus, dev = x.gpu_bdf.split(":")[1], x.gpu_bdf.split(":")[2].split(".")[0]
+        out.append(f"CUDA device {i}: PCIe address is {bus.upper()}:{dev.upper()}")
+    out += ["", f"Picking device No. {index}", f"[pid = {os.getpid()}, dev = {index}] device name = [{GPU_NAME}]",
+            "creating CUDA Ctx", "making it the current CUDA Ctx"]
+    driver = summary.get("gpu_driver") or {}
+    if opts.use_cuda_dmabuf and not driver.get("open"):
+        raise CudaFailure(out, ["DMA-BUF is not supported on this GPU", "Couldn't init GPU context: 1"])
+    size = opts.size
+    addr = 0x7f0000000000 | (hash((own_node(), index)) & 0xfffff) << 20
+    out += ["CUDA device integrated: 0", f"allocated GPU buffer of a {size} address at {addr:#x} for type CUDA_MEM_DEVICE"]
+    if opts.use_cuda_dmabuf:
+        aligned = (size + 4095) & ~4095
+        out.append(f"using DMA-BUF for GPU buffer address at {addr:#x} aligned at {addr:#x} with aligned size {aligned}")
+    elif "nvidia_peermem" not in summary.get("modules", []):
+        # ibv_reg_mr on GPU memory without a peer-memory client: EFAULT
+        raise CudaFailure(out + ["destroying current CUDA Ctx"],
+                          ["Couldn't allocate MR with error=14", "failed to create mr", "Failed to create MR",
+                           " Couldn't create IB resources"])
+    slot = slots[index]
+    acs = summary.get("acs") or {}
+    redirected = any(int(acs.get(port, 0)) & ACS_REDIRECT for port in (slot.gpu_port, slot.nic_port))
+    return out, ACS_REDIRECT_SHARE if redirected else 1.0
+
+
+def _gpu(opts):
+    """The GPU part of this run (lines, share), None from host memory;
+    perftest's parser error for --use_cuda_dmabuf alone."""
+    if not (opts.use_cuda or opts.use_cuda_bus_id):
+        if opts.use_cuda_dmabuf:
+            raise CudaFailure([], ["CUDA DMA-BUF cannot be used without CUDA", " Parser function exited with Error"])
+        return None
+    from simlab.tools import agentclient
+    return cuda_setup(opts, agentclient.summary("ib_write_bw"))
 
 
 def traffic_class(opts):
@@ -172,6 +264,13 @@ def server(opts, prog) -> int:
     gid = _gid_of(ep, opts.gid_index)
     if gid is None:
         return _die(f"can't read sgid of index {opts.gid_index}")
+    try:
+        gpu = _gpu(opts)
+    except CudaFailure as exc:
+        gpu_failure = exc
+        gpu = None
+    else:
+        gpu_failure = None
     ip = ep.ipv4
     sock = None
     if not opts.rdma_cm:
@@ -190,13 +289,16 @@ def server(opts, prog) -> int:
     tmp = reg.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps({"node": node, "dev": ep.dev, "ipv4": ip, "port": opts.port, "pid": os.getpid(),
                                "gid_index": opts.gid_index, "gid": gid, "rdma_cm": opts.rdma_cm,
-                               "started": time.time()}))
+                               "started": time.time(), "gpu_share": gpu[1] if gpu else None,
+                               "gpu_failed": gpu_failure is not None}))
     os.replace(tmp, reg)
     if sock is not None:
         sock.listen(1)          # listening means registered: a client that sees the port finds the server
     if not opts.rdma_cm:
         print("\n************************************\n* Waiting for client to connect... *\n"
               "************************************", flush=True)
+    if gpu is not None:
+        print("\n".join(gpu[0]), flush=True)
     wait = float(os.environ.get("SIMLAB_PERFTEST_WAIT", 600))
     if opts.duration:
         wait = max(wait, opts.duration + 30)
@@ -224,6 +326,10 @@ def server(opts, prog) -> int:
             sock.close()
         for end in conn:
             end.close()
+    if gpu_failure is not None:
+        # perftest sets up GPU memory once a client connected; it stops there
+        print("\n".join(gpu_failure.out), flush=True)
+        return _die(*gpu_failure.err)
     if res.get("error") in ("mtu",):
         print(formats.ib_write_bw(_header(opts, ep, res["mtu"], "server", res["server_addr"],
                                           res["client_addr"]), [], gbits=opts.report_gbits, closed=False), end="")
@@ -272,6 +378,13 @@ def client(opts, prog) -> int:
         return rc
     if _gid_of(ep, opts.gid_index) is None:
         return _die(f"can't read sgid of index {opts.gid_index}")
+    try:
+        gpu = _gpu(opts)
+    except CudaFailure as exc:
+        print("\n".join(exc.out), flush=True)
+        return _die(*exc.err)
+    if gpu is not None:
+        print("\n".join(gpu[0]), flush=True)
 
     def no_connect():
         if opts.rdma_cm:
@@ -303,6 +416,10 @@ def client(opts, prog) -> int:
     if not path.ok and path.error == "gid":
         _write(result, {"ok": False, "error": "gid"})
         return _die(" Failed to modify QP to RTR", " Unable to Connect the HCA's through the link")
+    if reg.get("gpu_failed"):
+        # the server stopped setting up its GPU memory after the connection
+        _write(result, {"ok": False, "error": "server-gpu"})
+        return _die(" Failed to exchange data between server and clients")
     local_gid = _gid_of(ep, opts.gid_index)
     caddr = _addr(f"{node}/{ep.dev}/{os.getpid()}", local_gid, opts.qp)
     saddr = _addr(f"{reg['node']}/{reg['dev']}/{reg['pid']}", reg["gid"], opts.qp)
@@ -313,7 +430,8 @@ def client(opts, prog) -> int:
         print(out, end="", flush=True)
         return _die(" Completion with error at client", " Failed status 12: wr_id 0 syndrom 0x81",
                     "scnt=128, ccnt=0")
-    rows = rows_for(path.bw_gbps, opts, f"{ep.name}|{remote.name}")
+    share = min(gpu[1] if gpu else 1.0, reg.get("gpu_share") or 1.0)
+    rows = rows_for(path.bw_gbps * share, opts, f"{ep.name}|{remote.name}")
     _write(result, {"ok": True, "mtu": path.mtu, "rows": rows, "server_addr": saddr, "client_addr": caddr,
                     "lossless": path.lossless, "reasons": path.reasons})
     print(formats.ib_write_bw(header, rows, gbits=opts.report_gbits), end="")

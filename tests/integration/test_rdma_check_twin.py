@@ -115,8 +115,10 @@ def stray_servers(t):
     return {n: v for n, v in left.items() if v}
 
 
-def pair(results, rail_pf):
-    return [p for p in results["pairs"] if p["client"]["pf"] == rail_pf]
+def pair(results, rail_pf, memory=None):
+    """The pairs a node sent on from rail_pf, from host memory (or ``cuda``:
+    from GPU memory)."""
+    return [p for p in results["pairs"] if p["client"]["pf"] == rail_pf and p.get("memory") == memory]
 
 
 @pytest.mark.parametrize("calls", ["one", "three"])
@@ -148,15 +150,20 @@ def test_healthy_chain_passes_the_gate(lab, calls):
         assert res["passed"] and res["failures"] == [] and res["warnings"] == []
         assert [p["ok"] for p in res["links"]] == [True, True]
         assert [(p["switch"], p["gid_index"]) for p in res["links"]] == [("leaf1", 3), ("leaf2", 3)]
-        # a ring of two: each node sends to the other on both rails
-        assert sorted((p["rail"], p["server"]["node"]) for p in res["pairs"]) == [("leaf1", peer), ("leaf2", peer)]
+        # a ring of two: each node sends to the other on both rails, from host memory, then from
+        # the GPU beside each NIC (each rail's NIC shares its PCIe switch with one GPU)
+        assert sorted((p["rail"], p.get("memory") or "host", p["server"]["node"]) for p in res["pairs"]) == [
+            ("leaf1", "cuda", peer), ("leaf1", "host", peer), ("leaf2", "cuda", peer), ("leaf2", "host", peer)]
         for p in res["pairs"]:
             assert p["status"] == "pass", p["message"]
             assert p["line_gbps"] == LINE_GBPS and p["bw_gbps"] >= 0.90 * LINE_GBPS
             assert p["bw_gbps"] < LINE_GBPS and p["mtu"] == 4096
+        assert [p["client"]["gpu"]["pci_address"] for p in res["pairs"] if p.get("memory")] == [
+            "0000:3a:00.0", "0000:85:00.0"]
+        assert all(p["message"].startswith(f"{node} GPU ") for p in res["pairs"] if p.get("memory"))
         d = doctor[node]
         assert d["status"] == "pass" and d["name"] == "rdma_check", d
-        assert d["reason"] == "2 PF(s) up with a RoCE v2 GID; 2 pair(s) at or above 90% of line rate"
+        assert d["reason"] == "2 PF(s) up with a RoCE v2 GID; 4 pair(s) at or above 90% of line rate"
     # the doctor's layer 9 takes the NICs from the doctor's one read of the node: its check of
     # links and GIDs executes no module there
     out = lab[1] / ("healthy-" + calls)
@@ -224,12 +231,53 @@ def test_host_pfc_mismatch_fails_the_pair_naming_both_ends(lab):
         slow = pair(res, "enp59s0f0np0")[0]
         assert slow["status"] == "fail" and slow["bw_gbps"] < 0.90 * LINE_GBPS
         assert slow["message"].startswith(label + ": ") and "is under the gate of 360.00 Gb/s" in slow["message"]
-        assert res["failures"] == [slow["message"]]
-        assert role[node]["error"] == f"layer 9 rdma_check on {node}: {slow['message']}"
+        # from GPU memory the same pair is slow too: the fabric, not the GPU's path
+        from_gpu = pair(res, "enp59s0f0np0", "cuda")[0]
+        assert from_gpu["status"] == "fail"
+        assert res["failures"] == [slow["message"], from_gpu["message"] + "; from host memory the same pair fails "
+                                   "too: the fabric first (%s)" % slow["message"]]
+        assert role[node]["error"] == f"layer 9 rdma_check on {node}: {'; '.join(res['failures'])}"
         assert pair(res, "enp134s0f0np0")[0]["status"] == "pass"
         d = doctor[node]
         assert d["status"] == "fail" and d["reason"].startswith(label + ": "), d
         assert "layer 8" in d["remediation"]
+    assert stray_servers(t) == {}
+
+
+def set_acs(t, node, port, word):
+    """What setpci -s <port> ECAP_ACS+0x6.w=<word> does: the ACS control
+    word written to the port's config space (the twin's ACS capability is at
+    0x148, its control word at +6)."""
+    t.sh(node, "python3 -c \"import os; fd = os.open('/run/simlab/sys/bus/pci/devices/%s/config', os.O_WRONLY); "
+               "os.pwrite(fd, bytes([%d, 0]), 0x14e)\"" % (port, word))
+
+
+def test_acs_redirect_on_a_gpus_switch_slows_only_its_runs_from_gpu_memory(lab):
+    """ACS turned back on at the switch port of node02's first GPU (as a BIOS
+    or a setpci would): peer traffic between that GPU and its NIC goes up to
+    the root complex. Both directions of that rail fall short from GPU memory
+    while the same pairs pass from host memory: layer 9 names the GPUs and
+    the GPU's path, not the fabric."""
+    t = lab[0]
+    try:
+        set_acs(t, "node02", "0000:39:00.0", 0x1d)
+        rc, stdout, role, doctor = run(lab, "acs-redirect")
+    finally:
+        set_acs(t, "node02", "0000:39:00.0", 0x11)
+    assert rc["node01"]["rescued"] == 1 and rc["node02"]["rescued"] == 1, stdout[-4000:]
+    for node in ("node01", "node02"):
+        res = role[node]["results"]
+        assert [p["status"] for p in res["pairs"] if not p.get("memory")] == ["pass", "pass"]
+        slow = pair(res, "enp59s0f0np0", "cuda")[0]
+        assert slow["status"] == "fail" and slow["bw_gbps"] < 0.5 * LINE_GBPS, slow["message"]
+        assert "GPU 0000:3a:00.0 via enp59s0f0np0" in slow["message"]
+        assert res["failures"] == [slow["message"] + "; from host memory the same pair gives %.2f Gb/s, meeting the "
+                                   "gate: the GPU's path (GPUDirect RDMA, layer 5; ACS on the PCIe switch, layer 3), "
+                                   "not the fabric" % pair(res, "enp59s0f0np0")[0]["bw_gbps"]]
+        assert pair(res, "enp134s0f0np0", "cuda")[0]["status"] == "pass"
+        d = doctor[node]
+        assert d["status"] == "fail" and "from GPU memory" in d["reason"], d
+        assert "layer 3" in d["remediation"] and "0000:3a:00.0" in d["remediation"]
     assert stray_servers(t) == {}
 
 
@@ -241,8 +289,10 @@ def test_servers_whose_client_never_connects_are_stopped(lab, calls):
     tries again for the listen timeout, and a server without its client when
     no client can come any more is stopped."""
     t, play = lab
+    # from host memory only: the runs from GPU memory would wait for the same address again
     extra = json.dumps({"rdma_check_addresses": {"enp59s0f0np0": "10.9.9.9"}, "rdma_check_timeout": 600,
-                        "rdma_check_listen_timeout": 10, "rdma_check_round_calls": calls})
+                        "rdma_check_listen_timeout": 10, "rdma_check_round_calls": calls,
+                        "rdma_check_gpu_memory": False})
     proc = t.playbook(str(play / "role.yml"), "-e", extra)
     rc = recap(proc.stdout)
     assert rc["node01"]["failed"] == 1 and rc["node02"]["failed"] == 1, proc.stdout[-4000:]

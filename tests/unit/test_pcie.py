@@ -285,3 +285,23 @@ def test_nvidia_smi_without_the_driver_fails_as_it_does(monkeypatch, capsys):
     monkeypatch.setattr(nvidia_smi.agentclient, "summary", lambda prog: {"modules": ["mlx5_core"], "hw": {"gpus": 8}})
     assert nvidia_smi.main(["topo", "-m"]) == 9
     assert capsys.readouterr().out.strip() == nvidia_smi.NO_DRIVER
+
+
+def test_a_write_of_the_acs_word_holds_until_the_next_boot():
+    """What setpci -s <port> ECAP_ACS+0x6.w=<word> does: the twin keeps the
+    word written at the ACS control register; other registers are not
+    modelled."""
+    from simlab.node.kernel import KernelError
+    from simlab.node.sysfs import ACS_CTRL_AT
+    k, tree, _ = make(cmdline=IOMMU + " " + ACS_ARG)
+    path = "/bus/pci/devices/0000:39:00.0/config"
+    assert pcie.acs(tree.read(path))["ctrl"] == 0x11
+    tree.write(path, (pcie.ACS_ISOLATION).to_bytes(2, "little"), ACS_CTRL_AT)
+    assert pcie.acs(tree.read(path))["ctrl"] == pcie.ACS_ISOLATION
+    assert pcie.acs(tree.read("/bus/pci/devices/0000:39:01.0/config"))["ctrl"] == 0x11
+    with pytest.raises(KernelError):
+        tree.write(path, b"\x00\x00", 0x10)
+    with pytest.raises(KernelError):
+        tree.write("/bus/pci/devices/0000:38:00.0/config", b"\x00\x00", ACS_CTRL_AT)   # the upstream port has no ACS
+    k2, tree2, _ = make(cmdline=IOMMU + " " + ACS_ARG)                                    # a boot forgets it
+    assert pcie.acs(tree2.read(path))["ctrl"] == 0x11

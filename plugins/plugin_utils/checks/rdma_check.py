@@ -25,7 +25,7 @@ LAYER = 9
 INTENT = ("rdma_check_gate_share", "rdma_check_doctor_bandwidth")
 # the node's LLDP neighbours come in the doctor's one read of the node
 # (the cabling check of tasks/doctor.yml takes them from doctor_node.reading)
-NODE_READS = {"lldp": True}
+NODE_READS = {"lldp": True, "pcie": {"topo": True}}
 
 WARN_REMEDIATION = "the pairs named were not measured; fix the other end and run the check again"
 
@@ -56,7 +56,15 @@ def remediation(results):
         if p.get("kind") == "gid":
             return ("give %s an IPv4 address (RoCE v2 GIDs follow the netdev's addresses) or set "
                     "rdma_check_gid_index / rdma_check_addresses; `show_gids` lists the table" % p["pf"])
-    for p in results.get("pairs") or []:
+    pairs = results.get("pairs") or []
+    # the pairs from host memory first: a fabric problem explains the GPU runs too
+    for p in [x for x in pairs if x.get("memory") != "cuda"] + [x for x in pairs if x.get("memory") == "cuda"]:
+        if p["status"] == "fail" and p.get("memory") == "cuda":
+            c, s = p["client"], p["server"]
+            return ("the GPU's own path onto the fabric: on %s and %s check GPUDirect RDMA (layer 5: the mode, "
+                    "nvidia_peermem or the open driver's DMA-BUF) and ACS on the PCIe switch of GPU %s / %s (layer 3: "
+                    "pci=disable_acs_redir=); validate.yml's layers 3 and 5 show both as evidence" % (
+                        c["node"], s["node"], c["gpu"]["pci_address"], s["gpu"]["pci_address"]))
         if p["status"] == "fail" and p.get("bw_gbps") is not None:
             c, s = p["client"], p["server"]
             return ("the pair runs lossy: check the RoCE chain on both ends, host QoS of %s %s and %s %s "

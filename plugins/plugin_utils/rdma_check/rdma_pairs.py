@@ -151,7 +151,7 @@ CABLING_FAULTS = ("moved", "swapped", "stranger", "disagree")
 
 
 def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, addresses=None,
-               line_rate_mbps=None, cabled=None):
+               line_rate_mbps=None, cabled=None, rails=None, gpudirect=None):
     """Layer 9 link and GID verdict of one node.
 
     ``pfs`` is the nic_facts ``nics`` list, ``nics`` the node's
@@ -165,7 +165,12 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
     ``cabled`` the cabling check's verdicts of the node's PFs by PF name
     (cabling.judge; None when LLDP is not checked): a cable that LLDP shows
     elsewhere fails the PF (``kind`` ``cabling``), one that LLDP cannot
-    verify is a ``warning`` of it.
+    verify is a ``warning`` of it; ``rails`` the node's GPU rails (nic_facts'
+    pcie rails: each GPU, in PCI order, with the NIC below its switch) and
+    ``gpudirect`` the node's GPUDirect RDMA mode (``dmabuf``, ``peermem``;
+    None where there is none): a PF that is a GPU's rail carries that GPU
+    (``gpu``: {pci_address, index}) and the mode, for the runs from GPU
+    memory.
 
     Returns ``{node, errors, pfs}``: ``errors`` are inventory problems
     (nothing selected, a PF without a cabling entry); each PF entry is
@@ -192,6 +197,10 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
             node, ", ".join("%s=%s" % kv for kv in sorted(m.items()) if kv[1]) or "{}",
             ", ".join("%s %s" % (p.get("name"), p.get("pci_address")) for p in pfs) or "none"))
     states = _rdma_states(rdma_link_text)
+    gpu_of = {}
+    for rail in rails or []:
+        if rail.get("nic") and rail["nic"] not in gpu_of:
+            gpu_of[rail["nic"]] = {"pci_address": rail["gpu"], "index": rail.get("index")}
     out = []
     for pf in selected:
         name = pf.get("name") or pf["pci_address"]
@@ -206,6 +215,7 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
             "link_ok": False, "gid_ok": False, "ok": False, "cause": None, "kind": None,
             "gid_index": None, "gid": None, "ipv4": None,
             "speed_mbps": pf.get("speed_mbps"), "mtu": pf.get("mtu"), "evidence": [],
+            "gpu": gpu_of.get(pf["pci_address"]), "gpudirect": gpudirect if gpudirect in GPU_MODES else None,
         }
         ev = entry["evidence"]
         link = states.get(dev) if dev else None
@@ -283,7 +293,9 @@ def cause_is_link_up(pf):
 # --------------------------------------------------------------------------
 
 _END_KEYS = ("node", "pf", "pci_address", "rdma_device", "switch", "port", "gid_index", "ipv4", "speed_mbps",
-             "ok", "cause")
+             "ok", "cause", "gpu", "gpudirect")
+# the GPUDirect RDMA modes under which a NIC reads and writes GPU memory
+GPU_MODES = ("dmabuf", "peermem")
 
 
 def _end(p):
@@ -317,7 +329,7 @@ def rails(nodes_links):
     return out
 
 
-def plan_pairs(nodes_links, mode="ring", port_base=18515):
+def plan_pairs(nodes_links, mode="ring", port_base=18515, gpu_memory=True):
     """Rounds of ``ib_write_bw`` pairs over the rails of ``nodes_links`` (the
     ``link_check`` results of the nodes taking part, in play order).
 
@@ -326,7 +338,14 @@ def plan_pairs(nodes_links, mode="ring", port_base=18515):
     blocked}``; ``port`` is the server's TCP port (``port_base`` + rail
     index, unique per server within a round); ``blocked`` names the end whose
     link or GID check failed (the pair is not run).  ``untested`` lists the
-    rails with a single node."""
+    rails with a single node.
+
+    With ``gpu_memory``, the rounds from host memory are followed by the
+    same rounds from GPU memory (``memory`` ``cuda``), for the pairs whose
+    two ends are each a GPU's rail on a node with GPUDirect RDMA: each end
+    reads and writes its own GPU, so the run is the GPU's path onto the
+    fabric, and its host-memory twin in the rounds before tells the GPU
+    path from the fabric."""
     if mode not in PAIR_MODES:
         raise PlanError("rdma_check_pairs must be one of %s, got %r" % (", ".join(PAIR_MODES), mode))
     try:
@@ -361,6 +380,18 @@ def plan_pairs(nodes_links, mode="ring", port_base=18515):
                     "round": r + 1, "rail": rail["name"], "port": port_base + idx,
                     "client": _end(client), "server": _end(server), "blocked": blocked,
                 })
+    if gpu_memory:
+        gpu_rounds = []
+        for pairs in rounds:
+            on_gpus = [dict(p, id=p["id"] + ":gpu", memory="cuda") for p in pairs
+                       if p["client"].get("gpu") and p["server"].get("gpu")
+                       and p["client"].get("gpudirect") and p["server"].get("gpudirect")]
+            if on_gpus:
+                gpu_rounds.append(on_gpus)
+        for i, pairs in enumerate(gpu_rounds):
+            for p in pairs:
+                p["round"] = len(rounds) + i + 1
+        rounds = rounds + gpu_rounds
     return {"mode": mode, "rails": [{"name": x["name"], "switch": x["switch"],
                                      "nodes": [m["node"] for m in x["members"]]} for x in rl],
             "rounds": rounds, "untested": untested}
@@ -455,6 +486,12 @@ def perftest_argv(pair, side, options):
         argv += (["-R", "-T", str(int(tc))] if o.get("rdma_cm") else ["--tclass=%d" % int(tc)])
     elif o.get("rdma_cm"):
         argv += ["-R"]
+    if pair.get("memory") == "cuda":
+        # the end's own GPU by its bus address (CUDA's numbering of the GPUs
+        # need not be nvidia-smi's); DMA-BUF where that is the node's way
+        argv.append("--use_cuda_bus_id=%s" % end["gpu"]["pci_address"])
+        if end.get("gpudirect") == "dmabuf":
+            argv.append("--use_cuda_dmabuf")
     argv += [str(a) for a in (o.get("extra_args") or [])]
     if side == "client":
         argv.append(str(pair["server"]["ipv4"]))
@@ -537,6 +574,10 @@ def rate_text(gbps):
 
 def pair_label(pair):
     c, s = pair["client"], pair["server"]
+    if pair.get("memory") == "cuda":
+        return "%s GPU %s via %s -> %s GPU %s via %s (%s %s <-> %s %s, from GPU memory)" % (
+            c["node"], c["gpu"]["pci_address"], c["pf"], s["node"], s["gpu"]["pci_address"], s["pf"],
+            c.get("switch"), c.get("port"), s.get("switch"), s.get("port"))
     return "%s %s -> %s %s (%s %s <-> %s %s)" % (
         c["node"], c["pf"], s["node"], s["pf"], c.get("switch"), c.get("port"), s.get("switch"), s.get("port"))
 
@@ -591,7 +632,19 @@ def pair_result(pair, client_job, server_job=None, share=DEFAULT_SHARE, listenin
         res["message"] = "%s: ib_write_bw timed out (killed by timeout)" % label
         return res
     if rc != 0:
-        res["message"] = "%s: ib_write_bw failed (rc %s): %s" % (label, rc, "; ".join(_tail(err, 2)) or "no error output")
+        gpu = None
+        if pair.get("memory") == "cuda":
+            for side, node, text in (("client", pair["client"]["node"], out + "\n" + err),
+                                     ("server", snode, sout + "\n" + serr)):
+                try:
+                    said = perf_parsers.cuda_error_text(perf_parsers.parse_perftest_cuda(text))
+                except ValueError as exc:
+                    said = str(exc)
+                if said:
+                    gpu = "%s %s: %s" % (side, node, said)
+                    break
+        res["message"] = "%s: ib_write_bw failed (rc %s): %s" % (
+            label, rc, gpu or "; ".join(_tail(err, 2)) or "no error output")
         return res
     try:
         parsed = perf_parsers.parse_ib_write_bw(out)
@@ -621,6 +674,22 @@ def _pf_failure(p):
                                               cabled_port(p), p["cause"])
 
 
+def _ends(pair):
+    return (pair["client"]["node"], pair["client"]["pci_address"], pair["server"]["node"],
+            pair["server"]["pci_address"])
+
+
+def _same_pair_from_host_memory(host):
+    """What the same pair did from host memory, which tells the GPU path
+    from the fabric."""
+    if host is None:
+        return "the same pair did not run from host memory"
+    if host["status"] == "pass":
+        return ("from host memory the same pair gives %s, meeting the gate: the GPU's path (GPUDirect RDMA, layer 5; "
+                "ACS on the PCIe switch, layer 3), not the fabric" % rate_text(host["bw_gbps"]))
+    return "from host memory the same pair fails too: the fabric first (%s)" % host.get("message")
+
+
 def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=True):
     """A node's layer 9 results (the fact ``rdma_check_results``).
 
@@ -633,8 +702,11 @@ def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=Tru
     failures = list(links.get("errors") or [])
     failures += [_pf_failure(p) for p in links.get("pfs") or [] if p.get("cause")]
     warnings = []
+    host_runs = dict((_ends(p), p) for p in pairs or [] if p.get("memory") != "cuda")
     for p in pairs or []:
-        if p["status"] == "fail":
+        if p["status"] == "fail" and p.get("memory") == "cuda":
+            failures.append("%s; %s" % (p["message"], _same_pair_from_host_memory(host_runs.get(_ends(p)))))
+        elif p["status"] == "fail":
             failures.append(p["message"])
         elif p["status"] == "blocked" and p["client"]["ok"]:
             warnings.append(p["message"])

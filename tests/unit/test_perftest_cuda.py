@@ -1,0 +1,62 @@
+"""perftest from GPU memory: the GPU part of its output read from real runs
+(tests/unit/fixtures/perftest_cuda_real, each with its source), and the
+bandwidth report after it read as from host memory."""
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers as P
+
+pytestmark = pytest.mark.layers(9)
+
+REAL = Path(__file__).parent / "fixtures" / "perftest_cuda_real"
+
+
+def body(name):
+    return (REAL / name).read_text().split("# ---\n", 1)[1]
+
+
+def test_every_real_run_is_read():
+    assert sorted(p.name for p in REAL.glob("*.txt")) == sorted(
+        ["perftest-126.txt", "perftest-241.txt", "perftest-280.txt", "perftest-326.txt", "perftest-336.txt",
+         "perftest-346.txt", "perftest-pr309.txt"])
+
+
+def test_a_run_that_allocated_gpu_memory():
+    got = P.parse_perftest_cuda(body("perftest-241.txt"))
+    assert got["cuda"] and got["devices"] == {0: "17:00", 1: "65:00", 2: "CA:00", 3: "E3:00"}
+    assert (got["picked"], got["name"], got["buffer"], got["dmabuf"], got["errors"]) == (0, "NVIDIA A30", "gpu", False, [])
+    # the bandwidth report's banner after it is still the report's
+    assert "RDMA_Write BW Test" in body("perftest-241.txt")
+
+
+def test_dmabuf_runs_on_h100():
+    got = P.parse_perftest_cuda(body("perftest-326.txt"))      # gdb's lines among perftest's are not its
+    assert len(got["devices"]) == 8 and got["devices"][7] == "DB:00"
+    assert (got["picked"], got["name"], got["buffer"]) == (0, "NVIDIA H100 80GB HBM3", "gpu")
+    got = P.parse_perftest_cuda(body("perftest-280.txt"))
+    assert got["picked"] == 1 and got["devices"][1] == "29:00" and got["name"] is None   # the excerpt ends there
+    rocm = P.parse_perftest_cuda(body("perftest-pr309.txt"))
+    assert rocm["dmabuf"] is True and rocm["devices"] == {}
+
+
+@pytest.mark.parametrize("name,kind,code", [("perftest-126.txt", "mr", None), ("perftest-346.txt", "mr", 14),
+                                            ("perftest-336.txt", "options", None)])
+def test_failures_of_the_gpu_part(name, kind, code):
+    got = P.parse_perftest_cuda(body(name))
+    assert got["errors"][0]["kind"] == kind and got["errors"][0]["code"] == code
+    text = P.cuda_error_text(got)
+    assert got["errors"][0]["line"] in text
+    if kind == "mr":
+        assert "nvidia-peermem" in text and "DMA-BUF" in text
+
+
+def test_a_gpu_line_that_cannot_be_read_fails_quoting_it():
+    with pytest.raises(ValueError, match="CUDA device 0: PCIe address is 1B"):
+        P.parse_perftest_cuda("initializing CUDA\nCUDA device 0: PCIe address is 1B\n")
+
+
+def test_host_memory_output_has_no_gpu_part():
+    assert P.parse_perftest_cuda("************************************\n* Waiting for client to connect... *\n")[
+        "cuda"] is False

@@ -59,7 +59,7 @@ class SysfsFS(fuse.Operations):
         if isinstance(e, Dir):
             raise fuse.FuseOSError(errno.EISDIR)
         acc = flags & os.O_ACCMODE
-        if acc in (os.O_WRONLY, os.O_RDWR) and e.write is None:
+        if acc in (os.O_WRONLY, os.O_RDWR) and e.write is None and getattr(e, "pwrite", None) is None:
             raise fuse.FuseOSError(errno.EACCES)
         if acc in (os.O_RDONLY, os.O_RDWR) and e.read is None:
             raise fuse.FuseOSError(errno.EACCES)

@@ -38,6 +38,11 @@ SEQUENCE = Path(__file__).with_name("sysfs_sequence.py")
 def twin1(tmp_path_factory):
     require_twin()
     t = Twin.up(tmp_path_factory, "ff", "--nodes", "1", "--switches", "1")
+    # the VM node hands VFs to VMs: ACS stays on above its NIC. The twin's ready
+    # GPU node boots with ACS redirect off on its PCIe switches (a bare-metal
+    # GPUDirect node), which puts a VF in its port's IOMMU group; boot it as a
+    # node for VMs, without pci=disable_acs_redir=, so both isolate their VFs.
+    t.simlab("fault", "node01", "acs-redirect")
     yield t
     t.down()
 

@@ -439,8 +439,8 @@ def gather(sysfs_root, gpus, nics, run=None, nvidia_smi=None):
     with each GPU's ``rails`` and, where nvidia-smi is there (``nvidia_smi``
     its path, ``run(argv) -> (rc, out, err)``), its matrix held against the
     sysfs path in ``topo``."""
-    reading = read(sysfs_root, gpus, [dict((k, n.get(k)) for k in ("pci_address", "numa_node", "name",
-                                                                    "rdma_device")) for n in nics])
+    keep = ("pci_address", "numa_node", "name", "rdma_device")
+    reading = read(sysfs_root, gpus, [dict((k, n.get(k)) for k in keep) for n in nics])
     reading["rails"] = rails(reading)
     reading["topo"] = None
     if nvidia_smi and run and gpus:

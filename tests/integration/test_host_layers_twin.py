@@ -71,16 +71,18 @@ def doctor(twin, play):
 def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     twin, play = factory
     v = doctor(twin, play)
-    assert [r["reason"] for r in v["kernel"]] == ["flag intel_iommu=on iommu=pt missing from /proc/cmdline"] * 2
+    # GPU nodes: the IOMMU flags, and ACS redirect off on their PCIe switches (gpufabric_pcie_p2p auto)
+    assert [r["reason"] for r in v["kernel"]] == [
+        "flag intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030 missing from /proc/cmdline"] * 2
     assert [r["reason"] for r in v["nic_firmware"]] == ["SR-IOV disabled in NIC firmware (no sriov_totalvfs)"] * 2
 
     first = converge(twin)
     assert all(r["failed"] == 0 for r in recap(first.stdout).values()), first.stdout[-4000:]
-    assert "Reboot for kernel arguments intel_iommu=on iommu=pt" in first.stdout
+    assert "Reboot for kernel arguments intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030" in first.stdout
     assert "Reboot for NIC firmware SR-IOV settings" in first.stdout
     for node in ("node01", "node02"):
         cmdline = twin.sh(node, "cat /run/simlab/proc/cmdline").stdout.split()
-        assert "intel_iommu=on" in cmdline and "iommu=pt" in cmdline
+        assert "intel_iommu=on" in cmdline and "iommu=pt" in cmdline and "pci=disable_acs_redir=pci:1000:c030" in cmdline
         assert twin.sh(node, "ls /run/simlab/sys/class/iommu").stdout.strip()
         q = twin.sh(node, "mstconfig -d 0000:3b:00.0 -e q").stdout
         assert "True(1)" in q.split("SRIOV_EN", 1)[1].splitlines()[0]

@@ -186,7 +186,10 @@ def test_vfs_for_vms_on_vfio_pci_and_a_shared_iommu_group_named(twin):
     for entry in vms:
         entry["vf_drivers"] = [{"vfs": "6-7", "driver": "vfio-pci"}]
     extra = ["--limit", "node02", "-e", json.dumps({"gpufabric_nics": vms})]
-    proc = twin.playbook("playbooks/site.yml", "--tags", "layer06", *extra, check=True)
+    # a GPU node whose VFs go to VMs keeps ACS on above its NICs: layer 3 takes
+    # pci=disable_acs_redir= away (one reboot), else a VF shares its port's group
+    proc = twin.playbook("playbooks/site.yml", "--tags", "layer03,layer06", *extra, check=True)
+    assert "pci=disable_acs_redir=" not in twin.sh("node02", "cat /run/simlab/proc/cmdline").stdout
     vfs = f"{PF0}/virtfn6 {PF0}/virtfn7 {PF0}/virtfn5"
     drivers = twin.sh("node02", f"for v in {vfs}; do basename $(readlink $v/driver); done").stdout.split()
     assert drivers == ["vfio-pci", "vfio-pci", "mlx5_core"], drivers
@@ -208,7 +211,9 @@ def test_vfs_for_vms_on_vfio_pci_and_a_shared_iommu_group_named(twin):
         assert "0000:3b:00.0" in layer6["reason"] and "ACS" in layer6["remediation"], layer6
     finally:
         twin.fault("node02", "clear")
-    # the inventory without vf_drivers: the VFs go back to mlx5_core
-    twin.playbook("playbooks/site.yml", "--tags", "layer06", "--limit", "node02", check=True)
+    # the inventory without vf_drivers: the VFs go back to mlx5_core, and the node
+    # to GPUDirect below its PCIe switches (layer 3 puts the argument back)
+    twin.playbook("playbooks/site.yml", "--tags", "layer03,layer06", "--limit", "node02", check=True)
+    assert "pci=disable_acs_redir=pci:1000:c030" in twin.sh("node02", "cat /run/simlab/proc/cmdline").stdout.split()
     drivers = twin.sh("node02", f"for v in {vfs}; do basename $(readlink $v/driver); done").stdout.split()
     assert drivers == ["mlx5_core"] * 3, drivers

@@ -95,7 +95,7 @@ def run(lab, tag, *args):
     t, play = lab
     out = play / tag
     out.mkdir()
-    proc = t.playbook(str(play / "layer09.yml"), "-e", f"out_dir={out}", *args)
+    proc = t.playbook(str(play / "layer09.yml"), "-e", f"out_dir={out}", "-e", "rdma_check_gpu_memory=true", *args)
     role, doctor = {}, {}
     for node in ("node01", "node02"):
         path = out / f"role-{node}.json"

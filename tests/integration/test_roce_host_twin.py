@@ -146,10 +146,10 @@ class TestOneNodePerStack:
         assert ofed[0] == "RoCE v2"
         v = verdicts_5_8(twin, play)
         assert v["node01"][5]["status"] == "pass" and v["node01"][5]["reason"].endswith(
-            "; DOCA-OFED stack; GPUDirect RDMA by DMA-BUF")
+            "; DOCA-OFED stack; GPUDirect RDMA by DMA-BUF; 2 of 8 GPU(s) with a NIC below their PCIe switch")
         assert "stack: OFED mlx5_core 24.10-2.1.8 (ofed_info OFED-internal-24.10-2.1.8.0)" in v["node01"][5]["evidence"]
         assert v["node02"][5]["status"] == "pass" and v["node02"][5]["reason"].endswith(
-            "; inbox stack; GPUDirect RDMA by DMA-BUF")
+            "; inbox stack; GPUDirect RDMA by DMA-BUF; 2 of 8 GPU(s) with a NIC below their PCIe switch")
         assert [v[n][8]["status"] for n in ("node01", "node02")] == ["pass", "pass"], v
         # a PFC mismatch on each: named at layer 8 with the fix through that node's tool
         for node in ("node01", "node02"):
@@ -225,7 +225,7 @@ class TestOneNodePerStack:
             assert recap(again.stdout)["node01"]["changed"] == 0, again.stdout[-4000:]
             v = verdicts_5_8(twin, play)
             assert v["node01"][5]["status"] == "pass" and v["node01"][5]["reason"].endswith(
-                "; GPUDirect RDMA by nvidia-peermem"), v["node01"][5]
+                "; GPUDirect RDMA by nvidia-peermem; 2 of 8 GPU(s) with a NIC below their PCIe switch"), v["node01"][5]
         finally:
             for node in ("node01", "node02"):
                 twin.fault(node, "clear")

@@ -343,7 +343,8 @@ def test_nccl_ib_hca_lists_the_nics_in_rail_order():
                        {"mode": "hosts"})
     assert plan["env"]["NCCL_IB_HCA"] == "=rocep134s0f0:1,rocep59s0f0:1"
     assert plan["env"]["NCCL_SOCKET_IFNAME"] == "=enp134s0f0np0"
-    assert "node01: rail order GPU0 -> rocep134s0f0, GPU2 -> rocep59s0f0" in plan["evidence"]
+    assert plan["rail_order"]["node01"] == "node01: rail order GPU0 -> rocep134s0f0, GPU2 -> rocep59s0f0"
+    assert not [e for e in plan["evidence"] if "rail order" in e]      # each node's record shows its own
     # without the GPUs read (no rails), PCI address order as before
     assert F.nccl_plan({"node01": node()}, ROCE, {"mode": "hosts"})["env"]["NCCL_IB_HCA"] == \
         "=rocep59s0f0:1,rocep134s0f0:1"

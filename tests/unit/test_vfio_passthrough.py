@@ -373,6 +373,7 @@ def test_isolation_shared_group_names_vf_group_members_and_fix(tmp_path):
     assert "VF 0000:01:00.2 (pf enp1s0f0np0 VF 1)" in msg
     assert "IOMMU group %s with 0000:01:00.0, 0000:01:00.1" % group in msg
     assert "enable ACS on the upstream PCIe ports (BIOS, layer 2) or move the NIC to another slot" in msg
+    assert "pci=disable_acs_redir=" in msg
 
 
 def test_isolation_without_iommu_group(tmp_path):

@@ -40,7 +40,9 @@ RECORD_KEYS = ("pci_address", "vendor_device", "pf", "pf_pci_address", "vf_index
                "iommu_group_devices", "numa_node", "mac", "vlan", "gpus")
 SHARES_SWITCH = "pcie_switch"
 SHARES_NUMA = "numa_node"
-ISOLATION_FIX = "enable ACS on the upstream PCIe ports (BIOS, layer 2) or move the NIC to another slot"
+ISOLATION_FIX = ("keep ACS redirect on above the NIC (no pci=disable_acs_redir= on the command line: "
+                 "gpufabric_pcie_p2p isolate, layer 3), enable ACS on the upstream PCIe ports (BIOS, layer 2) or move "
+                 "the NIC to another slot")
 # A Kubernetes extended resource name is <DNS subdomain>/<name>, the name
 # at most 63 characters of [A-Za-z0-9_.-] starting and ending alphanumeric.
 DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -95,6 +95,8 @@ def run_verdict(host, run_plan, gate=None):
         ev.append("gate %.2f GB/s = %.2f x %.2f GB/s expected" % (
             gate["threshold"], gate.get("efficiency", 0), gate.get("expected_busbw_gbs") or 0))
     ev += name_ev
+    if (run_plan.get("rail_order") or {}).get(host):
+        ev.append(run_plan["rail_order"][host])
     parsed = gate.get("parsed") or {}
     # which network this node's ranks and the others' used (NCCL_DEBUG prefixes)
     by_host = parsed.get("transports_by_host") or {}

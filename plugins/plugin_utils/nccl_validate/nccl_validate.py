@@ -116,7 +116,7 @@ def plan(hosts, roce, settings=None):
 
     Returns ``{mode, hosts, selected, mpi_hosts, env, link_speed_gbps, nics_per_node,
     expected_busbw_gbs, efficiency, threshold, slots, np, argv, perf_args,
-    problems, skip, evidence}``: ``problems`` lists what stops a meaningful
+    problems, skip, evidence, rail_order}``: ``problems`` lists what stops a meaningful
     run (named by host and PF), ``skip`` says why there is nothing to run.
     ``argv`` is the hosts-mode command line (``timeout`` around ``mpirun``).
     """
@@ -130,7 +130,7 @@ def plan(hosts, roce, settings=None):
     eff = float(s["efficiency"])
     if not 0 < eff <= 1.5:
         raise ValueError("nccl_validate_efficiency: %r is not in (0, 1.5]" % (s["efficiency"],))
-    problems, evidence = [], []
+    problems, evidence, rail_order = [], [], {}
     names = list(hosts or {})
     selected = {}
     have_facts = bool(names) and all((hosts[h] or {}).get("pfs") is not None for h in names)
@@ -140,7 +140,7 @@ def plan(hosts, roce, settings=None):
             selected[h] = sel
             order = rail_order_text(h, sel, hosts[h].get("rails"))
             if order:
-                evidence.append(order)
+                rail_order[h] = order
             if not sel:
                 problems.append("%s: no PF matches gpufabric_nics" % h)
             for pf in sel:
@@ -263,6 +263,8 @@ def plan(hosts, roce, settings=None):
         "efficiency": eff, "threshold": threshold, "slots": slots, "np": np_, "argv": argv,
         "perf_args": perf_args, "timeout": int(s["timeout"]), "problems": problems, "skip": skip,
         "evidence": evidence,
+        # per node, its NICs in rail order (each node's record shows its own)
+        "rail_order": rail_order,
     }
 
 

@@ -188,7 +188,7 @@ def test_vfs_for_vms_on_vfio_pci_and_a_shared_iommu_group_named(twin):
     extra = ["--limit", "node02", "-e", json.dumps({"gpufabric_nics": vms})]
     # a GPU node whose VFs go to VMs keeps ACS on above its NICs: layer 3 takes
     # pci=disable_acs_redir= away (one reboot), else a VF shares its port's group
-    proc = twin.playbook("playbooks/site.yml", "--tags", "layer03,layer06", *extra, check=True)
+    twin.playbook("playbooks/site.yml", "--tags", "layer03,layer06", *extra, check=True)
     assert "pci=disable_acs_redir=" not in twin.sh("node02", "cat /run/simlab/proc/cmdline").stdout
     vfs = f"{PF0}/virtfn6 {PF0}/virtfn7 {PF0}/virtfn5"
     drivers = twin.sh("node02", f"for v in {vfs}; do basename $(readlink $v/driver); done").stdout.split()

@@ -69,17 +69,25 @@ def grub_cmdline_from_cfg(text: str) -> str | None:
     return None
 
 
+# where layer 3 (the kernel role) keeps its arguments
+GRUB_DROPIN = Path("/etc/default/grub.d/gpufabric.cfg")
+
+
 def ensure_grub(preset: str, gpus: int = 0) -> None:
     """A fresh node image has GRUB's factory files, with or without the
     IOMMU flags depending on the lab's preset; a ready GPU node also has ACS
-    redirect off on its PCIe switches (what layer 3 converges it to)."""
+    redirect off on its PCIe switches, in the drop-in where layer 3 puts
+    that argument (and from where it takes it away for a node whose VFs go
+    to VMs)."""
     if not GRUB_DEFAULT.exists():
         extra = "intel_iommu=on iommu=pt" if preset == "ready" else ""
-        if preset == "ready" and gpus:
-            sw = hardware.PCIE_SWITCH
-            extra += f" pci=disable_acs_redir=pci:{sw['vendor']:04x}:{sw['device']:04x}"
         GRUB_DEFAULT.parent.mkdir(parents=True, exist_ok=True)
         GRUB_DEFAULT.write_text(FACTORY_GRUB.format(extra=extra))
+        if preset == "ready" and gpus:
+            sw = hardware.PCIE_SWITCH
+            GRUB_DROPIN.parent.mkdir(parents=True, exist_ok=True)
+            GRUB_DROPIN.write_text('GRUB_CMDLINE_LINUX="$GRUB_CMDLINE_LINUX '
+                                   f'pci=disable_acs_redir=pci:{sw["vendor"]:04x}:{sw["device"]:04x}"\n')
     if not GRUB_CFG.exists():
         from simlab.tools.grub import update_grub
         update_grub(quiet=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .hardware import GPU, OFED_MODULE, OFED_MODULES, PCIE_SWITCH, SWITCH_ACS_CAP, VENDOR, Slot, pcie_slots
-from .kernel import GID_TABLE, PF, VF, VF_DRIVER, VFIO_DRIVER, ZERO_GID, Kernel, KernelError
+from .kernel import ACS_ISOLATION, GID_TABLE, PF, VF, VF_DRIVER, VFIO_DRIVER, ZERO_GID, Kernel, KernelError
 
 PF_BAR_SIZE = 0x2000000   # BAR 0 of a ConnectX PF: 32 MiB
 VF_BAR_SIZE = 0x100000    # BAR 0 of each VF: 1 MiB, all VFs together in IOV BAR 7
@@ -410,7 +410,7 @@ class Tree:
         """Whether a downstream port isolates what is below it, as
         pci_acs_path_enabled asks (SrcValid, ReqRedir, CmpltRedir and
         UpstreamFwd, of those it has, all on)."""
-        want = SWITCH_ACS_CAP & 0x1d
+        want = SWITCH_ACS_CAP & ACS_ISOLATION
         return self._acs_ctrl(port) & want == want
 
     def _group_below(self, port: str, groups: "_Groups", bdf: str) -> int:

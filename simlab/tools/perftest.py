@@ -47,6 +47,7 @@ import time
 from pathlib import Path
 
 from simlab.fabric.model import FabricError, Rack, rdma_path
+from simlab.node.kernel import ACS_REDIRECT
 from simlab.tools import formats
 
 RACK = Path(os.environ.get("SIMLAB_RACK_DIR", "/var/lib/simlab/rack"))
@@ -97,7 +98,6 @@ GPU_NAME = "NVIDIA H100 80GB HBM3"
 # GPU/NIC peer traffic up to the root complex (NCCL's guide: "a significant
 # performance reduction"; the twin's figure, not a measurement)
 ACS_REDIRECT_SHARE = 0.3
-ACS_REDIRECT = 0x04 | 0x08 | 0x20
 
 
 class CudaFailure(Exception):

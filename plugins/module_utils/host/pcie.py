@@ -339,6 +339,16 @@ def rails(reading):
     return out
 
 
+def gpu_of_nic(rails):
+    """``{nic pci_address: {pci_address, index}}``: the first GPU (in PCI
+    order) whose rail each NIC is, from ``rails``."""
+    out = {}
+    for rail in rails or []:
+        if rail.get("nic") and rail["nic"] not in out:
+            out[rail["nic"]] = {"pci_address": rail["gpu"], "index": rail.get("index")}
+    return out
+
+
 def rail_text(rail):
     if rail["nic"]:
         return "GPU%d %s -> %s (%s, %s)" % (rail["index"], rail["gpu"], rail["rdma"] or rail["netdev"] or "?",

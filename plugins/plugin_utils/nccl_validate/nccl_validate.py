@@ -16,6 +16,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs.sriov import selected_pfs
 
@@ -70,19 +71,17 @@ def select_pfs(pfs, nics, rails=None):
     GPU in PCI order with the NIC below its PCIe switch), then the others in
     PCI address order (the rail order of a rail-optimised node whose GPUs
     are not read)."""
-    first = {}
-    for rail in rails or []:
-        if rail.get("nic") and rail["nic"] not in first:
-            first[rail["nic"]] = int(rail.get("index") or 0)
+    first = pcie.gpu_of_nic(rails)
     return sorted(selected_pfs(pfs or [], nics),
-                  key=lambda p: (first.get(p["pci_address"], 1 << 16), p["pci_address"]))
+                  key=lambda p: (first[p["pci_address"]]["index"] if p["pci_address"] in first else 1 << 16,
+                                 p["pci_address"]))
 
 
 def rail_order_text(host, pfs, rails):
     """``node01: GPU2 -> mlx5_0, GPU4 -> mlx5_1`` for the evidence; None
     without rails."""
-    gpu_of = dict((r["nic"], r["index"]) for r in reversed(rails or []) if r.get("nic"))
-    named = ["GPU%d -> %s" % (gpu_of[p["pci_address"]], p.get("rdma_device") or p["pci_address"])
+    gpu_of = pcie.gpu_of_nic(rails)
+    named = ["GPU%d -> %s" % (gpu_of[p["pci_address"]]["index"], p.get("rdma_device") or p["pci_address"])
              for p in pfs if p["pci_address"] in gpu_of]
     return "%s: rail order %s" % (host, ", ".join(named)) if named else None
 

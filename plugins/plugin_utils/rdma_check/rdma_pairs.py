@@ -37,9 +37,11 @@ import re
 
 try:
     from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
     from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools
     from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 except ImportError:  # pragma: no cover - imported outside a collection tree
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
     from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools
     from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
     from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers
@@ -197,10 +199,7 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
             node, ", ".join("%s=%s" % kv for kv in sorted(m.items()) if kv[1]) or "{}",
             ", ".join("%s %s" % (p.get("name"), p.get("pci_address")) for p in pfs) or "none"))
     states = _rdma_states(rdma_link_text)
-    gpu_of = {}
-    for rail in rails or []:
-        if rail.get("nic") and rail["nic"] not in gpu_of:
-            gpu_of[rail["nic"]] = {"pci_address": rail["gpu"], "index": rail.get("index")}
+    gpu_of = pcie.gpu_of_nic(rails)
     out = []
     for pf in selected:
         name = pf.get("name") or pf["pci_address"]

@@ -109,7 +109,7 @@ bench: image-twin
 # at a time: run side by side, the twin tier's two workers starved the emulated
 # VMs, whose converge took three times as long, and the whole was no shorter
 # (docs/testing.md).
-TIERS ?= image-twin,molecule-default+image-vm+unit,lint,sanity twin-test vm-test
+TIERS ?= image-twin,molecule-default,lint,sanity+image-vm+unit twin-test vm-test
 
 test: setup
 	scripts/test-tiers.sh $(TIERS)

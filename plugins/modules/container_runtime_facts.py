@@ -23,10 +23,13 @@ description:
 options:
   gather_subset:
     description:
-      - The parts to read; C(all) reads every one. The converge path of the role reads only C(modules).
+      - The parts to read; C(all) reads every part the doctor judges (not C(version), C(swap_boot),
+        C(cni_distro) or C(paths), which only the role's converge reads, in the same one call, to leave out
+        every step that has nothing to do).
     type: list
     elements: str
-    choices: [all, unit, ctr, config, modules, sysctls, swaps, kubelet, cni, nvidia]
+    choices: [all, unit, ctr, config, modules, sysctls, swaps, kubelet, cni, nvidia, version, swap_boot, cni_distro,
+              paths]
     default: [all]
   unit:
     description: The containerd systemd unit, without C(.service).
@@ -57,6 +60,14 @@ options:
     description: Path of the NVIDIA container runtime binary.
     type: path
     default: /usr/bin/nvidia-container-runtime
+  cni_distro_dir:
+    description: Where the distribution installs the CNI plugins (C(cni_distro) lists it).
+    type: path
+  paths:
+    description: Paths whose existence C(paths) reports.
+    type: list
+    elements: path
+    default: []
   kubelet_config_path:
     description: The kubelet's configuration file, when the node has joined a cluster.
     type: path
@@ -90,6 +101,7 @@ runtime:
   type: dict
   contains:
     unit_exists: {description: Whether systemd knows the unit, type: bool}
+    unit_file_state: {description: "systemd UnitFileState of the unit (enabled, disabled, masked, ...)", type: str}
     active: {description: "systemd ActiveState (active, failed, inactive, ...)", type: str}
     started_at: {description: "When the unit became active, in seconds since the epoch (0 when unknown)", type: float}
     ctr_rc: {description: "Exit code of C(ctr version); null when the unit, read in the same call, is not active", type: int}
@@ -104,6 +116,13 @@ runtime:
     kubelet_config: {description: "Text of the kubelet's configuration file, empty without one", type: str}
     cni_plugins: {description: Names in the CNI plugin directory, type: list, elements: str}
     nvidia_binary: {description: Whether the NVIDIA container runtime binary exists, type: bool}
+    sysctls_to_set: {description: "C(key=value) of each sysctl whose live value differs", type: list, elements: str}
+    version_output: {description: "Output of C(containerd --version), empty when it failed", type: str}
+    fstab_exists: {description: Whether /etc/fstab exists, type: bool}
+    fstab_swaps: {description: The swap lines of /etc/fstab that are not commented out, type: list, elements: str}
+    swap_target: {description: "systemd UnitFileState of swap.target (masked when the role has run)", type: str}
+    cni_distro_plugins: {description: Names in I(cni_distro_dir), type: list, elements: str}
+    paths_exist: {description: "Path of I(paths): whether it exists", type: dict}
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -114,8 +133,10 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             gather_subset=dict(type="list", elements="str", default=["all"],
-                               choices=["all"] + list(runtime_facts.SUBSETS)),
+                               choices=["all"] + list(runtime_facts.SUBSETS) + list(runtime_facts.CONVERGE_SUBSETS)),
             sysfs_root=dict(type="path", default="/sys"),
+            cni_distro_dir=dict(type="path"),
+            paths=dict(type="list", elements="path", default=[]),
             **runtime_facts.OPTIONS
         ),
         supports_check_mode=True,
@@ -123,6 +144,7 @@ def main():
     p = module.params
     subset = runtime_facts.SUBSETS if "all" in p["gather_subset"] else p["gather_subset"]
     facts = runtime_facts.gather(runtime_facts.module_runner(module), sysfs_root=p["sysfs_root"], subset=subset,
+                                 cni_distro_dir=p["cni_distro_dir"], paths=p["paths"],
                                  **dict((k, p[k]) for k in runtime_facts.OPTIONS))
     module.exit_json(changed=False, runtime=facts)
 

@@ -27,6 +27,17 @@ ENV = dict(os.environ,
 BIN = Path(sys.executable).parent
 
 
+def keep_log(cmd, proc):
+    """Append a playbook run's command and output to $TWINLAB_LOG (unset: kept
+    nowhere), where a profile of the tier reads them: run the tier with
+    ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks to have each task's
+    time in it."""
+    path = os.environ.get("TWINLAB_LOG")
+    if path:
+        with open(path, "a") as log:
+            log.write(f"=== {' '.join(cmd)} rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}\n")
+
+
 def have_twin():
     from shutil import which
     return which("podman") and os.path.exists("/dev/fuse")
@@ -113,6 +124,7 @@ class Twin:
                "-e", f"nccl_validate_result_file={self.reports}/nccl_validate-last.json",
                "-e", "rdma_check_gpu_memory=false", *args]
         proc = subprocess.run(cmd, cwd=REPO, env=dict(ENV, **(env or {})), capture_output=True, text=True)
+        keep_log(cmd, proc)
         if check and proc.returncode:
             raise AssertionError(f"{playbook} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
         return proc

@@ -125,6 +125,40 @@ def test_a_subset_reads_only_its_part(tmp_path):
     assert calls == []      # no systemctl, ctr, containerd or sysctl for the converge path's module check
 
 
+def test_the_converge_read_says_what_each_step_has_to_do(tmp_path):
+    """The role's one read (not the doctor's "all"): the containerd version,
+    the fstab swap lines not yet commented out, swap.target's state, the
+    distribution's CNI plugins, the role's paths, the unit file state and
+    the sysctls whose live value differs."""
+    root, sysfs = tree(tmp_path)
+    (root / "etc/fstab").write_text("UUID=1 / ext4 defaults 0 1\n/dev/sda2 none swap sw 0 0\n"
+                                    "# /dev/sda3 none swap sw 0 0\n/swapfile\tnone\tswap\tsw\t0\t0\n")
+    (root / "usr/lib/cni").mkdir(parents=True)
+    for name in ("bridge", "portmap", "loopback"):
+        (root / "usr/lib/cni" / name).write_text("")
+    run, calls = fake_run({("systemctl", "show", "containerd.service"): (0, SHOW + "UnitFileState=disabled\n", ""),
+                           ("systemctl", "show", "swap.target"): (0, "UnitFileState=static\n", ""),
+                           ("containerd", "--version"): (0, "containerd github.com/containerd/containerd 1.6.20~ds1\n", ""),
+                           ("sysctl", "-n", "net.ipv4.ip_forward"): (0, "0\n", ""),
+                           ("sysctl", "-n", "net.bridge.bridge-nf-call-iptables"): (0, "1\n", "")})
+    f = gather(root, sysfs, run, subset=("unit", "sysctls") + rf.CONVERGE_SUBSETS, cni_distro_dir="/usr/lib/cni",
+               paths=["/opt/cni/bin", "/etc/cni/net.d"])
+    assert f["unit_file_state"] == "disabled" and f["active"] == "active"
+    assert f["sysctls_to_set"] == ["net.ipv4.ip_forward=1"]
+    assert f["version_output"].startswith("containerd github.com/containerd/containerd 1.6.20")
+    assert f["fstab_exists"] and f["fstab_swaps"] == ["/dev/sda2 none swap sw 0 0", "/swapfile\tnone\tswap\tsw\t0\t0"]
+    assert f["swap_target"] == "static"
+    assert f["cni_distro_plugins"] == ["bridge", "loopback", "portmap"]
+    assert f["paths_exist"] == {"/opt/cni/bin": True, "/etc/cni/net.d": False}
+    # the doctor's "all" reads none of it
+    assert not set(rf.CONVERGE_SUBSETS) & set(rf.SUBSETS)
+    # nothing answers: reported, not raised
+    run, _ = fake_run({})
+    f = gather(root, sysfs, run, subset=rf.CONVERGE_SUBSETS, cni_distro_dir="/nowhere")
+    assert f["version_output"] == "" and f["swap_target"] == "unknown" and f["cni_distro_plugins"] == []
+    assert f["paths_exist"] == {}
+
+
 def test_helpers():
     assert rf.boot_time("cpu 1\nbtime 1790000000\n") == 1790000000 and rf.boot_time("") == 0
     assert rf.builtin_modules("kernel/net/bridge/br_netfilter.ko\nkernel/fs/fuse/fuse.ko.xz\nkernel/x/nf-nat.ko\n") == {

@@ -66,6 +66,15 @@ def last_line(text, default):
 
 
 SUBSETS = ("unit", "ctr", "config", "modules", "sysctls", "swaps", "kubelet", "cni", "nvidia")
+# What only the role's converge reads (never the doctor: not in "all"): the
+# containerd version (its config format), swap at boot (fstab, swap.target),
+# the distribution's CNI plugins, and which of the role's paths exist, so one
+# call tells the role every step it can leave out.
+CONVERGE_SUBSETS = ("version", "swap_boot", "cni_distro", "paths")
+
+# a swap entry of /etc/fstab that is not commented out (the role's fstab edit
+# comments out the lines this matches)
+FSTAB_SWAP_RE = re.compile(r"^([^#\s]\S*\s+\S+\s+swap\s.*)$")
 
 #: The module options that say what to read (container_runtime_facts', and
 #: nic_facts' ``runtime`` suboptions): the node's sysfs root is the module's own.
@@ -93,7 +102,8 @@ def module_runner(module):
 
 def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/etc/containerd/config.toml",
            modules=(), sysctls=None, cni_bin_dir="/opt/cni/bin", nvidia_runtime_path="/usr/bin/nvidia-container-runtime",
-           kubelet_config_path="/var/lib/kubelet/config.yaml", kernel_release=None, subset=SUBSETS):
+           kubelet_config_path="/var/lib/kubelet/config.yaml", kernel_release=None, subset=SUBSETS,
+           cni_distro_dir=None, paths=()):
     """The layer 10 facts of this node; sysctls is {key: wanted value};
     subset names the parts to read (SUBSETS, all by default).
 
@@ -102,7 +112,13 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
     pass, is not active), config_dump (text, empty when it failed),
     config_error, config_path, config_mtime, modules {name: loaded},
     sysctls {key: [live or None, wanted]}, swaps, kubelet_config (text, empty
-    without one), cni_plugins, nvidia_binary."""
+    without one), cni_plugins, nvidia_binary; and of CONVERGE_SUBSETS:
+    version_output (``containerd --version``, empty when it failed),
+    fstab_exists, fstab_swaps (its swap lines not commented out),
+    swap_target (swap.target's UnitFileState), cni_distro_plugins (names in
+    ``cni_distro_dir``), paths_exist {path: bool} for ``paths``.  The unit
+    part adds unit_file_state (enabled, disabled, masked, ...); sysctls adds
+    sysctls_to_set, ``key=value`` for each whose live value differs."""
     facts = {}
     if "unit" in subset:
         facts.update(_unit(run, root, unit))
@@ -128,6 +144,8 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
         for key, wanted in sorted((sysctls or {}).items()):
             rc, out, err = run(["sysctl", "-n", key])
             facts["sysctls"][key] = [out.strip() if rc == 0 else None, str(wanted)]
+        facts["sysctls_to_set"] = ["%s=%s" % (key, wanted) for key, (live, wanted) in sorted(facts["sysctls"].items())
+                                   if live != wanted]
     if "swaps" in subset:
         facts["swaps"] = active_swaps(_read(root, "/proc/swaps"))
     if "kubelet" in subset:
@@ -139,13 +157,29 @@ def gather(run, root="/", sysfs_root="/sys", unit="containerd", config_path="/et
             facts["cni_plugins"] = []
     if "nvidia" in subset:
         facts["nvidia_binary"] = os.path.exists(_path(root, nvidia_runtime_path))
+    if "version" in subset:
+        rc, out, err = run(["containerd", "--version"])
+        facts["version_output"] = out if rc == 0 else ""
+    if "swap_boot" in subset:
+        fstab = _read(root, "/etc/fstab")
+        facts["fstab_exists"] = fstab is not None
+        facts["fstab_swaps"] = [line for line in (fstab or "").splitlines() if FSTAB_SWAP_RE.match(line)]
+        rc, out, err = run(["systemctl", "show", "swap.target", "-p", "UnitFileState"])
+        facts["swap_target"] = (parse_systemctl_show(out).get("UnitFileState") or "unknown") if rc == 0 else "unknown"
+    if "cni_distro" in subset:
+        try:
+            facts["cni_distro_plugins"] = sorted(os.listdir(_path(root, cni_distro_dir))) if cni_distro_dir else []
+        except (IOError, OSError):
+            facts["cni_distro_plugins"] = []
+    if "paths" in subset:
+        facts["paths_exist"] = dict((p, os.path.exists(_path(root, p))) for p in paths or ())
     return facts
 
 
 def _unit(run, root, unit):
     facts = {}
     rc, out, err = run(["systemctl", "show", unit + ".service", "-p", "LoadState", "-p", "ActiveState",
-                        "-p", "ActiveEnterTimestampMonotonic"])
+                        "-p", "ActiveEnterTimestampMonotonic", "-p", "UnitFileState"])
     props = parse_systemctl_show(out) if rc == 0 else {}
     if rc != 0:
         facts["unit_exists"] = True
@@ -153,6 +187,7 @@ def _unit(run, root, unit):
     else:
         facts["unit_exists"] = props.get("LoadState", "not-found") not in ("not-found", "")
         facts["active"] = props.get("ActiveState") or "unknown"
+    facts["unit_file_state"] = props.get("UnitFileState") or "unknown"
     btime = boot_time(_read(root, "/proc/stat"))
     try:
         mono_us = int(props.get("ActiveEnterTimestampMonotonic") or 0)

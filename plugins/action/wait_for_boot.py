@@ -2,10 +2,16 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Wait until a node answers with a boot marker other than the one read
-before a reset that was made elsewhere (its BMC).  A BMC answers a reset
-request at once and resets the server afterwards, so "the node answers" alone
-may still be the old boot; ansible.builtin.reboot compares boot markers for
-the same reason, but it also issues the reboot itself."""
+before a reset, made elsewhere (its BMC: the bmc role's reset path) or, with
+``reboot_command``, by this action on the node (the reboot role).  A BMC
+answers a reset request at once and resets the server afterwards, and a node
+told to reboot may answer for a while from its old boot, so "the node
+answers" alone is not a new boot; the boot markers are compared, as
+ansible.builtin.reboot does.  Unlike that module, the node is asked every
+``sleep`` seconds (no backoff to 12 s between tries), and nothing is run on it
+but the marker, the reboot and the test command (no fact gathering, no
+search for the shutdown binary): one reboot and one wait in one task, so the
+role's ``throttle`` holds both."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,6 +19,7 @@ __metaclass__ = type
 
 import time
 
+from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -24,6 +31,9 @@ ARGS = {
     "delay": {"type": "int", "default": 0},
     "sleep": {"type": "int", "default": 2},
     "timeout": {"type": "int", "default": 600},
+    "reboot_command": {"type": "str", "default": ""},
+    "test_command": {"type": "str", "default": ""},
+    "post_delay": {"type": "int", "default": 0},
 }
 
 
@@ -47,19 +57,57 @@ class ActionModule(ActionBase):
                                                       ((res.get("stderr") or "").strip() or out)[-300:])
         return out, None
 
+    def _reboot(self, command):
+        """Run the reboot command; None when it was taken (a connection the
+        shutdown closes under it counts), else why it failed."""
+        try:
+            res = self._low_level_execute_command(command, sudoable=True)
+        except AnsibleConnectionFailure:
+            res = {"rc": 0}
+        finally:
+            try:
+                self._connection.reset()
+            except Exception:  # pylint: disable=broad-except  # the node is going down
+                pass
+        if res.get("rc") != 0:
+            return "'%s' returned rc %s: %s" % (command, res.get("rc"),
+                                                ((res.get("stderr") or "").strip() or (res.get("stdout") or "").strip())[-300:])
+        return None
+
+    def _test(self, command):
+        try:
+            res = self._low_level_execute_command(command, sudoable=True)
+        except Exception as exc:  # pylint: disable=broad-except  # not usable yet
+            return str(exc) or exc.__class__.__name__
+        if res.get("rc") != 0:
+            return "'%s' returned rc %s: %s" % (command, res.get("rc"), (res.get("stderr") or "").strip()[-300:])
+        return None
+
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
         _valid, args = self.validate_argument_spec(argument_spec=ARGS)
         host = task_vars.get("inventory_hostname", "?") if task_vars else "?"
-        for key in ("delay", "sleep", "timeout"):
+        for key in ("delay", "sleep", "timeout", "post_delay"):
             if args[key] < 0:
                 result.update(failed=True, msg="%s: %s must not be negative, got %d" % (host, key, args[key]))
                 return result
         previous = (args["previous"] or "").strip()
+        start = time.monotonic()
+        rebooted = False
+        if args["reboot_command"] and not self._task.check_mode:
+            if not previous:
+                previous, error = self._marker(args["boot_time_command"])
+                if previous is None:
+                    result.update(failed=True, msg="%s: cannot read the boot marker before the reboot: %s" % (host, error))
+                    return result
+            error = self._reboot(args["reboot_command"])
+            if error:
+                result.update(failed=True, rebooted=False, msg="%s: the reboot command failed: %s" % (host, error))
+                return result
+            rebooted = True
         # check mode made no reset: the node only has to answer
         want_new = bool(previous) and not self._task.check_mode
-        start = time.monotonic()
         if args["delay"]:
             time.sleep(args["delay"])
         deadline = start + args["timeout"]
@@ -77,6 +125,21 @@ class ActionModule(ActionBase):
                               msg="%s: no new boot within %d s: %s" % (host, args["timeout"], error))
                 return result
             time.sleep(args["sleep"])
-        result.update(changed=False, attempts=attempts, elapsed=int(time.monotonic() - start),
-                      boot_marker=marker, new_boot=marker != previous if previous else None)
+        # the marker answers: the node may still be starting what the test needs
+        while args["test_command"] and not self._task.check_mode:
+            error = self._test(args["test_command"])
+            if error is None:
+                break
+            if time.monotonic() + args["sleep"] > deadline:
+                result.update(failed=True, attempts=attempts, elapsed=int(time.monotonic() - start),
+                              msg="%s: booted again, but the test command did not pass within %d s: %s"
+                                  % (host, args["timeout"], error))
+                return result
+            time.sleep(args["sleep"])
+        if args["post_delay"] and not self._task.check_mode:
+            time.sleep(args["post_delay"])
+        result.update(changed=rebooted or bool(args["reboot_command"] and self._task.check_mode),
+                      rebooted=rebooted, attempts=attempts,
+                      elapsed=int(time.monotonic() - start), boot_marker=marker,
+                      new_boot=marker != previous if previous else None)
         return result

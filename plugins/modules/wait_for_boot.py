@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r"""
 ---
 module: wait_for_boot
-short_description: Wait until a node has booted again after a reset made through its BMC
+short_description: Reboot a node, or wait until it has booted again after a reset made through its BMC
 version_added: "0.1.0"
 description:
   - Polls the node with I(boot_time_command) until it answers with a boot marker other than I(previous),
@@ -20,6 +20,11 @@ description:
     early. M(ansible.builtin.reboot) compares boot markers the same way, but issues the reboot itself.
   - With an empty I(previous) (the node did not answer before the reset), and in check mode (no reset was
     made), the first answer is enough.
+  - With I(reboot_command), the action reboots the node itself: it reads the boot marker (unless I(previous)
+    is given), runs the command (a connection the shutdown closes under it counts as taken), then waits as
+    above and until I(test_command) passes. One task for the reboot and the wait, so a C(throttle) on it
+    holds both; the node is asked every I(sleep) seconds, where M(ansible.builtin.reboot) backs off to 12 s
+    between tries and gathers facts first. In check mode nothing is rebooted and the result is C(changed).
   - An action plugin; it runs on the controller and uses the host's connection.
 options:
   previous:
@@ -44,6 +49,18 @@ options:
     description: Seconds to wait in all, I(delay) included, before failing.
     type: int
     default: 600
+  reboot_command:
+    description: Command that reboots the node, run with become when the play uses it; empty to only wait.
+    type: str
+    default: ""
+  test_command:
+    description: After the new boot, a command that must pass before the node counts as back; empty for none.
+    type: str
+    default: ""
+  post_delay:
+    description: Seconds to wait after the node is back, for services to settle.
+    type: int
+    default: 0
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -80,7 +97,20 @@ EXAMPLES = r"""
     timeout: 900
 """
 
+EXAMPLES += r"""
+- name: Reboot one node at a time and wait for each
+  gpufabric.stack.wait_for_boot:
+    reboot_command: shutdown -r 0 "kernel arguments changed"
+    test_command: whoami
+    timeout: 1800
+  throttle: 1
+"""
+
 RETURN = r"""
+rebooted:
+  description: Whether I(reboot_command) was run and taken.
+  returned: always
+  type: bool
 boot_marker:
   description: The boot marker the node answered with.
   returned: success

@@ -104,3 +104,74 @@ def test_negative_values_fail_before_waiting(tmp_path):
     proc, _ = run(tmp_path, "boot-1", sleep=-1)
     assert proc.returncode != 0
     assert "localhost: sleep must not be negative, got -1" in proc.stdout
+
+
+REBOOT_PLAY = """- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Reboot and wait
+      gpufabric.stack.wait_for_boot:
+        reboot_command: "{reboot}"
+        boot_time_command: "{command}"
+        test_command: "{test}"
+        sleep: 1
+        timeout: {timeout}
+      register: waited
+    - name: Keep the result
+      ansible.builtin.copy:
+        content: "{{{{ waited | to_json }}}}"
+        dest: "{out}"
+        mode: "0644"
+      check_mode: false
+"""
+
+
+def reboot(tmp_path, reboot_cmd, command, test="true", timeout=30, check=False):
+    out = tmp_path / "result.json"
+    play = tmp_path / "reboot.yml"
+    play.write_text(REBOOT_PLAY.format(reboot=reboot_cmd, command=command, test=test, timeout=timeout, out=out))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
+    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", "localhost,", str(play)] + (["--check"] if check else []),
+                          env=env, capture_output=True, text=True, timeout=120)
+    return proc, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def test_reboot_reads_the_marker_reboots_and_waits_for_a_new_boot_and_the_test(tmp_path):
+    """The reboot role's path: the marker read before the reboot (boot-1), the
+    reboot command run once, the old boot answering and then no answer while
+    it goes down, the new boot, then the test command (failing once, as a node
+    whose sshd is up before its services)."""
+    command = answers(tmp_path, "boot-1", "boot-1", None, "boot-2")
+    (tmp_path / "test.sh").write_text('[ -e "$0.ok" ] && exit 0; touch "$0.ok"; echo starting >&2; exit 1\n')
+    proc, res = reboot(tmp_path, "echo reboot >> %s" % (tmp_path / "reboots"), command,
+                       test="sh %s" % (tmp_path / "test.sh"))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert res["changed"] is True and res["rebooted"] is True
+    assert res["boot_marker"] == "boot-2" and res["new_boot"] is True and res["attempts"] == 3
+    assert (tmp_path / "reboots").read_text() == "reboot\n"
+    assert (tmp_path / "test.sh.ok").exists()
+
+
+def test_a_reboot_command_that_fails_is_named_and_nothing_is_waited_for(tmp_path):
+    command = answers(tmp_path, "boot-1")
+    proc, res = reboot(tmp_path, "sh -c 'echo shutdown: not permitted >&2; exit 1'", command)
+    assert proc.returncode != 0 and res is None
+    assert "localhost: the reboot command failed:" in proc.stdout and "shutdown: not permitted" in proc.stdout
+
+
+def test_a_node_that_does_not_answer_before_the_reboot_is_not_rebooted(tmp_path):
+    command = answers(tmp_path, None)
+    proc, _ = reboot(tmp_path, "echo reboot >> %s" % (tmp_path / "reboots"), command)
+    assert proc.returncode != 0
+    assert "localhost: cannot read the boot marker before the reboot" in proc.stdout
+    assert not (tmp_path / "reboots").exists()
+
+
+def test_reboot_in_check_mode_reboots_nothing_and_says_changed(tmp_path):
+    command = answers(tmp_path, "boot-1")
+    proc, res = reboot(tmp_path, "echo reboot >> %s" % (tmp_path / "reboots"), command, check=True)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert res["changed"] is True and res["rebooted"] is False
+    assert not (tmp_path / "reboots").exists()

@@ -20,7 +20,7 @@ description:
     early. M(ansible.builtin.reboot) compares boot markers the same way, but issues the reboot itself.
   - With an empty I(previous) (the node did not answer before the reset), and in check mode (no reset was
     made), the first answer is enough.
-  - With I(reboot_command), the action reboots the node itself: it reads the boot marker (unless I(previous)
+  - With I(reboot_command), the action reboots the node itself. It reads the boot marker (unless I(previous)
     is given), runs the command (a connection the shutdown closes under it counts as taken), then waits as
     above and until I(test_command) passes. One task for the reboot and the wait, so a C(throttle) on it
     holds both; the node is asked every I(sleep) seconds, where M(ansible.builtin.reboot) backs off to 12 s
@@ -95,9 +95,7 @@ EXAMPLES = r"""
     previous: "{{ before.stdout }}"
     delay: 10
     timeout: 900
-"""
 
-EXAMPLES += r"""
 - name: Reboot one node at a time and wait for each
   gpufabric.stack.wait_for_boot:
     reboot_command: shutdown -r 0 "kernel arguments changed"
@@ -105,6 +103,7 @@ EXAMPLES += r"""
     timeout: 1800
   throttle: 1
 """
+
 
 RETURN = r"""
 rebooted:

@@ -217,6 +217,27 @@ def test_several_switch_models_make_one_argument_with_semicolons():
         ["pci=disable_acs_redir=pci:1000:c030;pci:10b5:8725"]
 
 
+def test_the_intent_read_before_the_os_gives_layer_2_its_acs():
+    """Layer 2 (BIOS ACS) and layer 3 read gpufabric_pcie_p2p and the VFs for
+    VMs through the same functions; the filters wrap them."""
+    from ansible_collections.gpufabric.stack.plugins.filter import kernel as kernel_filters
+    vms = [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8, "vf_drivers": [{"vfs": "6-7", "driver": "vfio-pci"}]}]
+    pods = [{"match": {"vendor_device": "15b3:1021"}, "num_vfs": 8, "vf_drivers": [{"vfs": "0-7", "driver": "mlx5_core"}]}]
+    assert pcie.hands_vfs_to_vms(vms) and not pcie.hands_vfs_to_vms(pods) and not pcie.hands_vfs_to_vms(None)
+    assert pcie.bios_acs("auto", vms) is True          # VMs: ACS on in the BIOS too
+    assert pcie.bios_acs("auto", pods) is False        # GPUDirect, or nothing asked: off, as before
+    assert pcie.bios_acs("isolate", pods) is True and pcie.bios_acs("gpudirect", pods) is False
+    with pytest.raises(pcie.PcieError, match="gpudirect, but gpufabric_nics hands VFs to VMs"):
+        pcie.bios_acs("gpudirect", vms)
+    with pytest.raises(pcie.PcieError, match="'peer': not one of auto, gpudirect, isolate"):
+        pcie.bios_acs("peer", pods)
+    filters = kernel_filters.FilterModule().filters()
+    assert filters["pcie_vfio"](vms) is True and filters["pcie_bios_acs"](vms) is True
+    from ansible.errors import AnsibleFilterError
+    with pytest.raises(AnsibleFilterError, match="pcie_bios_acs: gpufabric_pcie_p2p is 'peer'"):
+        filters["pcie_bios_acs"](pods, "peer")
+
+
 # ------------------------------------------------------------------ the doctor
 def test_layer_3_names_the_redirecting_port_the_gpu_and_the_nic(tmp_path):
     k, root = twin(tmp_path)

@@ -246,6 +246,28 @@ def resolve_mode(want, has_gpus, vfio, gpudirect_off=False):
     return None
 
 
+def hands_vfs_to_vms(nics):
+    """Whether a node's ``gpufabric_nics`` give VFs to VMs: a ``vf_drivers``
+    range on vfio-pci (layer 6). Layers 2 and 3 read the intent so."""
+    for entry in nics or []:
+        for rng in (entry or {}).get("vf_drivers") or []:
+            if (rng or {}).get("driver") == "vfio-pci":
+                return True
+    return False
+
+
+def bios_acs(want, nics):
+    """ACS in the BIOS (layer 2) for a node's PCIe peer-to-peer intent: on
+    where the node isolates (``isolate``, or ``auto`` with VFs for VMs), off
+    for GPUDirect and where nothing is asked. Known before the node runs an OS,
+    so ``auto`` does not wait for the GPUs: a node without GPUs and without VMs
+    keeps ACS off, as before the intent existed. With the IOMMU on, the kernel
+    sets ACS on every port whatever the BIOS says (pci_std_enable_acs), and
+    layer 3's argument decides what the GPUs' switches redirect; the BIOS value
+    is what holds while the IOMMU is off and on ports the kernel skips."""
+    return resolve_mode(want, False, hands_vfs_to_vms(nics)) == "isolate"
+
+
 def acs_arg(ids):
     """The kernel argument that clears ACS redirect on the functions of the
     given ``pci:VVVV:DDDD`` ids (``;`` between several, as the kernel parses

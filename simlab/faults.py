@@ -60,7 +60,7 @@ NODE_FAULTS = {
     "cable-move": (9, "now"),
     "cable-unplug": (9, "now"),
 }
-BMC_FAULTS = {"bmc-unreachable": 1, "bios-sriov-off": 2, "bios-vtd-off": 2}
+BMC_FAULTS = {"bmc-unreachable": 1, "bmc-cert-changed": 1, "bios-sriov-off": 2, "bios-vtd-off": 2}
 SWITCH_FAULTS = dict.fromkeys(switch_faults.KINDS, switch_faults.LAYER)
 ALL = sorted([*NODE_FAULTS, *BMC_FAULTS, *SWITCH_FAULTS])
 PERSISTENCE_UNIT = "gpufabric-sriov.service"
@@ -142,7 +142,7 @@ def inject_twin(lab: Lab, target: str, kind: str) -> str:
         # BIOS faults are reported against the node; accept either name.
         from .bmc import faults as bmc_faults
         bmc_faults.inject(lab.dir, name, kind)
-        if kind != "bmc-unreachable":
+        if kind not in ("bmc-unreachable", "bmc-cert-changed"):
             lab.reboot(name)
         return f"{target}: {kind} (layer {BMC_FAULTS[kind]})"
     if kind in SWITCH_FAULTS:

@@ -30,7 +30,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers
-from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
+from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
@@ -157,9 +157,19 @@ class ActionModule(ActionBase):
         if not intent.get("bmc_address"):
             return {}
         address = redfish_bios.bmc_address(intent["bmc_address"])
+        timeout = int(intent.get("bmc_timeout") or 30)
+        pin = None
+        if intent.get("bmc_pin_certs", True) and not intent.get("bmc_validate_certs"):
+            # the BMC's certificate held to its pin before the password goes
+            # out, on the very connections that carry it (bmc_trust)
+            try:
+                pin = bmc_trust.trust(address, intent.get("bmc_known_certs") or "bmc_known_certs",
+                                      timeout=timeout, write=not self._task.check_mode)["fingerprint"]
+            except bmc_trust.TrustError as exc:
+                return {"error": str(exc) if exc.unreachable else "BMC not trusted: %s" % exc}
         get = redfish_bios.https_getter(address, intent.get("bmc_username") or "", intent.get("bmc_password") or "",
-                                        validate_certs=bool(intent.get("bmc_validate_certs")),
-                                        timeout=int(intent.get("bmc_timeout") or 30))
+                                        validate_certs=bool(intent.get("bmc_validate_certs")), timeout=timeout,
+                                        pin=pin, ca_path=intent.get("bmc_ca_path") or None)
         return redfish_bios.read_bios(get, address, vendor=intent.get("bmc_vendor") or "auto")
 
     def _prepare(self, todo, task_vars, host):

@@ -39,9 +39,18 @@ options:
     type: str
     required: true
   validate_certs:
-    description: Verify the BMC's TLS certificate.
+    description: Verify the BMC's TLS certificate against a CA (I(ca_path), or the system store).
     type: bool
     default: false
+  ca_path:
+    description: A PEM bundle of the CA that signs the BMC's certificate.
+    type: path
+  pin:
+    description:
+      - The SHA-256 fingerprint of the BMC's certificate (from M(gpufabric.stack.bmc_trust)). Every connection is
+        held to it right after the TLS handshake, before the request and its credentials are written; a
+        different certificate is an error and nothing is sent.
+    type: str
   timeout:
     description: Seconds to wait for each answer.
     type: int
@@ -145,6 +154,8 @@ def main():
             username=dict(type="str", required=True),
             password=dict(type="str", required=True, no_log=True),
             validate_certs=dict(type="bool", default=False),
+            ca_path=dict(type="path"),
+            pin=dict(type="str"),
             timeout=dict(type="int", default=30),
             vendor=dict(type="str", default="auto", choices=["auto", "dell", "hpe", "supermicro"]),
         ),
@@ -157,7 +168,8 @@ def main():
                          bios_uri="", settings_uri="", current={}, pending={}, registry={})
     address = redfish_bios.bmc_address(p["baseuri"])
     get = redfish_bios.https_getter(address, p["username"], p["password"],
-                                    validate_certs=p["validate_certs"], timeout=p["timeout"])
+                                    validate_certs=p["validate_certs"], timeout=p["timeout"], pin=p["pin"],
+                                    ca_path=p["ca_path"])
     result = redfish_bios.read_bios(get, address, vendor=p["vendor"])
     module.exit_json(changed=False, **result)
 

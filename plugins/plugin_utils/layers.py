@@ -89,7 +89,10 @@ REGISTRY = (
 # or a file of the kinds below belongs to no layer and is not in SHARED; the
 # pages' "Code" lines are code_line()'s.
 FILES = {
-    1: {"twin": ("simlab/bmc/server.py", "simlab/bmc/power.py", "simlab/bmc/state.py", "simlab/bmc/vendors.py",
+    1: {"modules": ("plugins/modules/bmc_trust.py",),
+        "actions": ("plugins/action/bmc_trust.py",),
+        "module_utils": ("plugins/module_utils/bios/bmc_trust.py",),
+        "twin": ("simlab/bmc/server.py", "simlab/bmc/power.py", "simlab/bmc/state.py", "simlab/bmc/vendors.py",
                  "simlab/bmc/faults.py", "simlab/vm/power.py")},
     2: {"modules": ("plugins/modules/bios_facts.py",),
         "module_utils": ("plugins/plugin_utils/bios/bios_attributes.py", "plugins/module_utils/bios/redfish_bios.py"),

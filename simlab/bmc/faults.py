@@ -8,6 +8,13 @@ Kinds and their effect:
     as from a BMC whose web server hung.  Read by the server on every
     connection, so it takes effect immediately and lasts until cleared.
 
+``bmc-cert-changed``
+    The BMC presents another self-signed certificate (a new key) than the
+    lab's, as after its certificate was regenerated or with someone else
+    answering at its address; made at injection, served from the next
+    connection on.  Requests that reach any BMC carrying a credential are
+    counted (``credentials_received``), so a test can tell none was sent.
+
 ``bios-sriov-off``
     The *current* SR-IOV BIOS attribute (``SriovGlobalEnable``, ``Sriov`` or
     Supermicro's ``SR_IOVSupport_XXXX``) is set to disabled, as if someone
@@ -34,7 +41,7 @@ from pathlib import Path
 
 from simlab.bmc import state, vendors
 
-KINDS = ("bmc-unreachable", "bios-sriov-off", "bios-vtd-off")
+KINDS = ("bmc-unreachable", "bmc-cert-changed", "bios-sriov-off", "bios-vtd-off")
 _SWITCH = {"bios-sriov-off": "sriov", "bios-vtd-off": "iommu"}
 
 
@@ -73,6 +80,34 @@ def is_unreachable(state_dir, node: str) -> bool:
     return "bmc-unreachable" in _read(state_dir, node).get("kinds", [])
 
 
+def cert_changed(state_dir, node: str) -> bool:
+    """bmc-cert-changed: the BMC presents another certificate (another key)
+    than the one it had, as after a regenerated certificate or with someone
+    else answering at its address."""
+    return "bmc-cert-changed" in _read(state_dir, node).get("kinds", [])
+
+
+def _credentials_path(state_dir, node: str) -> Path:
+    return Path(state_dir) / "bmc" / "credentials" / f"{node}.count"
+
+
+def count_credentials(state_dir, node: str) -> None:
+    """Count a request that reached the BMC carrying a credential (basic auth
+    or a session token), so tests can tell that none was sent."""
+    p = _credentials_path(state_dir, node)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with open(p, "a", encoding="utf-8") as f:
+        f.write("1\n")
+
+
+def credentials_received(state_dir, node: str) -> int:
+    """How many requests with a credential the BMC has received."""
+    try:
+        return len(_credentials_path(state_dir, node).read_text(encoding="utf-8").splitlines())
+    except FileNotFoundError:
+        return 0
+
+
 def inject(state_dir, node: str, kind: str) -> dict:
     """Apply fault ``kind`` to ``node``; returns a description of what changed."""
     if kind not in KINDS:
@@ -83,6 +118,10 @@ def inject(state_dir, node: str, kind: str) -> dict:
     rec = _read(state_dir, node)
     kinds = set(rec.get("kinds", []))
     result = {"node": node, "kind": kind}
+    if kind == "bmc-cert-changed":
+        from simlab.bmc.server import ensure_certificate
+        cert, _key = ensure_certificate(state_dir, replaced_for=node)
+        result.update(certificate=str(cert))
     if kind in _SWITCH:
         with state.update_bios(bios) as data:
             name = vendors.switch_attribute(data["vendor"], data["current"], _SWITCH[kind])

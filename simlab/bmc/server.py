@@ -517,6 +517,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             public = (m in ("GET", "HEAD") and path in ("/redfish", R)) or \
                      (m == "POST" and path == f"{R}/SessionService/Sessions")
+            if self.headers.get("Authorization") or self.headers.get("X-Auth-Token"):
+                faults.count_credentials(b.state_dir, b.name)
             if not public and not b.check_auth(self.headers):
                 # drain the body so the connection stays usable
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -581,7 +583,18 @@ class BmcHTTPServer(ThreadingHTTPServer):
 
     def __init__(self, addr, bmc: Bmc, ssl_ctx: ssl.SSLContext):
         self.bmc, self.ssl_ctx = bmc, ssl_ctx
+        self._replaced = None
         super().__init__(addr, Handler)
+
+    def replaced_ctx(self) -> ssl.SSLContext:
+        """The context of the certificate this BMC presents under
+        bmc-cert-changed (made by the fault's injection)."""
+        if self._replaced is None:
+            cert, key = ensure_certificate(self.bmc.state_dir, replaced_for=self.bmc.name)
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(str(cert), str(key))
+            self._replaced = ctx
+        return self._replaced
 
     def finish_request(self, request, client_address):
         if faults.is_unreachable(self.bmc.state_dir, self.bmc.name):
@@ -593,8 +606,11 @@ class BmcHTTPServer(ThreadingHTTPServer):
             request.close()
             return
         request.settimeout(30)
+        ctx = self.ssl_ctx
+        if faults.cert_changed(self.bmc.state_dir, self.bmc.name):
+            ctx = self.replaced_ctx()
         try:
-            tls = self.ssl_ctx.wrap_socket(request, server_side=True)
+            tls = ctx.wrap_socket(request, server_side=True)
         except (ssl.SSLError, OSError) as e:
             log.debug("%s: TLS handshake failed: %s", self.bmc.name, e)
             return
@@ -610,9 +626,14 @@ class BmcHTTPServer(ThreadingHTTPServer):
         log.debug("%s: connection error from %s", self.bmc.name, client_address, exc_info=True)
 
 
-def ensure_certificate(state_dir) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1, shared by all of a lab's BMCs."""
+def ensure_certificate(state_dir, replaced_for: str | None = None) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1, shared by all of a lab's BMCs;
+    with ``replaced_for``, the one that BMC presents instead under the
+    bmc-cert-changed fault (a new key, as a BMC whose certificate was
+    regenerated, or someone else answering at its address)."""
     d = Path(state_dir) / "bmc" / "tls"
+    if replaced_for:
+        d = d / "replaced" / replaced_for
     cert, key = d / "cert.pem", d / "key.pem"
     if cert.exists() and key.exists():
         return cert, key

@@ -4,6 +4,7 @@ in-memory power driver; the managed hosts use the local connection."""
 import json
 import os
 import re
+import ssl
 import subprocess
 import sys
 from pathlib import Path
@@ -268,3 +269,87 @@ def test_the_doctors_one_bmc_read_judges_as_each_layer_alone(tmp_path):
     assert wrong["once"][0]["reason"] == "wrong credentials"
     assert wrong["once"][0]["evidence"] and all(isinstance(e, str) for e in wrong["once"][0]["evidence"])
     assert "not-the-password" not in bad.stdout + bad.stderr
+
+
+TRUST = """
+- name: Converge layers 1 and 2
+  hosts: nodes
+  gather_facts: false
+  roles: [gpufabric.stack.bmc, gpufabric.stack.bios]
+- name: The doctor's layer 1
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - gpufabric.stack.doctor: {layers: [1]}
+      register: d
+    - ansible.builtin.copy:
+        dest: "{{ out }}/{{ inventory_hostname }}.trust.json"
+        content: "{{ d.results[0] | to_json }}"
+      delegate_to: localhost
+      changed_when: false
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
+def test_a_bmc_is_pinned_on_first_contact_and_a_changed_certificate_gets_no_credential(tmp_path):
+    """bmc_known_certs beside the inventory: the first run pins both BMCs'
+    certificates (as openssl fingerprints them); a BMC that then presents
+    another certificate is refused by the bmc and bios roles and by the
+    doctor, naming the BMC and both fingerprints, and receives no request
+    carrying a credential, while the other BMC converges; removing its line
+    pins the new certificate."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust
+    from simlab.bmc.server import ensure_certificate
+    boots = {}
+
+    def on_boot(container):
+        boots[container] = boots.get(container, 0) + 1
+        (tmp_path / "lab" / f"boot-{container}").write_text("%d\n" % boots[container])
+
+    driver = FakePowerDriver(initial="On", on_boot=on_boot)
+    lab = BmcLab(tmp_path / "lab", SPEC, driver)
+    (tmp_path / "lab").mkdir(exist_ok=True)
+    for e in SPEC:
+        (tmp_path / "lab" / f"boot-{e['container']}").write_text("0\n")
+    lab.start()
+    known = tmp_path / "bmc_known_certs"        # beside inv.json, the inventory
+    try:
+        first = _run(tmp_path, lab, TRUST)
+        assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]
+        pem = (tmp_path / "lab" / "bmc" / "tls" / "cert.pem").read_text()
+        pinned = bmc_trust.fingerprint(ssl.PEM_cert_to_DER_cert(pem))
+        assert sorted(known.read_text().splitlines()) == sorted(
+            "127.0.0.1:%d %s" % (lab.bmcs[n].port, pinned) for n in ("dell1", "smc1"))
+        assert "pinned on first contact" in first.stdout + first.stderr
+        faults.inject(tmp_path / "lab", "dell1", "bmc-cert-changed")
+        other = bmc_trust.fingerprint(ssl.PEM_cert_to_DER_cert(
+            ensure_certificate(tmp_path / "lab", replaced_for="dell1")[0].read_text()))
+        sent = faults.credentials_received(tmp_path / "lab", "dell1")
+        # the doctor first, then the roles, in one run
+        doctor_play, converge_play = TRUST.split("- name: The doctor's layer 1\n")[1], TRUST.split("- name: The doctor's")[0]
+        refused = _run(tmp_path, lab, "- name: The doctor's layer 1\n" + doctor_play + converge_play, "-vvv")
+        assert faults.credentials_received(tmp_path / "lab", "dell1") == sent
+        assert refused.returncode != 0
+        where = "127.0.0.1:%d" % lab.bmcs["dell1"].port
+        assert ("dell1: %s presents certificate %s, but %s is pinned for it: refused before any credential is sent"
+                % (where, other, pinned)) in refused.stdout
+        recap = _recap(refused.stdout)
+        assert recap["dell1"]["failed"] == 1 and recap["smc1"]["failed"] == 0, recap
+        assert "calvin" not in refused.stdout + refused.stderr
+        # the bios role alone refuses it too (its read is the first thing it sends)
+        bios = _run(tmp_path, lab, "- hosts: dell1\n  gather_facts: false\n  roles: [gpufabric.stack.bios]\n")
+        assert bios.returncode != 0 and "refused before any credential is sent" in bios.stdout, bios.stdout[-3000:]
+        assert faults.credentials_received(tmp_path / "lab", "dell1") == sent
+        layer1 = json.loads((tmp_path / "out" / "dell1.trust.json").read_text())
+        assert layer1["status"] == "fail", layer1
+        assert layer1["reason"] == "BMC certificate not trusted"
+        assert other in layer1["evidence"][0] and pinned in layer1["evidence"][0]
+        assert "remove its line from bmc_known_certs" in layer1["remediation"]
+        # accepted on purpose: its line removed, the next run pins the new one
+        known.write_text("".join(line + "\n" for line in known.read_text().splitlines() if not line.startswith(where)))
+        again = _run(tmp_path, lab, TRUST)
+        assert again.returncode == 0, again.stdout[-4000:]
+        assert "%s %s" % (where, other) in known.read_text().splitlines()
+    finally:
+        lab.stop()

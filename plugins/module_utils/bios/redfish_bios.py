@@ -26,6 +26,7 @@ import re
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import Request, make_context
+from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust
 
 
 def bmc_address(baseuri):
@@ -46,17 +47,25 @@ def empty_credentials(baseuri, username, password):
     return "%s must not be empty" % ", ".join(empty) if empty else ""
 
 
-def https_getter(address, username, password, validate_certs=False, timeout=30):
+def https_getter(address, username, password, validate_certs=False, timeout=30, pin=None, ca_path=None):
     """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth. The
     reads of one getter share one request object and its TLS context: the CA
-    store (which open_url loads for every request) is loaded once."""
+    store (which open_url loads for every request) is loaded once. With
+    ``pin`` (a fingerprint from bmc_trust), every connection is held to it
+    before the request, and its credentials, are written; else the CA store
+    (``ca_path``, or the system's) when ``validate_certs``."""
     root = "https://" + address
     shared = {}
+
+    def context():
+        if pin:
+            return bmc_trust.pinned_context(pin)
+        return make_context(cafile=ca_path or None, validate_certs=validate_certs)
 
     def get(path):
         try:
             if "request" not in shared:
-                shared["request"] = Request(context=make_context(validate_certs=validate_certs))
+                shared["request"] = Request(context=context())
             resp = shared["request"].open("GET", root + path,
                                           headers={"Accept": "application/json", "OData-Version": "4.0"},
                                           url_username=username, url_password=password, force_basic_auth=True,

@@ -14,7 +14,8 @@ import re
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
 
 LAYER = 1
-INTENT = ("bmc_address", "bmc_username", "bmc_password", "bmc_validate_certs", "bmc_timeout", "bmc_vendor")
+INTENT = ("bmc_address", "bmc_username", "bmc_password", "bmc_validate_certs", "bmc_timeout", "bmc_vendor",
+          "bmc_ca_path", "bmc_pin_certs", "bmc_known_certs")
 
 
 def reads(intent, host):
@@ -28,7 +29,7 @@ def error(answer, address):
     err = str(answer.get("error") or "")
     if answer.get("system") or not err:
         return ""
-    if re.match(r"(wrong credentials|BMC unreachable)", err):
+    if re.match(r"(wrong credentials|BMC unreachable|BMC not trusted)", err):
         return err
     return "BMC unreachable: no Redfish system from %s (%s)" % (address, err)
 
@@ -42,6 +43,11 @@ def check(reading, intent, host):
     if err.startswith("wrong credentials"):
         return result(1, "fail", "wrong credentials", [err],
                       "Fix bmc_username/bmc_password for %s (vault) or the account on the BMC." % host)
+    if err.startswith("BMC not trusted"):
+        return result(1, "fail", "BMC certificate not trusted", [err],
+                      "Nothing was sent to the BMC. If its certificate was replaced on purpose (a new BMC, a "
+                      "firmware update), remove its line from bmc_known_certs; the next run pins the new one. "
+                      "Otherwise find out who answers at bmc_address.")
     if err:
         return result(1, "fail", "BMC unreachable", [err],
                       "Check bmc_address, the BMC network port and that the BMC web service is up "

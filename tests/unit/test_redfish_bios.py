@@ -82,7 +82,8 @@ def test_dell_current_and_pending_follow_the_links(lab):
     assert before["system"]["Manufacturer"] == before["manufacturer"]
     assert before["system"]["PowerState"] in ("On", "Off")
     # Systems, the system, Bios, its settings object: nothing else for Dell.
-    assert log == ["/redfish/v1/Systems", before["system_uri"], before["bios_uri"], before["settings_uri"]]
+    assert log == ["/redfish/v1/", "/redfish/v1/Systems", before["system_uri"], before["bios_uri"],
+                   before["settings_uri"]]
     _patch(lab, "dell1", before["settings_uri"], {"Attributes": {"SriovGlobalEnable": "Enabled"}})
     after = redfish_bios.read_bios(get, addr)
     assert after["pending"] == {"SriovGlobalEnable": "Enabled"}
@@ -125,6 +126,10 @@ def test_bmc_address(given, address):
     assert redfish_bios.bmc_address(given) == address
 
 
+ROOT = {"/redfish/v1/": (200, {"Systems": {"@odata.id": "/redfish/v1/Systems"},
+                                "Registries": {"@odata.id": "/redfish/v1/Registries"}}, "")}
+
+
 def test_no_answer_and_other_statuses():
     def dead(path):
         return -1, None, "[Errno 111] Connection refused"
@@ -134,7 +139,7 @@ def test_no_answer_and_other_statuses():
 
     answers = {"/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}, ""),
                "/redfish/v1/Systems/1": (200, {"Manufacturer": "HPE", "Bios": {"@odata.id": "/redfish/v1/Systems/1/bios"}}, ""),
-               "/redfish/v1/Systems/1/bios": (503, None, "Service Unavailable")}
+               "/redfish/v1/Systems/1/bios": (503, None, "Service Unavailable"), **ROOT}
     out = redfish_bios.read_bios(lambda p: answers[p], "bmc1")
     assert out["status"] == 503
     assert out["error"].startswith("BIOS unreadable: HTTP 503 from bmc1 (/redfish/v1/Systems/1/bios)")
@@ -142,7 +147,8 @@ def test_no_answer_and_other_statuses():
 
 def test_hpe_lowercase_links_and_no_settings_object():
     answers = {
-        "/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/redfish/v1/systems/1/"}]}, ""),
+        "/redfish/v1/": (200, {"Systems": {"@odata.id": "/redfish/v1/systems/"}}, ""),
+        "/redfish/v1/systems/": (200, {"Members": [{"@odata.id": "/redfish/v1/systems/1/"}]}, ""),
         "/redfish/v1/systems/1/": (200, {"Manufacturer": "HPE", "Bios": {"@odata.id": "/redfish/v1/systems/1/bios/"}}, ""),
         "/redfish/v1/systems/1/bios/": (200, {"Attributes": {"Sriov": "Enabled"},
                                               "@Redfish.Settings": {"SettingsObject": {
@@ -163,16 +169,67 @@ def test_supermicro_without_registry_is_not_an_error():
         "/redfish/v1/Systems/1": (200, {"Manufacturer": "Supermicro", "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"}}, ""),
         "/redfish/v1/Systems/1/Bios": (200, {"Attributes": {"SR_IOVSupport_0001": "Disabled"},
                                              "AttributeRegistry": "BiosAttributeRegistry.v1_0_0"}, ""),
-        "/redfish/v1/Registries/BiosAttributeRegistry.v1_0_0": (404, None, "Not Found"),
+        "/redfish/v1/Registries": (200, {"Members": [{"@odata.id": "/redfish/v1/Registries/Base.1.16.0"}]}, ""),
+        **ROOT,
     }
     out = redfish_bios.read_bios(lambda p: answers[p], "smc")
     assert out["error"] == "" and out["registry"] == {} and out["current"] == {"SR_IOVSupport_0001": "Disabled"}
 
 
+def test_the_attribute_registry_is_found_through_the_registries_collection():
+    """No registry URI is built from its name: the Registries collection's
+    member whose URI ends in the name, or in its name without the version
+    (as iDRAC lists BiosAttributeRegistry for BiosAttributeRegistry.v1_0_3),
+    and its file's English Location."""
+    log = []
+    answers = {
+        "/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/redfish/v1/Systems/1"}]}, ""),
+        "/redfish/v1/Systems/1": (200, {"Manufacturer": "Supermicro", "Bios": {"@odata.id": "/redfish/v1/Systems/1/Bios"}}, ""),
+        "/redfish/v1/Systems/1/Bios": (200, {"Attributes": {"SR_IOVSupport_0001": "Disabled"},
+                                             "AttributeRegistry": "BiosAttributeRegistry.v1_0_3"}, ""),
+        "/redfish/v1/Registries": (200, {"Members": [{"@odata.id": "/redfish/v1/Registries/Base.1.16.0"},
+                                                     {"@odata.id": "/redfish/v1/Registries/BiosAttributeRegistry"}]}, ""),
+        "/redfish/v1/Registries/BiosAttributeRegistry": (200, {
+            "Id": "BiosAttributeRegistry", "Registry": "BiosAttributeRegistry.v1_0_3",
+            "Location": [{"Language": "ja", "Uri": "/registries/ja/bios.json"},
+                         {"Language": "en", "Uri": "/registries/en/bios.json"}]}, ""),
+        "/registries/en/bios.json": (200, {"RegistryEntries": {"Attributes": [{"AttributeName": "SR_IOVSupport_0001"}]}}, ""),
+        **ROOT,
+    }
+
+    def get(path):
+        log.append(path)
+        return answers[path]
+    out = redfish_bios.read_bios(get, "smc")
+    assert out["error"] == "" and out["registry"]["RegistryEntries"]["Attributes"][0]["AttributeName"] == "SR_IOVSupport_0001"
+    assert log[-3:] == ["/redfish/v1/Registries", "/redfish/v1/Registries/BiosAttributeRegistry", "/registries/en/bios.json"]
+    assert "/redfish/v1/Registries/Base.1.16.0" not in log         # not read: not the registry asked for
+
+
+def test_no_redfish_uri_is_built_from_a_name():
+    """DSP0266: a client knows the service root and follows links. Every
+    Redfish path literal in the collection's Python is the service root."""
+    import re
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    plugins = repo
+    found = []
+    for path in list((repo / "plugins").rglob("*.py")) + list((repo / "roles").rglob("*.yml")) + \
+            list((repo / "playbooks").rglob("*.yml")):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#", 1)[0]
+            for literal in re.findall(r"[\"'](/redfish/v1[^\"']*)[\"']", code):
+                if literal not in ("/redfish/v1/", "/redfish/v1"):
+                    found.append("%s:%d: %s" % (path.relative_to(plugins), number, literal))
+    assert found == []
+
+
 def test_empty_systems_collection_and_missing_attributes():
     out = redfish_bios.read_bios(lambda p: (200, {"Members": []}, ""), "bmc")
+    assert out["error"] == "BIOS unreadable: the service root of the BMC at bmc links no Systems collection"
+    out = redfish_bios.read_bios(lambda p: ROOT[p] if p in ROOT else (200, {"Members": []}, ""), "bmc")
     assert out["error"] == "BIOS unreadable: the BMC at bmc lists no system in /redfish/v1/Systems"
-    answers = {"/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/S/1"}]}, ""),
+    answers = {"/redfish/v1/Systems": (200, {"Members": [{"@odata.id": "/S/1"}]}, ""), **ROOT,
                "/S/1": (200, {"Manufacturer": "Dell Inc.", "Bios": {"@odata.id": "/S/1/Bios"}}, ""),
                "/S/1/Bios": (200, {"Id": "Bios"}, "")}
     out = redfish_bios.read_bios(lambda p: answers[p], "bmc")

@@ -47,6 +47,11 @@ def empty_credentials(baseuri, username, password):
     return "%s must not be empty" % ", ".join(empty) if empty else ""
 
 
+# DSP0266: the service root, the only URI of a Redfish service a client is
+# given; the rest come from its links
+SERVICE_ROOT = "/redfish/v1/"
+
+
 def https_getter(address, username, password, validate_certs=False, timeout=30, pin=None, ca_path=None):
     """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth. The
     reads of one getter share one request object and its TLS context: the CA
@@ -144,14 +149,24 @@ def read_bios(get, address, vendor="auto"):
             return None
         return body
 
-    systems = fetch("/redfish/v1/Systems", "/redfish/v1/Systems")
+    # the service root is the one URI a client may know (DSP0266); every other
+    # one is followed from the links the service gives
+    root = fetch(SERVICE_ROOT, SERVICE_ROOT)
+    if root is None:
+        return out
+    systems_uri = _odata(root, "Systems")
+    if not systems_uri:
+        out["status"] = 404
+        out["error"] = "BIOS unreadable: the service root of the BMC at %s links no Systems collection" % address
+        return out
+    systems = fetch(systems_uri, systems_uri)
     if systems is None:
         return out
     members = systems.get("Members") or []
     out["system_uri"] = _odata(members[0]) if members else ""
     if not out["system_uri"]:
         out["status"] = 404
-        out["error"] = "BIOS unreadable: the BMC at %s lists no system in /redfish/v1/Systems" % address
+        out["error"] = "BIOS unreadable: the BMC at %s lists no system in %s" % (address, systems_uri)
         return out
     system = fetch(out["system_uri"], out["system_uri"])
     if system is None:
@@ -180,11 +195,43 @@ def read_bios(get, address, vendor="auto"):
         out["pending"] = settings.get("Attributes") or {}
     if out["vendor"] == "supermicro" and bios.get("AttributeRegistry"):
         # Optional: without the registry the keys are matched by their shape.
-        status, regfile, _msg = get("/redfish/v1/Registries/%s" % bios["AttributeRegistry"])
+        regfile = registry_file(get, _odata(root, "Registries"), bios["AttributeRegistry"])
         english = [loc for loc in (regfile or {}).get("Location") or []
-                   if str(loc.get("Language", "")).startswith("en") and loc.get("Uri")] if status == 200 else []
+                   if str(loc.get("Language", "")).startswith("en") and loc.get("Uri")]
         if english:
             status, registry, _msg = get(english[0]["Uri"])
             if status == 200 and isinstance(registry, dict):
                 out["registry"] = registry
     return out
+
+
+def _last_segment(uri):
+    return str(uri or "").rstrip("/").rsplit("/", 1)[-1]
+
+
+def registry_file(get, registries_uri, name):
+    """The registry file resource of registry ``name`` (a Bios resource's
+    ``AttributeRegistry``, such as ``BiosAttributeRegistry.v1_0_0``), found
+    through the service's Registries collection, never by building its URI: a
+    member whose ``Id`` or ``Registry`` is the name, or whose URI ends in it
+    or in the name without its version (iDRAC lists
+    ``.../Registries/BiosAttributeRegistry`` for ``BiosAttributeRegistry.v1_0_3``).
+    None when the service has no such file."""
+    if not registries_uri:
+        return None
+    status, coll, _msg = get(registries_uri)
+    if status != 200 or not isinstance(coll, dict):
+        return None
+    members = [_odata(m) for m in coll.get("Members") or [] if _odata(m)]
+    base = name.split(".")[0]
+    # the likely ones first: a URI ending in the name, then in its base
+    members.sort(key=lambda uri: (_last_segment(uri) != name, _last_segment(uri) != base))
+    for uri in members:
+        if _last_segment(uri) not in (name, base):
+            continue
+        status, regfile, _msg = get(uri)
+        if status == 200 and isinstance(regfile, dict) and (
+                name in (regfile.get("Id"), regfile.get("Registry")) or _last_segment(uri) == name
+                or str(regfile.get("Registry") or "").split(".")[0] == base):
+            return regfile
+    return None

@@ -10,6 +10,8 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("GPUFABRIC_SHARED", REPO.parent / "shared"))
 REAL_OUTPUTS = SHARED / "reference" / "real-outputs"
 CRDS = SHARED / "schemas" / "crds"
+# DMTF DSP8010 (Redfish schemas, CSDL), as DMTF's Service Validator reads them
+REDFISH_CSDL = SHARED / "schemas" / "redfish" / "csdl"
 
 
 def read_real_output(relpath: str) -> str:

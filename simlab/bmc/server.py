@@ -33,6 +33,7 @@ import base64
 import hmac
 import json
 import logging
+import re
 import secrets
 import socket
 import ssl
@@ -190,7 +191,7 @@ class Bmc:
             "Registries": {"@odata.id": f"{R}/Registries"},
             "SessionService": {"@odata.id": f"{R}/SessionService"},
             "Links": {"Sessions": {"@odata.id": f"{R}/SessionService/Sessions"}},
-            "Oem": {self.profile["oem"]: {}},
+            **vendors.service_root_oem(self.vendor, self.load()["system"]),
         }
 
     @staticmethod
@@ -261,8 +262,11 @@ class Bmc:
                 "@odata.type": "#AttributeRegistry.v1_3_6.AttributeRegistry",
                 "Id": self.reg, "Name": "BIOS Attribute Registry", "Language": "en",
                 "OwningEntity": self.profile["service_vendor"], "RegistryVersion": "1.0.0",
+                # SystemId: the schema's ^[A-Za-z0-9]+$ (the DMTF validator
+                # holds it); a published iDRAC registry of a PowerEdge R750
+                # gives the service tag there
                 "SupportedSystems": [{"ProductName": d["system"]["model"],
-                                      "SystemId": self.sid,
+                                      "SystemId": re.sub(r"[^A-Za-z0-9]", "", d["system"]["serial"]),
                                       "FirmwareVersion": d["system"]["bios_version"]}],
                 "RegistryEntries": {"Attributes": self.registry_attributes()}}
 

@@ -82,6 +82,26 @@ PROFILES = {
 }
 
 
+def service_root_oem(vendor: str, system: dict) -> dict:
+    """The service root's ``Oem`` as the vendor's BMC serves it, with the
+    ``@odata.type`` the DMTF Service Validator requires of an OEM object:
+    iDRAC 9's DellServiceRoot (published Redfish dumps of a PowerEdge R650 on
+    5.10 and of an R750), iLO 5/6's HpeiLOServiceExt (published iLO 5 service
+    roots; ManagerType as iLO 6 gives it). No Supermicro recording shows one:
+    none is served."""
+    if vendor == "dell":
+        return {"Oem": {"Dell": {"@odata.context": "/redfish/v1/$metadata#DellServiceRoot.DellServiceRoot",
+                                 "@odata.type": "#DellServiceRoot.v1_0_0.DellServiceRoot",
+                                 "IsBranded": 0, "ManagerMACAddress": "00:00:00:00:00:00",
+                                 "ServiceTag": system.get("serial", "")}}}
+    if vendor == "hpe":
+        return {"Oem": {"Hpe": {"@odata.context": "/redfish/v1/$metadata#HpeiLOServiceExt.HpeiLOServiceExt",
+                                "@odata.type": "#HpeiLOServiceExt.v2_3_0.HpeiLOServiceExt",
+                                "Manager": [{"ManagerType": PROFILES["hpe"]["manager_model"],
+                                             "ManagerFirmwareVersion": PROFILES["hpe"]["manager_firmware"]}]}}}
+    return {}
+
+
 def _enum(name, display, values, default, menu, help_text=""):
     return {
         "AttributeName": name,

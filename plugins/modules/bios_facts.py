@@ -61,7 +61,7 @@ options:
         (the attribute registry).
     type: str
     default: auto
-    choices: [auto, dell, hpe, supermicro]
+    choices: [auto, dell, hpe, supermicro, lenovo]
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
 attributes:
@@ -157,7 +157,7 @@ def main():
             ca_path=dict(type="path"),
             pin=dict(type="str"),
             timeout=dict(type="int", default=30),
-            vendor=dict(type="str", default="auto", choices=["auto", "dell", "hpe", "supermicro"]),
+            vendor=dict(type="str", default="auto", choices=["auto", "dell", "hpe", "supermicro", "lenovo"]),
         ),
         supports_check_mode=True,
     )

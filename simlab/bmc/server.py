@@ -234,9 +234,10 @@ class Bmc:
     def bios(self, settings: bool = False) -> dict:
         d = self.load()
         base = f"{R}/Systems/{self.sid}/Bios"
+        sd = self.profile["settings_id"]
         if settings:
-            return {"@odata.id": f"{base}/Settings", "@odata.type": "#Bios.v1_2_0.Bios",
-                    "Id": "Settings", "Name": "BIOS Configuration Pending Settings",
+            return {"@odata.id": f"{base}/{sd}", "@odata.type": "#Bios.v1_2_0.Bios",
+                    "Id": sd, "Name": "BIOS Configuration Pending Settings",
                     "AttributeRegistry": self.reg, "Attributes": dict(d["pending"])}
         return {
             "@odata.id": base, "@odata.type": "#Bios.v1_2_0.Bios", "Id": "Bios",
@@ -244,7 +245,7 @@ class Bmc:
             "Attributes": dict(d["current"]),
             "@Redfish.Settings": {
                 "@odata.type": "#Settings.v1_3_5.Settings",
-                "SettingsObject": {"@odata.id": f"{base}/Settings"},
+                "SettingsObject": {"@odata.id": f"{base}/{sd}"},
                 "SupportedApplyTimes": ["OnReset"]},
             "Actions": {"#Bios.ResetBios": {"target": f"{base}/Actions/Bios.ResetBios"}},
         }
@@ -292,7 +293,7 @@ class Bmc:
                         "BootOptionReference": ref, "BootOptionEnabled": True}
         if path == f"{sys_base}/Bios":
             return self.bios()
-        if path == f"{sys_base}/Bios/Settings":
+        if path == f"{sys_base}/Bios/{self.profile['settings_id']}":
             return self.bios(settings=True)
         if path == f"{R}/Registries":
             return self.collection(path, "MessageRegistryFileCollection", "Registries",
@@ -557,10 +558,10 @@ class Handler(BaseHTTPRequestHandler):
                 if path == sys_base:
                     b.patch_system(body)
                     return self._send(200, b.system())
-                if path == f"{sys_base}/Bios/Settings":
+                if path == f"{sys_base}/Bios/{b.profile['settings_id']}":
                     return self._send(200, b.patch_settings(body))
                 b.get(path)
-                msg = (f"{path} is read-only; PATCH {sys_base}/Bios/Settings to stage BIOS "
+                msg = (f"{path} is read-only; PATCH {sys_base}/Bios/{b.profile['settings_id']} to stage BIOS "
                        f"settings." if path == f"{sys_base}/Bios" else f"PATCH is not allowed on {path}.")
                 raise RedfishError(405, "PropertyNotWritable", msg)
             if m == "DELETE":

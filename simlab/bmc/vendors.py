@@ -14,10 +14,12 @@ service does (see docs/layers/02-bios.md):
   ``Enable``.  Clients must resolve them through the attribute registry's
   ``DisplayName`` ("SR-IOV Support", "Intel VT for Directed I/O (VT-d)").
 
-The ACS switch is the twin's own modelling: Supermicro's ``PCIeACSCTL``
-follows the real key shape; ``PcieAcsControl`` (Dell) and ``AcsControl``
-(HPE) are names this twin chose, reachable through the registry's
-DisplayName "PCIe ACS Control" on every vendor.
+The ACS switch: HPE's ``AccessControlService`` and Supermicro's
+``PCIeACSCTL_XXXX`` with DisplayName "PCIe ACSCTL" are the names recorded
+BMCs give (tests/unit/fixtures/bmc_real: an iLO 5 DL385 Gen10 Plus v2, an X13
+SYS-821GE-TNHR); Dell's ``PcieAcsControl`` is this twin's own (the recorded
+iDRAC 9 R750 has no ACS attribute; the role skips ACS there), with the same
+DisplayName.
 
 This module runs inside the node containers as well (Debian's python3):
 standard library only.
@@ -34,7 +36,7 @@ CPU_VENDORS = ("intel", "amd")
 # Display names shared by all vendors for the switches the stack cares about.
 SRIOV_DISPLAY = {"dell": "SR-IOV Global Enable", "hpe": "SR-IOV",
                  "supermicro": "SR-IOV Support"}
-ACS_DISPLAY = "PCIe ACS Control"
+ACS_DISPLAY = "PCIe ACSCTL"
 
 PROFILES = {
     "dell": {
@@ -49,6 +51,7 @@ PROFILES = {
         "service_vendor": "Dell",
         "oem": "Dell",
         "registry": "BiosAttributeRegistry.v1_0_3",
+        "settings_id": "Settings",
         "serial_prefix": "SVC",
     },
     "hpe": {
@@ -63,6 +66,7 @@ PROFILES = {
         "service_vendor": "HPE",
         "oem": "Hpe",
         "registry": "BiosAttributeRegistryU63.v1_2_10",
+        "settings_id": "Settings",
         "serial_prefix": "CZ",
     },
     "supermicro": {
@@ -77,6 +81,8 @@ PROFILES = {
         "service_vendor": "Supermicro",
         "oem": "Supermicro",
         "registry": "BiosAttributeRegistry.1.0.0",
+        # the X13's pending settings object (a recorded SYS-821GE-TNHR)
+        "settings_id": "SD",
         "serial_prefix": "S",
     },
 }
@@ -167,7 +173,7 @@ def registry_attributes(vendor: str, cpu_vendor: str = "intel",
                   "./SystemOptions/VirtualizationOptions"),
             _enum("Sriov", SRIOV_DISPLAY["hpe"], ed, "Disabled",
                   "./SystemOptions/VirtualizationOptions"),
-            _enum("AcsControl", ACS_DISPLAY, ed, "Enabled", "./PciDeviceSettings"),
+            _enum("AccessControlService", ACS_DISPLAY, ed, "Enabled", "./PciDeviceSettings"),
         ]
         if cpu_vendor == "intel":
             attrs.insert(3, _enum("IntelProcVtd", "Intel(R) VT-d", ed, "Disabled",
@@ -244,7 +250,7 @@ _KEYS = {
              "acs": ("PcieAcsControl",)},
     "hpe": {"sriov": ("Sriov",),
             "iommu": ("IntelProcVtd", "ProcAmdIoVt"),
-            "acs": ("AcsControl",)},
+            "acs": ("AccessControlService",)},
     "supermicro": {"sriov": ("sriovsupport",),
                    "iommu": ("intelvtfordirectediovtd", "iommu"),
                    "acs": ("pcieacsctl",)},

@@ -47,10 +47,10 @@ def state(lab):
 
 
 CASES = {
-    "unknown BMC vendor": ({"bmc_vendor": "lenovo"}, (),
-                           ["value of bmc_vendor must be one of: auto, dell, hpe, supermicro, got: lenovo"]),
-    "unknown BMC vendor, BIOS role alone": ({"bmc_vendor": "lenovo"}, ("--tags", "layer02"),
-                                            ["value of bmc_vendor must be one of: auto, dell, hpe, supermicro, got: lenovo"]),
+    "unknown BMC vendor": ({"bmc_vendor": "fujitsu"}, (),
+                           ["value of bmc_vendor must be one of: auto, dell, hpe, supermicro, lenovo, got: fujitsu"]),
+    "unknown BMC vendor, BIOS role alone": ({"bmc_vendor": "fujitsu"}, ("--tags", "layer02"),
+                                            ["value of bmc_vendor must be one of: auto, dell, hpe, supermicro, lenovo, got: fujitsu"]),
     "unknown CPU vendor of the BIOS": ({"cpu_vendor": "arm"}, (),
                                        ["value of bios_cpu_vendor must be one of: intel, amd, got: arm"]),
     # every role's argument spec is checked whatever --tags says; the BIOS

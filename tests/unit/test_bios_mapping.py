@@ -74,8 +74,10 @@ def test_pending_not_restaged_but_reset_still_needed():
 def test_missing_attribute_and_bad_vendor_fail_clearly():
     with pytest.raises(Exception, match="no sriov attribute.*SriovGlobalEnable"):
         bios.bios_plan({"ProcVirtualization": "Enabled"}, "dell", "intel")
-    with pytest.raises(Exception, match="unknown BIOS vendor 'lenovo'"):
-        bios.bios_plan({}, "lenovo")
+    with pytest.raises(Exception, match="unknown BIOS vendor 'fujitsu'"):
+        bios.bios_plan({}, "fujitsu")
+    with pytest.raises(Exception, match="lenovo BIOS .amd CPU.: its attribute names are not known here"):
+        bios.bios_plan({}, "lenovo", "amd")
     with pytest.raises(Exception, match="unsupported BMC vendor"):
         bios.bios_vendor("Acme Computers")
     assert bios.bios_vendor("Dell Inc.") == "dell"

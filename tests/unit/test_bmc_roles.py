@@ -116,9 +116,9 @@ def test_roles_converge_idempotent_and_doctor(tmp_path):
         # bad input fails before any change, naming the variable
         bad = _run(tmp_path, lab,
                    "- hosts: nodes\n  gather_facts: false\n  roles: [gpufabric.stack.bios]\n",
-                   overrides={"smc1": {"bmc_vendor": "lenovo"}, "dell1": {"bmc_password": ""}})
+                   overrides={"smc1": {"bmc_vendor": "fujitsu"}, "dell1": {"bmc_password": ""}})
         assert bad.returncode != 0
-        assert "bmc_vendor" in bad.stdout and "lenovo" in bad.stdout
+        assert "bmc_vendor" in bad.stdout and "fujitsu" in bad.stdout
         assert "dell1: bmc_password must not be empty" in bad.stdout
         assert "smc-pw" not in bad.stdout
         assert driver.events == []

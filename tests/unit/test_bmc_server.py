@@ -263,10 +263,12 @@ def test_supermicro_keys_resolve_through_registry(lab):
     assert sriov["AttributeName"] != "SR_IOVSupport_" + vendors.smc_suffix("2.1", "SR-IOV Support")
     assert vtd["AttributeName"] in bios["Attributes"]
     assert [v["ValueName"] for v in vtd["Value"]] == ["Enable", "Disable"]
-    st, _, _ = c.req("PATCH", "/redfish/v1/Systems/1/Bios/Settings",
+    # the X13's pending settings object is Bios/SD (a recorded SYS-821GE-TNHR)
+    assert bios["@Redfish.Settings"]["SettingsObject"]["@odata.id"] == "/redfish/v1/Systems/1/Bios/SD"
+    st, _, _ = c.req("PATCH", "/redfish/v1/Systems/1/Bios/SD",
                      {"Attributes": {vtd["AttributeName"]: "Enabled"}})
     assert st == 400  # this attribute spells it "Enable"
-    st, _, _ = c.req("PATCH", "/redfish/v1/Systems/1/Bios/Settings",
+    st, _, _ = c.req("PATCH", "/redfish/v1/Systems/1/Bios/SD",
                      {"Attributes": {vtd["AttributeName"]: "Enable",
                                      sriov["AttributeName"]: "Enabled"}})
     assert st == 200
@@ -308,7 +310,7 @@ def test_bios_faults_change_current_and_clear_restores(lab, tmp_path):
     names = {a: a for a in c.get("/redfish/v1/Systems/1/Bios")["Attributes"]}
     sriov = next(n for n in names if n.startswith("SR_IOVSupport_"))
     vtd = next(n for n in names if n.startswith("IntelVTforDirectedI_O"))
-    c.req("PATCH", "/redfish/v1/Systems/1/Bios/Settings",
+    c.req("PATCH", "/redfish/v1/Systems/1/Bios/SD",
           {"Attributes": {sriov: "Enabled", vtd: "Enable"}})
     c.req("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset", {"ResetType": "On"})
     c.req("POST", "/redfish/v1/Systems/1/Actions/ComputerSystem.Reset",

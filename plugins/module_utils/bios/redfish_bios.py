@@ -89,7 +89,7 @@ def https_getter(address, username, password, validate_certs=False, timeout=30, 
 
 
 def manufacturer_vendor(name):
-    """Map a Redfish Manufacturer string to dell, hpe or supermicro ('' for others)."""
+    """Map a Redfish Manufacturer string to dell, hpe, supermicro or lenovo ('' for others)."""
     s = str(name or "").lower()
     if "dell" in s:
         return "dell"
@@ -97,6 +97,8 @@ def manufacturer_vendor(name):
         return "hpe"
     if "supermicro" in s or "super micro" in s:
         return "supermicro"
+    if "lenovo" in s:
+        return "lenovo"
     return ""
 
 
@@ -192,7 +194,10 @@ def read_bios(get, address, vendor="auto"):
         settings = fetch(out["settings_uri"], out["settings_uri"])
         if settings is None:
             return out
-        out["pending"] = settings.get("Attributes") or {}
+        # iLO and XCC answer with every attribute, Dell and Supermicro with
+        # the pending ones: pending is what differs from the current value
+        out["pending"] = dict((k, v) for k, v in (settings.get("Attributes") or {}).items()
+                              if out["current"].get(k) != v)
     if out["vendor"] == "supermicro" and bios.get("AttributeRegistry"):
         # Optional: without the registry the keys are matched by their shape.
         regfile = registry_file(get, _odata(root, "Registries"), bios["AttributeRegistry"])
@@ -213,10 +218,12 @@ def registry_file(get, registries_uri, name):
     """The registry file resource of registry ``name`` (a Bios resource's
     ``AttributeRegistry``, such as ``BiosAttributeRegistry.v1_0_0``), found
     through the service's Registries collection, never by building its URI: a
-    member whose ``Id`` or ``Registry`` is the name, or whose URI ends in it
-    or in the name without its version (iDRAC lists
-    ``.../Registries/BiosAttributeRegistry`` for ``BiosAttributeRegistry.v1_0_3``).
-    None when the service has no such file."""
+    member whose URI ends in the name, else in the same registry under
+    another version or none (a recorded iDRAC 9 lists
+    ``.../Registries/BiosAttributeRegistry.v1_0_0`` for
+    ``BiosAttributeRegistry.v1_0_3``, a recorded X13 ``.../BiosAttributeRegistry``
+    for ``BiosAttributeRegistry.v1_0_0``). None when the service has no such
+    file."""
     if not registries_uri:
         return None
     status, coll, _msg = get(registries_uri)
@@ -225,9 +232,9 @@ def registry_file(get, registries_uri, name):
     members = [_odata(m) for m in coll.get("Members") or [] if _odata(m)]
     base = name.split(".")[0]
     # the likely ones first: a URI ending in the name, then in its base
-    members.sort(key=lambda uri: (_last_segment(uri) != name, _last_segment(uri) != base))
+    members.sort(key=lambda uri: _last_segment(uri) != name)
     for uri in members:
-        if _last_segment(uri) not in (name, base):
+        if _last_segment(uri).split(".")[0] != base:
             continue
         status, regfile, _msg = get(uri)
         if status == 200 and isinstance(regfile, dict) and (

@@ -94,6 +94,10 @@ class ActionModule(ActionBase):
                 return result
         previous = (args["previous"] or "").strip()
         start = time.monotonic()
+        if args["reboot_command"] and self._task.check_mode:
+            # nothing is rebooted in check mode: say it would be, and wait for nothing
+            result.update(changed=True, rebooted=False, attempts=0, elapsed=0)
+            return result
         rebooted = False
         if args["reboot_command"] and not self._task.check_mode:
             if not previous:

@@ -13,10 +13,12 @@ module: bios_facts
 short_description: Read a server's current and pending BIOS attributes through its Redfish BMC, in one call
 version_added: "0.1.0"
 description:
-  - Follows the links of the Redfish service from C(/redfish/v1/Systems) to the first system, its C(Bios)
+  - Follows the links of the Redfish service from its service root C(/redfish/v1/) through C(Systems) to the
+    first system, its C(Bios)
     resource (the current C(Attributes)) and the C(@Redfish.Settings) object of that resource (the attributes
-    pending the next reset). For Supermicro it also reads the BIOS attribute registry, whose C(DisplayName)s
-    resolve the BIOS's per-version attribute keys.
+    pending the next reset: those that differ from the current value). For Supermicro it also reads the BIOS
+    attribute registry, found through the root's C(Registries) collection, whose C(DisplayName)s resolve the
+    BIOS's per-version attribute keys.
   - community.general.redfish_info reads the current attributes but not the pending ones; this module reads
     both in one execution, so the bios role and the doctor's layer 2 cost one call per node.
   - "Runs where the BMC is reachable, normally the controller (C(delegate_to: localhost))."

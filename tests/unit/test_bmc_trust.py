@@ -8,6 +8,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -34,6 +35,8 @@ def test_addresses_are_named_host_port():
     assert bt.key("127.0.0.1:8443") == "127.0.0.1:8443"
     assert bt.key("[fe80::1]:8443") == "[fe80::1]:8443"
     assert bt.key("bmc-a01.example.net") == "bmc-a01.example.net:443"
+    with pytest.raises(bt.TrustError, match="BMC address 'bmc-a01:https': port 'https' is not a number"):
+        bt.key("bmc-a01:https")
 
 
 def test_the_file_is_read_line_by_line_and_a_line_it_cannot_read_fails_quoted():
@@ -70,6 +73,14 @@ def test_record_pins_once_under_a_lock_and_never_over_another_pin(tmp_path):
     assert sorted(r[0] for r in results) == ["new"] * 4 + ["trusted"] * 12
     assert bt.record(str(path), "10.0.0.1", FP_B)[0] == "changed"
     assert len(path.read_text().splitlines()) == 4
+    # a file edited by hand without its last newline: the new pin starts its own line
+    edited = tmp_path / "edited"
+    edited.write_text("# the rack's BMCs, pinned\n10.0.0.1:443 %s" % FP_A)
+    assert bt.record(str(edited), "10.0.0.2", FP_B)[0] == "new"
+    assert bt.parse_known(edited.read_text()) == {"10.0.0.1:443": FP_A, "10.0.0.2:443": FP_B}
+    edited.write_text("# a comment without its newline")
+    bt.record(str(edited), "10.0.0.3", FP_A)
+    assert bt.parse_known(edited.read_text()) == {"10.0.0.3:443": FP_A}
 
 
 class TlsServer:
@@ -130,7 +141,11 @@ def test_the_pinned_context_sends_nothing_to_another_certificate(tmp_path):
         assert real.received and b"Authorization: Basic" in real.received[-1]
         get = redfish_bios.https_getter("127.0.0.1:%d" % impostor.port, "root", "s3cret", pin=pin, timeout=5)
         status, body, error = get("/redfish/v1")
-        assert status == -1 and body is None and "is not the pinned %s" % pin in error
+        assert status == -2 and body is None and "is not the pinned %s" % pin in error
+        assert error.startswith("BMC not trusted: ") and error.endswith("; nothing was sent")
+        deadline = time.monotonic() + 5
+        while not impostor.received and time.monotonic() < deadline:    # the server thread records it
+            time.sleep(0.05)
         assert impostor.received and all(data == b"" for data in impostor.received)   # not one byte of the request
     finally:
         real.close()

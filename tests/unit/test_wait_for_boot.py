@@ -173,5 +173,5 @@ def test_reboot_in_check_mode_reboots_nothing_and_says_changed(tmp_path):
     command = answers(tmp_path, "boot-1")
     proc, res = reboot(tmp_path, "echo reboot >> %s" % (tmp_path / "reboots"), command, check=True)
     assert proc.returncode == 0, proc.stdout[-3000:]
-    assert res["changed"] is True and res["rebooted"] is False
+    assert res["changed"] is True and res["rebooted"] is False and res["attempts"] == 0
     assert not (tmp_path / "reboots").exists()

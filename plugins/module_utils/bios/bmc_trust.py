@@ -66,6 +66,8 @@ def split_address(address, default_port=443):
         return host, int(rest[1:]) if rest.startswith(":") and rest[1:] else default_port
     if text.count(":") == 1:
         host, port = text.split(":")
+        if not port.isdigit():
+            raise TrustError("BMC address %r: port %r is not a number" % (address, port))
         return host, int(port)
     return text, default_port
 
@@ -112,9 +114,12 @@ def verdict(address, seen, known):
 
 
 def read_known(path):
-    """The pins of ``path`` ({} when the file does not exist yet)."""
+    """The pins of ``path`` ({} when the file does not exist yet), read under
+    a shared lock, so a line another fork is appending is never read half."""
     try:
         with open(path) as fh:
+            if fcntl is not None:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
             return parse_known(fh.read(), path)
     except (IOError, OSError) as exc:
         if exc.errno == errno.ENOENT:
@@ -140,9 +145,12 @@ def record(path, address, seen):
             fcntl.flock(fd, fcntl.LOCK_EX)
         with os.fdopen(os.dup(fd)) as fh:
             fh.seek(0)
-            status, message = verdict(address, seen, parse_known(fh.read(), path))
+            text = fh.read()
+            status, message = verdict(address, seen, parse_known(text, path))
         if status == "new":
-            os.write(fd, ("%s %s\n" % (key(address), seen)).encode("ascii"))
+            # a file edited by hand may end without a newline: the pin starts its own line
+            lead = "\n" if text and not text.endswith("\n") else ""
+            os.write(fd, ("%s%s %s\n" % (lead, key(address), seen)).encode("ascii"))
         return status, message
     finally:
         os.close(fd)
@@ -178,7 +186,12 @@ class PinMismatch(ssl.SSLError):
 def pinned_context(pin):
     """A TLS client context that accepts exactly the certificate whose
     fingerprint is ``pin`` (no CA, no host name: the pin is the trust), checked
-    after each handshake and before anything is sent on the connection."""
+    after each handshake and before anything is sent on the connection.
+
+    The check is in the socket's ``do_handshake``, which ``wrap_socket`` runs
+    before returning (``do_handshake_on_connect``, as http.client and urllib
+    use it): a caller that wraps with ``do_handshake_on_connect=False`` or
+    uses ``wrap_bio`` gets no check and must not be given this context."""
 
     class PinnedSocket(ssl.SSLSocket):
         def do_handshake(self, *args, **kwargs):

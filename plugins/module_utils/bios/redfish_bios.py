@@ -5,15 +5,17 @@
 and, for Supermicro, the attribute registry.  Plain Python; the HTTP client is
 passed in (``https_getter`` is the module's), so tests drive it with or without a BMC.
 
-The walk follows the links the service gives, never guessed paths:
-``/redfish/v1/Systems`` -> first member -> its ``Bios`` -> the Bios
-resource's ``@Redfish.Settings.SettingsObject`` (``Bios/Settings`` on Dell
-and most others, ``Bios/SD`` on Supermicro) -> for Supermicro, the
-``AttributeRegistry`` file under ``/redfish/v1/Registries`` and its English
-``Location``.
+The walk follows the links the service gives, never guessed paths: the
+service root ``/redfish/v1/`` -> its ``Systems`` -> first member -> its
+``Bios`` -> the Bios resource's ``@Redfish.Settings.SettingsObject``
+(``Bios/Settings`` on Dell, ``bios/settings/`` on iLO, ``Bios/SD`` on
+Supermicro, ``Bios/Pending`` on XCC) -> for Supermicro, the registry file of
+its ``AttributeRegistry`` in the root's ``Registries`` collection and that
+file's English ``Location``.
 
 ``get(path)`` returns ``(status, body, message)``: the HTTP status (``-1``
-when nothing answered), the decoded JSON body (``None`` when there is none)
+when nothing answered, ``-2`` when the BMC's certificate was not the pinned
+one and nothing was sent), the decoded JSON body (``None`` when there is none)
 and a message for errors.
 """
 
@@ -80,6 +82,8 @@ def https_getter(address, username, password, validate_certs=False, timeout=30, 
         except HTTPError as exc:
             return exc.code, None, str(exc)
         except Exception as exc:  # pylint: disable=broad-except  # any transport error: no answer
+            if "is not the pinned" in str(exc):
+                return -2, None, "BMC not trusted: %s at %s; nothing was sent" % (exc, address)
             return -1, None, str(exc)
         try:
             return status, json.loads(raw.decode("utf-8") or "null"), ""
@@ -103,6 +107,8 @@ def manufacturer_vendor(name):
 
 
 def _error(address, status, message, what):
+    if status == -2:
+        return str(message)
     if status in (401, 403):
         return ("wrong credentials: the BMC at %s rejected bmc_username/bmc_password (HTTP %d)"
                 % (address, status))

@@ -58,7 +58,8 @@ _NAMED = {
     "hpe": {
         "sriov": {"intel": ["Sriov"], "amd": ["Sriov"]},
         "iommu": {"intel": ["IntelProcVtd"], "amd": ["ProcAmdIoVt"]},
-        "acs": {"intel": ["AccessControlService"], "amd": ["AccessControlService"]},
+        # the recorded iLO 5's name first; AcsControl kept for BIOSes that spell it so
+        "acs": {"intel": ["AccessControlService", "AcsControl"], "amd": ["AccessControlService", "AcsControl"]},
     },
     "lenovo": {
         "sriov": {"intel": ["DevicesandIOPorts_SRIOV"], "amd": []},

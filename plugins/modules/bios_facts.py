@@ -16,7 +16,7 @@ description:
   - Follows the links of the Redfish service from its service root C(/redfish/v1/) through C(Systems) to the
     first system, its C(Bios)
     resource (the current C(Attributes)) and the C(@Redfish.Settings) object of that resource (the attributes
-    pending the next reset: those that differ from the current value). For Supermicro it also reads the BIOS
+    pending the next reset, those that differ from the current value). For Supermicro it also reads the BIOS
     attribute registry, found through the root's C(Registries) collection, whose C(DisplayName)s resolve the
     BIOS's per-version attribute keys.
   - community.general.redfish_info reads the current attributes but not the pending ones; this module reads

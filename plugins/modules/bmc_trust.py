@@ -25,7 +25,7 @@ description:
   - The bmc and bios roles, and the bmc role's reset path, run it before their first Redfish call
     (C(bmc_pin_certs), on unless C(bmc_validate_certs) verifies against a CA); the collection's own reads then
     hold every connection to the pin before the request is written (M(gpufabric.stack.bios_facts)), and the
-    doctor does the same in its BMC read. community.general's Redfish modules take no pin: they run after this
+    doctor does the same in its BMC read. community.general's Redfish modules take no pin; they run after this
     check on connections of their own, a window that only a CA (C(bmc_ca_path)) closes.
   - An action plugin; it runs on the controller.
 options:

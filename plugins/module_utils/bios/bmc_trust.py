@@ -135,8 +135,12 @@ def record(path, address, seen):
     certificate for it (``changed``: nothing is written)."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
-        if not os.path.isdir(directory):
+        try:
             os.makedirs(directory)
+        except OSError as exc:
+            # another fork made it first
+            if exc.errno != errno.EEXIST or not os.path.isdir(directory):
+                raise
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     except (IOError, OSError) as exc:
         raise TrustError("cannot write the known BMC certificates %s: %s" % (path, exc))

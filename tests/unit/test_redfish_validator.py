@@ -48,8 +48,9 @@ def test_the_twins_bmc_passes_dmtfs_service_validator(vendor, tmp_path):
     assert failed == 0 and proc.returncode == 0, "\n".join(problems) or proc.stdout[-3000:]
     # every resource the twin links was reached: the service root, the system, its Bios and settings,
     # the attribute registry (through the Registries collection), managers, chassis, sessions
-    for resource in ("/redfish/v1/Systems/", "/Bios", "/Registries", "/Managers/", "/Chassis/", "/SessionService"):
-        assert "Validating " in proc.stdout and resource in proc.stdout, (resource, proc.stdout[-3000:])
+    walked = re.findall(r"^Validating (\S+?)\.\.\.$", proc.stdout, re.M)
+    for resource in ("/redfish/v1/Systems/", "/Bios", "/Registries/", "/Managers/", "/Chassis/", "/SessionService"):
+        assert any(resource in uri for uri in walked), (resource, walked)
     assert passed > 250
     oem = OEM_TYPES.get(vendor)
     allowed = ["Unable to locate the schema definition for the '%s' type" % oem] if oem else []

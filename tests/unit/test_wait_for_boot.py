@@ -21,11 +21,7 @@ PLAY = """- hosts: localhost
   gather_facts: false
   tasks:
     - name: Wait
-      gpufabric.stack.wait_for_boot:
-        previous: "{previous}"
-        boot_time_command: "{command}"
-        sleep: {sleep}
-        timeout: {timeout}
+      gpufabric.stack.wait_for_boot: {args}
       register: waited
     - name: Keep the result
       ansible.builtin.copy:
@@ -36,16 +32,23 @@ PLAY = """- hosts: localhost
 """
 
 
-def run(tmp_path, previous, sleep=1, timeout=30, check=False, command=None):
+def play(tmp_path, args, check=False):
+    """ansible-playbook of one wait_for_boot task with ``args`` on localhost:
+    (the run, the task's result or None)."""
     out = tmp_path / "result.json"
-    play = tmp_path / "play.yml"
-    play.write_text(PLAY.format(previous=previous, command=command or "cat %s" % (tmp_path / "marker"), sleep=sleep,
-                                timeout=timeout, out=out))
+    path = tmp_path / "play.yml"
+    path.write_text(PLAY.format(args=json.dumps(args), out=out))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", "localhost,", str(play)] + (["--check"] if check else []),
+    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", "localhost,", str(path)] + (["--check"] if check else []),
                           env=env, capture_output=True, text=True, timeout=120)
     return proc, (json.loads(out.read_text()) if out.exists() else None)
+
+
+def run(tmp_path, previous, sleep=1, timeout=30, check=False, command=None):
+    """The bmc role's reset path: wait for a marker other than ``previous``."""
+    return play(tmp_path, {"previous": previous, "boot_time_command": command or "cat %s" % (tmp_path / "marker"),
+                           "sleep": sleep, "timeout": timeout}, check=check)
 
 
 def answers(tmp_path, *replies):
@@ -106,36 +109,10 @@ def test_negative_values_fail_before_waiting(tmp_path):
     assert "localhost: sleep must not be negative, got -1" in proc.stdout
 
 
-REBOOT_PLAY = """- hosts: localhost
-  connection: local
-  gather_facts: false
-  tasks:
-    - name: Reboot and wait
-      gpufabric.stack.wait_for_boot:
-        reboot_command: "{reboot}"
-        boot_time_command: "{command}"
-        test_command: "{test}"
-        sleep: 1
-        timeout: {timeout}
-      register: waited
-    - name: Keep the result
-      ansible.builtin.copy:
-        content: "{{{{ waited | to_json }}}}"
-        dest: "{out}"
-        mode: "0644"
-      check_mode: false
-"""
-
-
 def reboot(tmp_path, reboot_cmd, command, test="true", timeout=30, check=False):
-    out = tmp_path / "result.json"
-    play = tmp_path / "reboot.yml"
-    play.write_text(REBOOT_PLAY.format(reboot=reboot_cmd, command=command, test=test, timeout=timeout, out=out))
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", "localhost,", str(play)] + (["--check"] if check else []),
-                          env=env, capture_output=True, text=True, timeout=120)
-    return proc, (json.loads(out.read_text()) if out.exists() else None)
+    """The reboot role's path: reboot with ``reboot_cmd``, then wait."""
+    return play(tmp_path, {"reboot_command": reboot_cmd, "boot_time_command": command, "test_command": test,
+                           "sleep": 1, "timeout": timeout}, check=check)
 
 
 def test_reboot_reads_the_marker_reboots_and_waits_for_a_new_boot_and_the_test(tmp_path):

@@ -89,12 +89,13 @@ PROFILES = {
 
 
 def service_root_oem(vendor: str, system: dict) -> dict:
-    """The service root's ``Oem`` as the vendor's BMC serves it, with the
-    ``@odata.type`` the DMTF Service Validator requires of an OEM object:
-    iDRAC 9's DellServiceRoot (published Redfish dumps of a PowerEdge R650 on
-    5.10 and of an R750), iLO 5/6's HpeiLOServiceExt (published iLO 5 service
-    roots; ManagerType as iLO 6 gives it). No Supermicro recording shows one:
-    none is served."""
+    """The service root's ``Oem`` as the vendor's BMC serves it: iDRAC 9's
+    DellServiceRoot (recorded R750, tests/unit/fixtures/bmc_real/dell; published
+    dumps of an R650), iLO's HpeiLOServiceExt (recorded iLO 5 DL385; ManagerType
+    as iLO 6 gives it), and the X13's ``Supermicro`` object without an
+    ``@odata.type`` (recorded SYS-821GE-TNHR; its DumpService link, a resource
+    the twin does not serve, left out), which DMTF's Service Validator warns
+    about on the real one as on the twin."""
     if vendor == "dell":
         return {"Oem": {"Dell": {"@odata.context": "/redfish/v1/$metadata#DellServiceRoot.DellServiceRoot",
                                  "@odata.type": "#DellServiceRoot.v1_0_0.DellServiceRoot",
@@ -105,7 +106,7 @@ def service_root_oem(vendor: str, system: dict) -> dict:
                                 "@odata.type": "#HpeiLOServiceExt.v2_3_0.HpeiLOServiceExt",
                                 "Manager": [{"ManagerType": PROFILES["hpe"]["manager_model"],
                                              "ManagerFirmwareVersion": PROFILES["hpe"]["manager_firmware"]}]}}}
-    return {}
+    return {"Oem": {"Supermicro": {}}}
 
 
 def _enum(name, display, values, default, menu, help_text=""):

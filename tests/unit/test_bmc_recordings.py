@@ -126,3 +126,20 @@ def test_the_twins_bmc_reads_as_its_recording(vendor, tmp_path):
                   if [a.rsplit("_", 1)[0] if vendor == "supermicro" else a for a in twin_state["attributes"][s]]
                   != [a.rsplit("_", 1)[0] if vendor == "supermicro" else a for a in real_state["attributes"][s]])
     assert differ == ({"acs": (["PcieAcsControl"], [])} if vendor == "dell" else {}), differ
+    # the service root's Oem object: the same vendor key and type (the version aside)
+    real_root, twin_root = replay(vendor)("/redfish/v1/")[1], twin_root_of(vendor, tmp_path)
+    kind = lambda root: dict((k, str((v or {}).get("@odata.type") or "").split(".")[0])   # noqa: E731
+                             for k, v in (root.get("Oem") or {}).items())
+    assert kind(twin_root) == kind(real_root), (kind(twin_root), kind(real_root))
+
+
+def twin_root_of(vendor, tmp_path):
+    """The twin BMC's service root, of a second lab (the first one stopped)."""
+    lab = BmcLab(tmp_path / "lab2", [{"name": "n1", "port": 0, "vendor": vendor, "username": "root",
+                                      "password": "calvin", "container": "c1"}], FakePowerDriver(initial="On"))
+    lab.start()
+    try:
+        return redfish_bios.https_getter("127.0.0.1:%d" % lab.bmcs["n1"].port, "root", "calvin", timeout=10)(
+            "/redfish/v1/")[1]
+    finally:
+        lab.stop()

@@ -4,7 +4,8 @@
 walked and checked against its schema; no FAIL. The one WARN allowed is the
 vendor's own OEM extension of the service root, whose schema is the vendor's
 (its CSDL is served by the BMC's vendor, not DMTF): the validator cannot find
-it in DSP8010, which says so as a warning."""
+it in DSP8010, which says so as a warning; for Supermicro, the OEM object
+without an @odata.type, as the recorded X13 serves it."""
 
 import re
 import subprocess
@@ -53,5 +54,7 @@ def test_the_twins_bmc_passes_dmtfs_service_validator(vendor, tmp_path):
         assert any(resource in uri for uri in walked), (resource, walked)
     assert passed > 250
     oem = OEM_TYPES.get(vendor)
-    allowed = ["Unable to locate the schema definition for the '%s' type" % oem] if oem else []
+    # the recorded X13 serves its Oem object without @odata.type: the validator warns on it as on the twin
+    allowed = (["Unable to locate the schema definition for the '%s' type" % oem] if oem
+               else ["/Oem/Supermicro/@odata.type ([Not Present]): Required Property Error"])
     assert warned == len(allowed) and all(any(a in line for a in allowed) for line in problems), problems

@@ -25,11 +25,12 @@ def bios_vendor(name):
         raise AnsibleFilterError(str(exc))
 
 
-def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=False, registry=None, pending=None):
+def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=False, registry=None, pending=None,
+              job_queue="", bios_jobs=None):
     from ansible_collections.gpufabric.stack.plugins.plugin_utils.bios import bios_attributes
     try:
         return bios_attributes.bios_plan(current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry,
-                                         pending=pending)
+                                         pending=pending, job_queue=job_queue, bios_jobs=bios_jobs)
     except bios_attributes.BiosError as exc:
         raise AnsibleFilterError(str(exc))
 

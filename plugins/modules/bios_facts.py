@@ -143,6 +143,20 @@ registry:
   description: The English BIOS attribute registry (Supermicro only; empty otherwise or when unavailable).
   type: dict
   returned: always
+job_queue:
+  description:
+    - The job queue the pending settings object links (iDRAC's C(Oem.Dell.Jobs)), empty where the BMC has none.
+      iDRAC applies pending BIOS settings at a reset only through a BIOS configuration job.
+  type: str
+  returned: always
+bios_jobs:
+  description:
+    - Where there are pending settings and a job queue, its BIOS configuration jobs that have not run yet (the
+      last 16 members read), each with C(id), C(state), C(message) and C(uri); V(null) when the queue could not
+      be read.
+  type: list
+  elements: dict
+  returned: always
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -167,7 +181,8 @@ def main():
     empty = redfish_bios.empty_credentials(p["baseuri"], p["username"], p["password"])
     if empty:
         module.exit_json(changed=False, error=empty, status=0, manufacturer="", vendor="", system_uri="", system={},
-                         bios_uri="", settings_uri="", current={}, pending={}, registry={})
+                         bios_uri="", settings_uri="", current={}, pending={}, registry={},
+                         job_queue="", bios_jobs=[])
     address = redfish_bios.bmc_address(p["baseuri"])
     get = redfish_bios.https_getter(address, p["username"], p["password"],
                                     validate_certs=p["validate_certs"], timeout=p["timeout"], pin=p["pin"],

@@ -11,6 +11,10 @@ and ``iDRAC.Embedded.1`` for Dell, ``1`` for HPE and Supermicro):
   ``Bios/Settings``), ``Bios/Settings`` (PATCH stores *pending* attributes,
   validated against the registry; pending values equal to current ones are
   dropped), ``Bios/Actions/Bios.ResetBios`` (stages factory defaults);
+* Dell only: the iDRAC job queue ``Managers/<M>/Oem/Dell/Jobs`` (also at
+  ``Managers/<M>/Jobs``, where POST ``{"TargetSettingsURI"}`` makes a BIOS
+  configuration job); pending BIOS settings apply at a reset only through a
+  scheduled job (see ``JOB_SCHEDULED``), as iDRAC does;
 * ``Registries`` with the vendor's BIOS ``AttributeRegistry`` file and its
   English registry (``RegistryEntries.Attributes`` with ``DisplayName``);
 * ``Managers``, ``Chassis``, ``SessionService/Sessions`` (POST returns
@@ -20,8 +24,9 @@ Authentication is HTTP basic or a session token; anything else gets 401 with
 a Redfish error body.  Reset types ``On``, ``ForceOn``, ``ForceOff``,
 ``GracefulShutdown``, ``GracefulRestart``, ``ForceRestart``, ``PowerCycle``,
 ``PushPowerButton`` and ``Nmi`` act through the power driver; every power-on
-or restart first makes pending BIOS settings current and consumes a one-time
-boot override, like POST.  As a real BMC does, the podman driver's BMCs
+or restart first makes pending BIOS settings current (on Dell, those of a
+scheduled job or of ResetBios) and consumes a one-time boot override, like
+POST.  As a real BMC does, the podman driver's BMCs
 answer a reset request (204) before they carry it out, in a thread; one BMC's
 power actions run one after the other.  A failure there is logged, as a real
 BMC logs it in its event log.  The in-memory driver acts before the answer.
@@ -61,13 +66,32 @@ BOOT_OPTIONS = [
 ]
 
 
+# iDRAC's BIOS configuration jobs (Dell's iDRAC-Redfish-Scripting and the
+# DellJob resources of a recorded iDRAC 9, tests/unit/fixtures/bmc_real):
+# pending BIOS settings apply at a reset only through a scheduled job, made by
+# a PATCH carrying "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"}
+# (202, the job in Location) or by POST .../Jobs {"TargetSettingsURI"}; while
+# one is scheduled, another PATCH is refused with SYS011, whose body is a
+# live iDRAC 9's (an R760xd2's, quoted in bmclib's tests).
+JOB_SCHEDULED = {"JobState": "Scheduled", "Message": "Task successfully scheduled.", "MessageId": "JCP001",
+                 "PercentComplete": 0}
+JOB_COMPLETED = {"JobState": "Completed", "Message": "Job completed successfully.", "MessageId": "PR19",
+                 "PercentComplete": 100}
+SYS011 = ("Pending configuration values are already committed, unable to perform another set operation.",
+          "Wait for the scheduled job to complete or delete the configuration jobs before attempting more set "
+          "attribute operations. If issue still persists perform iDRAC reboot.")
+
+
 class RedfishError(Exception):
-    def __init__(self, status: int, message_id: str, message: str, headers=None):
+    def __init__(self, status: int, message_id: str, message: str, headers=None, error=None):
         super().__init__(message)
         self.status, self.message_id, self.message = status, message_id, message
         self.headers = headers or {}
+        self.error = error  # a vendor's own error body, served as it is
 
     def body(self) -> dict:
+        if self.error is not None:
+            return self.error
         return {"error": {
             "code": f"Base.1.8.{self.message_id}",
             "message": self.message,
@@ -143,6 +167,8 @@ class Bmc:
         self.mid = self.profile["manager_id"]
         self.cid = self.profile["chassis_id"]
         self.reg = self.profile["registry"]
+        self.bios_jobs = bool(self.profile.get("bios_jobs"))
+        self.jobs_uri = f"{R}/Managers/{self.mid}/Oem/Dell/Jobs"
         self.bios_path = ensure_state(state_dir, entry)
         self.sessions: dict[str, str] = {}   # token -> session id
         self._power_lock = threading.Lock()
@@ -236,9 +262,17 @@ class Bmc:
         base = f"{R}/Systems/{self.sid}/Bios"
         sd = self.profile["settings_id"]
         if settings:
-            return {"@odata.id": f"{base}/{sd}", "@odata.type": "#Bios.v1_2_0.Bios",
-                    "Id": sd, "Name": "BIOS Configuration Pending Settings",
-                    "AttributeRegistry": self.reg, "Attributes": dict(d["pending"])}
+            out = {"@odata.id": f"{base}/{sd}", "@odata.type": "#Bios.v1_2_0.Bios",
+                   "Id": sd, "Name": "BIOS Configuration Pending Settings",
+                   "AttributeRegistry": self.reg, "Attributes": dict(d["pending"])}
+            if self.bios_jobs:
+                # as the recorded iDRAC 9 serves it: the job queue linked
+                out["Description"] = ("BIOS Configuration Pending Settings. These settings will be applied on "
+                                      "next system reboot.")
+                out["Oem"] = {"Dell": {"@odata.context": "/redfish/v1/$metadata#DellManager.DellManager",
+                                       "@odata.type": "#DellManager.v1_2_0.DellManager",
+                                       "Jobs": {"@odata.id": self.jobs_uri}}}
+            return out
         return {
             "@odata.id": base, "@odata.type": "#Bios.v1_2_0.Bios", "Id": "Bios",
             "Name": "BIOS Configuration Current Settings", "AttributeRegistry": self.reg,
@@ -302,6 +336,16 @@ class Bmc:
             return self.registry_file()
         if path == f"{R}/Registries/{self.reg}/Registry":
             return self.registry()
+        if self.bios_jobs and path in (self.jobs_uri, f"{R}/Managers/{self.mid}/Jobs"):
+            return {"@odata.context": "/redfish/v1/$metadata#DellJobCollection.DellJobCollection",
+                    "@odata.type": "#DellJobCollection.DellJobCollection", "@odata.id": path,
+                    "Description": "Collection of Job Instances",
+                    "Members": [{"@odata.id": f"{path}/{j['Id']}"} for j in self.load().get("jobs", [])],
+                    "Members@odata.count": len(self.load().get("jobs", [])), "Name": "JobQueue"}
+        if self.bios_jobs:
+            for j in self.load().get("jobs", []):
+                if path in (f"{self.jobs_uri}/{j['Id']}", f"{R}/Managers/{self.mid}/Jobs/{j['Id']}"):
+                    return self.job(path, j)
         if path == f"{R}/Managers":
             return self.collection(path, "ManagerCollection", "Manager Collection",
                                    [f"{path}/{self.mid}"])
@@ -340,6 +384,53 @@ class Bmc:
                 return {"@odata.id": path, "@odata.type": "#Session.v1_6_0.Session",
                         "Id": sid, "Name": "User Session", "UserName": self.username}
         raise RedfishError(404, "ResourceMissingAtURI", f"The resource at the URI {path} was not found.")
+
+    @staticmethod
+    def job(path: str, j: dict) -> dict:
+        """A DellJob as the recorded iDRAC 9 serves one."""
+        return {"@odata.context": "/redfish/v1/$metadata#DellJob.DellJob", "@odata.id": path,
+                "@odata.type": "#DellJob.v1_2_0.DellJob", "ActualRunningStartTime": j.get("ActualRunningStartTime"),
+                "ActualRunningStopTime": j.get("CompletionTime"), "CompletionTime": j.get("CompletionTime"),
+                "Description": "Job Instance", "EndTime": "TIME_NA", "Id": j["Id"], "JobState": j["JobState"],
+                "JobType": "BIOSConfiguration", "Message": j["Message"], "MessageArgs": [],
+                "MessageArgs@odata.count": 0, "MessageId": j["MessageId"], "Name": "Configure: BIOS.Setup.1-1",
+                "PercentComplete": j["PercentComplete"], "StartTime": j["StartTime"], "TargetSettingsURI": None}
+
+    def scheduled_job(self, d: dict) -> dict | None:
+        return next((j for j in d.get("jobs", []) if j["JobState"] == "Scheduled"), None)
+
+    def _new_job(self, d: dict) -> str:
+        import time as _time
+        jid = "JID_%012d" % (int(_time.time() * 1000) % 10**12)
+        while any(j["Id"] == jid for j in d.get("jobs", [])):
+            jid = "JID_%012d" % (int(jid[4:]) + 1)
+        d.setdefault("jobs", []).append(dict(JOB_SCHEDULED, Id=jid, StartTime=_time.strftime("%Y-%m-%dT%H:%M:%S"),
+                                             CompletionTime=None))
+        return f"{R}/Managers/{self.mid}/Jobs/{jid}"
+
+    def _sys011(self, attrs) -> RedfishError:
+        names = sorted(attrs)
+        return RedfishError(400, "GeneralError", SYS011[0], error={"error": {
+            "@Message.ExtendedInfo": [{
+                "Message": SYS011[0], "MessageArgs": names[:1], "MessageArgs@odata.count": len(names[:1]),
+                "MessageId": "IDRAC.2.9.SYS011", "RelatedProperties": ["#/Attributes/%s" % n for n in names[:1]],
+                "RelatedProperties@odata.count": len(names[:1]), "Resolution": SYS011[1], "Severity": "Warning"}],
+            "code": "Base.1.12.GeneralError",
+            "message": "A general error has occurred. See ExtendedInfo for more information"}})
+
+    def create_job(self, body: dict) -> str:
+        """POST .../Jobs {"TargetSettingsURI": the BIOS settings object}: the
+        job that applies the pending settings at the next reset."""
+        target = f"{R}/Systems/{self.sid}/Bios/{self.profile['settings_id']}"
+        if body.get("TargetSettingsURI") != target:
+            raise RedfishError(400, "PropertyValueNotInList",
+                               f"TargetSettingsURI must be {target}; got {body.get('TargetSettingsURI')!r}")
+        with state.update_bios(self.bios_path) as d:
+            if self.scheduled_job(d):
+                raise self._sys011(d["pending"] or {"TargetSettingsURI": target})
+            if not d["pending"]:
+                raise RedfishError(400, "GeneralError", "No pending data present to create a Configuration job.")
+            return self._new_job(d)
 
     # -- modifications --------------------------------------------------
     def patch_system(self, body: dict) -> None:
@@ -393,10 +484,22 @@ class Bmc:
                 raise RedfishError(400, "PropertyValueNotInList",
                                    f"The value {v} for the property {k} is not in the list of "
                                    f"acceptable values {allowed}.")
+        apply_time = (body.get("@Redfish.SettingsApplyTime") or {}).get("ApplyTime")
+        if apply_time is not None and apply_time != "OnReset":
+            raise RedfishError(400, "PropertyValueNotInList",
+                               f"The value {apply_time} for @Redfish.SettingsApplyTime/ApplyTime is not in the "
+                               f"list of acceptable values ['OnReset'].")
+        location = None
         with state.update_bios(self.bios_path) as d:
+            if self.bios_jobs and self.scheduled_job(d):
+                raise self._sys011(attrs)
             d["pending"].update(attrs)
             d["pending"] = {k: v for k, v in d["pending"].items() if d["current"].get(k) != v}
-        return self.bios(settings=True)
+            if self.bios_jobs and apply_time == "OnReset" and d["pending"]:
+                location = self._new_job(d)
+        if location:
+            return 202, self.bios(settings=True), {"Location": location}
+        return 200, self.bios(settings=True), {}
 
     def reset_bios(self) -> None:
         d = self.load()
@@ -404,10 +507,25 @@ class Bmc:
             defaults = vendors.factory_defaults(self.vendor, d.get("cpu_vendor", "intel"),
                                                 d["system"]["bios_version"])
             d["pending"] = {k: v for k, v in defaults.items() if d["current"].get(k) != v}
+            # the defaults apply at the next reset without a job
+            d["pending_by_reset_bios"] = True
 
     def _post(self) -> None:
+        import time as _time
         with state.update_bios(self.bios_path) as d:
+            job = self.scheduled_job(d) if self.bios_jobs else None
+            if self.bios_jobs and not job and not d.pop("pending_by_reset_bios", False):
+                if d["pending"]:
+                    log.info("%s: POST left BIOS settings %s pending: no configuration job", self.name, d["pending"])
+                ov = d.get("boot_override")  # the one-time boot override is consumed all the same
+                if ov and ov.get("enabled") == "Once":
+                    ov.update(enabled="Disabled", target="None")
+                return
             changed = state.apply_pending(d)
+            d.pop("pending_by_reset_bios", None)
+            if job:
+                now = _time.strftime("%Y-%m-%dT%H:%M:%S")
+                job.update(JOB_COMPLETED, ActualRunningStartTime=now, CompletionTime=now)
         if changed:
             log.info("%s: POST applied BIOS settings %s", self.name, changed)
 
@@ -548,6 +666,9 @@ class Handler(BaseHTTPRequestHandler):
                     return self._send(204)
                 if path == f"{R}/Managers/{b.mid}/Actions/Manager.Reset":
                     return self._send(204)
+                if b.bios_jobs and path in (b.jobs_uri, f"{R}/Managers/{b.mid}/Jobs"):
+                    loc = b.create_job(body)
+                    return self._send(200, None, {"Location": loc})
                 if path == f"{R}/SessionService/Sessions":
                     token, loc = b.create_session(body)
                     return self._send(201, b.get(loc), {"X-Auth-Token": token, "Location": loc})
@@ -559,7 +680,7 @@ class Handler(BaseHTTPRequestHandler):
                     b.patch_system(body)
                     return self._send(200, b.system())
                 if path == f"{sys_base}/Bios/{b.profile['settings_id']}":
-                    return self._send(200, b.patch_settings(body))
+                    return self._send(*b.patch_settings(body))
                 b.get(path)
                 msg = (f"{path} is read-only; PATCH {sys_base}/Bios/{b.profile['settings_id']} to stage BIOS "
                        f"settings." if path == f"{sys_base}/Bios" else f"PATCH is not allowed on {path}.")

@@ -53,6 +53,9 @@ PROFILES = {
         "registry": "BiosAttributeRegistry.v1_0_3",
         "settings_id": "Settings",
         "serial_prefix": "SVC",
+        # pending BIOS settings apply only through a configuration job
+        # (simlab/bmc/server.py, JOB_SCHEDULED)
+        "bios_jobs": True,
     },
     "hpe": {
         "manufacturer": "HPE",

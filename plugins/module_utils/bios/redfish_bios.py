@@ -147,7 +147,8 @@ def read_bios(get, address, vendor="auto"):
     when it was not read), ``bios_uri``, ``settings_uri``, ``current``,
     ``pending`` and ``registry``."""
     out = {"error": "", "status": 200, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
-           "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {}}
+           "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
+           "job_queue": "", "bios_jobs": []}
 
     def fetch(path, what):
         status, body, message = get(path)
@@ -204,6 +205,9 @@ def read_bios(get, address, vendor="auto"):
         # the pending ones: pending is what differs from the current value
         out["pending"] = dict((k, v) for k, v in (settings.get("Attributes") or {}).items()
                               if out["current"].get(k) != v)
+        out["job_queue"] = job_queue_uri(settings)
+        if out["job_queue"] and out["pending"]:
+            out["bios_jobs"] = open_bios_jobs(get, out["job_queue"])
     if out["vendor"] == "supermicro" and bios.get("AttributeRegistry"):
         # Optional: without the registry the keys are matched by their shape.
         regfile = registry_file(get, _odata(root, "Registries"), bios["AttributeRegistry"])
@@ -213,6 +217,42 @@ def read_bios(get, address, vendor="auto"):
             status, registry, _msg = get(english[0]["Uri"])
             if status == 200 and isinstance(registry, dict):
                 out["registry"] = registry
+    return out
+
+
+# iDRAC applies pending BIOS settings only through a configuration job; a
+# job in one of these states has not run yet (DellJob.v1_2_0's JobState).
+JOB_OPEN_STATES = ("New", "Scheduled", "Scheduling", "ReadyForExecution", "Waiting", "Running", "Downloading",
+                   "Downloaded", "Paused", "RebootPending", "PendingActivation")
+JOB_READ_MAX = 16
+
+
+def job_queue_uri(settings):
+    """The job queue a settings object links (iDRAC: ``Oem.Dell.Jobs``), or ''."""
+    for oem in ((settings or {}).get("Oem") or {}).values():
+        uri = _odata(oem, "Jobs") if isinstance(oem, dict) else ""
+        if uri:
+            return uri
+    return ""
+
+
+def open_bios_jobs(get, queue_uri):
+    """The BIOS configuration jobs of the queue that have not run:
+    ``[{"id", "state", "message", "uri"}]``, newest last; the last
+    JOB_READ_MAX members are read (a queue keeps old jobs).  None when the
+    queue cannot be read."""
+    status, queue, _msg = get(queue_uri)
+    if status != 200 or not isinstance(queue, dict):
+        return None
+    out = []
+    for member in (queue.get("Members") or [])[-JOB_READ_MAX:]:
+        uri = _odata(member)
+        status, job, _msg = get(uri) if uri else (0, None, "")
+        if status != 200 or not isinstance(job, dict):
+            continue
+        if job.get("JobType") == "BIOSConfiguration" and job.get("JobState") in JOB_OPEN_STATES:
+            out.append({"id": str(job.get("Id") or _last_segment(uri)), "state": job.get("JobState"),
+                        "message": str(job.get("Message") or ""), "uri": uri})
     return out
 
 

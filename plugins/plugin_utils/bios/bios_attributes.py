@@ -148,7 +148,7 @@ def _check(vendor, cpu_vendor):
 
 
 def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=False,
-              registry=None, pending=None):
+              registry=None, pending=None, job_queue="", bios_jobs=None):
     """What to stage so that the BIOS matches the intent.
 
     Returns ``{"desired": {attr: value}, "stage": {attr: value},
@@ -184,9 +184,20 @@ def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=F
                 if n in current:
                     desired[n] = _value(n, True, current, registry)
     stage = {k: v for k, v in desired.items() if current.get(k) != v and pending.get(k) != v}
+    by_name = dict((a["AttributeName"], a) for a in _registry_map(registry).values())
+    read_only = sorted(k for k in stage if by_name.get(k, {}).get("ReadOnly") is True)
+    if read_only:
+        _fail("%s BIOS: %s read-only in the attribute registry (current %s, wanted %s): it follows another setting "
+              "or cannot be set through Redfish; set it in BIOS setup"
+              % (vendor, ", ".join(read_only) + (" is" if len(read_only) == 1 else " are"),
+                 dict((k, current.get(k)) for k in read_only), dict((k, stage[k]) for k in read_only)))
     reset_needed = any(current.get(k) != v for k, v in desired.items())
+    open_jobs = list(bios_jobs or []) if job_queue else []
     return {"desired": desired, "stage": stage, "reset_needed": reset_needed,
-            "attributes": names, "skipped": skipped}
+            "attributes": names, "skipped": skipped,
+            "job_needed": bool(job_queue) and bios_jobs is not None and not open_jobs and reset_needed
+            and not stage,
+            "blocked_by": [j.get("id") for j in open_jobs] if stage else []}
 
 
 def bios_state(current, vendor, cpu_vendor="intel", registry=None):

@@ -42,7 +42,8 @@ def check(reading, intent, host):
         current, pending, registry = answer.get("current") or {}, answer.get("pending") or {}, answer.get("registry")
         state = bios_attributes.bios_state(current, vendor, cpu_vendor, registry=registry)
         plan = bios_attributes.bios_plan(current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry,
-                                         pending=pending)
+                                         pending=pending, job_queue=answer.get("job_queue") or "",
+                                         bios_jobs=answer.get("bios_jobs"))
     except bios_attributes.BiosError as exc:
         return result(2, "fail", "BIOS attributes not understood: %s" % exc,
                       ["manufacturer %s, bmc_vendor %s, bios_cpu_vendor %s"
@@ -54,9 +55,21 @@ def check(reading, intent, host):
     def now(attrs):
         return json.dumps(dict((n, current.get(n)) for n in attrs))
 
+    queue, jobs = answer.get("job_queue") or "", answer.get("bios_jobs")
+    if pending and queue and jobs == []:
+        # iDRAC: a reset leaves them pending (no configuration job)
+        broken = (sriov and not state["sriov"]) or (iommu and not state["iommu"])
+        return result(2, "fail" if broken else "warn", "settings pending with no BIOS configuration job",
+                      ["pending %s, current %s" % (json.dumps(pending), now(pending)),
+                       "the BMC's job queue %s holds no BIOS configuration job that has not run, so a reset leaves "
+                       "them pending" % queue],
+                      "Run the bios role (tag layer02): it schedules the job and resets the node once "
+                      "(by hand: POST {\"TargetSettingsURI\": \"%s\"} to the manager's Jobs, then reset)."
+                      % (answer.get("settings_uri") or "Bios/Settings"))
     if plan["reset_needed"] and not plan["stage"]:
         return result(2, "warn", "settings pending a reboot",
-                      ["pending %s, current %s" % (json.dumps(pending), now(pending))],
+                      ["pending %s, current %s" % (json.dumps(pending), now(pending))]
+                      + ["BMC job %s %s: %s" % (j["id"], j["state"], j["message"]) for j in jobs or []],
                       "Reset the node through its BMC (bios role with bios_reboot: true).")
     if sriov and not state["sriov"]:
         return result(2, "fail", "SR-IOV disabled in BIOS", ["current " + now(names["sriov"])], fix)

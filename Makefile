@@ -114,9 +114,11 @@ TIERS ?= image-twin,molecule-default,lint,sanity+image-vm+unit twin-test vm-test
 test: setup
 	scripts/test-tiers.sh $(TIERS)
 
-# Two workers: the unit tests are independent of each other (tmp_path only).
+# Two workers: the unit tests are independent of each other (tmp_path only);
+# each test file on one worker, so a module's fixtures (the renders of the
+# Kubernetes layers) run once, not once per worker.
 unit: setup
-	$(BIN)/pytest -q -n 2 tests/unit
+	$(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/unit
 
 # Two workers, each test file on one of them (module labs stay whole); each
 # worker brings up its own session rack. A twin test that cannot run fails

@@ -337,11 +337,12 @@ class Bmc:
         if path == f"{R}/Registries/{self.reg}/Registry":
             return self.registry()
         if self.bios_jobs and path in (self.jobs_uri, f"{R}/Managers/{self.mid}/Jobs"):
+            jobs = self.load().get("jobs", [])
             return {"@odata.context": "/redfish/v1/$metadata#DellJobCollection.DellJobCollection",
                     "@odata.type": "#DellJobCollection.DellJobCollection", "@odata.id": path,
                     "Description": "Collection of Job Instances",
-                    "Members": [{"@odata.id": f"{path}/{j['Id']}"} for j in self.load().get("jobs", [])],
-                    "Members@odata.count": len(self.load().get("jobs", [])), "Name": "JobQueue"}
+                    "Members": [{"@odata.id": f"{path}/{j['Id']}"} for j in jobs],
+                    "Members@odata.count": len(jobs), "Name": "JobQueue"}
         if self.bios_jobs:
             for j in self.load().get("jobs", []):
                 if path in (f"{self.jobs_uri}/{j['Id']}", f"{R}/Managers/{self.mid}/Jobs/{j['Id']}"):
@@ -484,7 +485,11 @@ class Bmc:
                 raise RedfishError(400, "PropertyValueNotInList",
                                    f"The value {v} for the property {k} is not in the list of "
                                    f"acceptable values {allowed}.")
-        apply_time = (body.get("@Redfish.SettingsApplyTime") or {}).get("ApplyTime")
+        apply_time = body.get("@Redfish.SettingsApplyTime")
+        if apply_time is not None and not isinstance(apply_time, dict):
+            raise RedfishError(400, "PropertyValueTypeError",
+                               "The value for @Redfish.SettingsApplyTime must be an object.")
+        apply_time = (apply_time or {}).get("ApplyTime")
         if apply_time is not None and apply_time != "OnReset":
             raise RedfishError(400, "PropertyValueNotInList",
                                f"The value {apply_time} for @Redfish.SettingsApplyTime/ApplyTime is not in the "
@@ -507,14 +512,19 @@ class Bmc:
             defaults = vendors.factory_defaults(self.vendor, d.get("cpu_vendor", "intel"),
                                                 d["system"]["bios_version"])
             d["pending"] = {k: v for k, v in defaults.items() if d["current"].get(k) != v}
-            # the defaults apply at the next reset without a job
-            d["pending_by_reset_bios"] = True
+            # the defaults apply at the next reset without a job (these, not
+            # what is PATCHed after them)
+            d["reset_bios_pending"] = dict(d["pending"])
 
     def _post(self) -> None:
         import time as _time
         with state.update_bios(self.bios_path) as d:
             job = self.scheduled_job(d) if self.bios_jobs else None
-            if self.bios_jobs and not job and not d.pop("pending_by_reset_bios", False):
+            defaults = d.pop("reset_bios_pending", None) or {}
+            if self.bios_jobs and not job and defaults:
+                d["current"].update({k: v for k, v in defaults.items() if d["pending"].get(k) == v})
+                d["pending"] = {k: v for k, v in d["pending"].items() if defaults.get(k) != v}
+            if self.bios_jobs and not job:
                 if d["pending"]:
                     log.info("%s: POST left BIOS settings %s pending: no configuration job", self.name, d["pending"])
                 ov = d.get("boot_override")  # the one-time boot override is consumed all the same
@@ -522,7 +532,6 @@ class Bmc:
                     ov.update(enabled="Disabled", target="None")
                 return
             changed = state.apply_pending(d)
-            d.pop("pending_by_reset_bios", None)
             if job:
                 now = _time.strftime("%Y-%m-%dT%H:%M:%S")
                 job.update(JOB_COMPLETED, ActualRunningStartTime=now, CompletionTime=now)

@@ -138,6 +138,7 @@ SSHD_CONF = "HostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-pas
 # module run); see simlab/vm/guest/simlab_zipcache.py.
 ZIPCACHE = Path(__file__).with_name("guest") / "simlab_zipcache.py"
 
+UNITS_MASKED = ["e2scrub_reap.service"]
 TIMERS_OFF = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer",
               "man-db.timer", "dpkg-db-backup.timer"]
 
@@ -160,8 +161,10 @@ def qemu_dir() -> Path:
 
 def guest_dir() -> Path:
     recipe = [GUEST_SUITE, *sorted(GUEST_PACKAGES), str(DISK_GB), GRUB_DEFAULTS, NM_CONF, NM_MGMT,
-              HOSTNAME_UNIT, HOSTKEYS_UNIT, SSHD_CONF, INSTALLER_SCRIPT, *TIMERS_OFF, ZIPCACHE.read_text(),
-              Path(__file__).read_text().split("# -- recipe end --")[0]]
+              HOSTNAME_UNIT, HOSTKEYS_UNIT, SSHD_CONF, INSTALLER_SCRIPT, *TIMERS_OFF, *UNITS_MASKED,
+              ZIPCACHE.read_text(),
+              # the marker at the start of a line: this line names it too
+              Path(__file__).read_text().split("\n# -- recipe end --\n")[0]]
     return out_dir() / f"guest-{_hash(*recipe)}"
 
 
@@ -281,6 +284,19 @@ def _configure_guest(root: Path, pubkey: str) -> None:
         link = root / "etc/systemd/system/timers.target.wants" / timer
         if link.is_symlink():
             link.unlink()
+    # e2scrub_reap looks for stale LVM snapshots at every boot (there is no
+    # LVM here): up to ten seconds of the one emulated CPU at each boot.
+    for unit in UNITS_MASKED:
+        link = root / "etc/systemd/system" / unit
+        if not (link.is_symlink() and os.readlink(link) == "/dev/null"):
+            link.unlink(missing_ok=True)
+            link.symlink_to("/dev/null")
+    # The initramfs the configuration above asks for (MODULES=list: the
+    # disk's drivers and ext4, 6 MB), not the one debootstrap left (every
+    # module, 36 MB): measured, 5-6 s less per boot under TCG.
+    with _mounted(("/proc", root / "proc", ["--bind"]), ("/sys", root / "sys", ["--rbind"]),
+                  ("/dev", root / "dev", ["--rbind"])):
+        _chroot(root, "update-initramfs", "-u", "-k", "all")
     # containerd is layer 10's to configure and start.
     link = root / "etc/systemd/system/multi-user.target.wants/containerd.service"
     if link.is_symlink():

@@ -9,6 +9,20 @@ import pytest
 from tests.integration.twinlab import SessionTwin, labs_of, require_twin
 
 
+# The modules that take longest (make test's --durations), first: the two
+# workers of `--dist loadfile` take modules in collection order, so a long one
+# left to the end runs while the other worker has nothing left to do.
+LONGEST_FIRST = ("test_switch_layer_twin.py", "test_host_layers_twin.py", "test_host_faults_twin.py",
+                 "test_rollout_twin.py", "test_nccl_twin.py", "test_doctor_faults_twin.py", "test_roce_host_twin.py")
+
+
+def pytest_collection_modifyitems(items):
+    """Collection order: LONGEST_FIRST's modules, then the rest as found
+    (the order of tests within a module is kept)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item, call):
     """A test that fails marks the labs it used as broken by it."""

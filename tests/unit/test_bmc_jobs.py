@@ -265,3 +265,45 @@ def test_the_bios_role_schedules_the_job_pending_settings_lack_and_stops_behind_
     assert driver.events == events and pending_after == {"PcieAcsControl": "Enabled"}
     assert data["current"]["ProcVirtualization"] == "Enabled"
     assert _recap(conv.stdout)["dell1"]["failed"] == 0
+
+
+def test_the_doctor_names_a_read_only_attribute_and_a_wanted_value_pending_another_is_staged_again():
+    registry = {"RegistryEntries": {"Attributes": [
+        {"AttributeName": "SR_IOVSupport_0047", "DisplayName": "SR-IOV Support", "ReadOnly": True,
+         "Value": [{"ValueName": "Enabled"}, {"ValueName": "Disabled"}]},
+        {"AttributeName": "IntelVTforDirectedI_O_VT_d__1E32", "DisplayName": "Intel VT for Directed I/O (VT-d)",
+         "Value": [{"ValueName": "Enable"}, {"ValueName": "Disable"}]}]}}
+    answer = {"manufacturer": "Supermicro", "current": {"SR_IOVSupport_0047": "Disabled",
+                                                        "IntelVTforDirectedI_O_VT_d__1E32": "Enable"},
+              "pending": {}, "registry": registry}
+    got = bios_check.check({"bmc": answer}, dict(INTENT, bmc_vendor="supermicro"), "node01")
+    assert (got["status"], got["reason"]) == ("fail", "BIOS attribute read-only"), got
+    assert "SR_IOVSupport_0047" in got["evidence"][0] and "BIOS setup of node01" in got["remediation"]
+    # SR-IOV on now, but a job would turn it off at the reset: staged again
+    current = {"SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled", "PcieAcsControl": "Disabled"}
+    plan = bios_attributes.bios_plan(current, "dell", pending={"SriovGlobalEnable": "Disabled"}, job_queue=QUEUE,
+                                     bios_jobs=[])
+    assert plan["stage"] == {"SriovGlobalEnable": "Enabled"} and plan["job_needed"] is False
+    plan = bios_attributes.bios_plan(current, "dell", pending={"SriovGlobalEnable": "Disabled"}, job_queue=QUEUE,
+                                     bios_jobs=[{"id": "JID_2", "state": "Scheduled", "message": ""}])
+    assert plan["blocked_by"] == ["JID_2"]
+
+
+def test_reset_bios_defaults_apply_at_the_next_reset_without_a_job_but_what_is_patched_after_does_not(lab):
+    c = Client(lab, "dell1")
+    c.req("PATCH", SETTINGS, {"Attributes": ALL, "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"}})
+    reset(c)
+    assert {k: c.get(SYS + "/Bios")["Attributes"][k] for k in ALL} == ALL
+    st, _, _ = c.req("POST", SYS + "/Bios/Actions/Bios.ResetBios", {})
+    assert st == 204 and c.get(SETTINGS)["Attributes"] == {"SriovGlobalEnable": "Disabled",
+                                                           "ProcVirtualization": "Disabled",
+                                                           "PcieAcsControl": "Enabled"}
+    # a value PATCHed after the defaults, without a job, stays pending
+    c.req("PATCH", SETTINGS, {"Attributes": {"SysProfile": "PerfOptimized"}})
+    reset(c)
+    cur = c.get(SYS + "/Bios")["Attributes"]
+    assert (cur["SriovGlobalEnable"], cur["PcieAcsControl"]) == ("Disabled", "Enabled")
+    assert c.get(SETTINGS)["Attributes"] == {"SysProfile": "PerfOptimized"}
+    st, body, _ = c.req("PATCH", SETTINGS, {"Attributes": {"SysProfile": "PerfOptimized"},
+                                            "@Redfish.SettingsApplyTime": "OnReset"})
+    assert st == 400 and "must be an object" in json.dumps(body)

@@ -145,7 +145,9 @@ def read_bios(get, address, vendor="auto"):
     manufacturer, '' when unknown), ``system_uri``, ``system`` (the system
     resource's inventory and power state, as SYSTEM_FIELDS names them; empty
     when it was not read), ``bios_uri``, ``settings_uri``, ``current``,
-    ``pending`` and ``registry``."""
+    ``pending``, ``registry``, ``job_queue`` (the job queue the settings
+    object links, iDRAC's) and ``bios_jobs`` (its open BIOS configuration
+    jobs, read where something is pending; None when unreadable)."""
     out = {"error": "", "status": 200, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
            "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
            "job_queue": "", "bios_jobs": []}

@@ -40,6 +40,10 @@ class BiosError(ValueError):
     """An intent or a BIOS this mapping cannot handle; the message names it."""
 
 
+class BiosReadOnly(BiosError):
+    """An attribute that must change is read-only in the BIOS's registry."""
+
+
 def _fail(msg):
     raise BiosError(msg)
 
@@ -183,14 +187,18 @@ def bios_plan(current, vendor, cpu_vendor="intel", sriov=True, iommu=True, acs=F
             for n in _IOMMU_PREREQ.get(vendor, {}).get(cpu_vendor, []):
                 if n in current:
                     desired[n] = _value(n, True, current, registry)
-    stage = {k: v for k, v in desired.items() if current.get(k) != v and pending.get(k) != v}
-    by_name = dict((a["AttributeName"], a) for a in _registry_map(registry).values())
+    # to stage: what differs and is not pending as wanted, and what is as
+    # wanted but pending another value (a reset would undo it)
+    stage = {k: v for k, v in desired.items()
+             if (current.get(k) != v and pending.get(k) != v) or (current.get(k) == v and pending.get(k, v) != v)}
+    entries = registry.get("RegistryEntries", {}).get("Attributes", []) if isinstance(registry, dict) else registry
+    by_name = dict((a.get("AttributeName"), a) for a in entries or [] if isinstance(a, dict))
     read_only = sorted(k for k in stage if by_name.get(k, {}).get("ReadOnly") is True)
     if read_only:
-        _fail("%s BIOS: %s read-only in the attribute registry (current %s, wanted %s): it follows another setting "
-              "or cannot be set through Redfish; set it in BIOS setup"
-              % (vendor, ", ".join(read_only) + (" is" if len(read_only) == 1 else " are"),
-                 dict((k, current.get(k)) for k in read_only), dict((k, stage[k]) for k in read_only)))
+        raise BiosReadOnly("%s BIOS: %s read-only in the attribute registry (current %s, wanted %s): it follows "
+                           "another setting or cannot be set through Redfish; set it in BIOS setup"
+                           % (vendor, ", ".join(read_only) + (" is" if len(read_only) == 1 else " are"),
+                              dict((k, current.get(k)) for k in read_only), dict((k, stage[k]) for k in read_only)))
     reset_needed = any(current.get(k) != v for k, v in desired.items())
     open_jobs = list(bios_jobs or []) if job_queue else []
     return {"desired": desired, "stage": stage, "reset_needed": reset_needed,

@@ -44,6 +44,9 @@ def check(reading, intent, host):
         plan = bios_attributes.bios_plan(current, vendor, cpu_vendor, sriov, iommu, acs, registry=registry,
                                          pending=pending, job_queue=answer.get("job_queue") or "",
                                          bios_jobs=answer.get("bios_jobs"))
+    except bios_attributes.BiosReadOnly as exc:
+        return result(2, "fail", "BIOS attribute read-only", [str(exc)],
+                      "Set it in the BIOS setup of %s (or the setting it follows); Redfish cannot change it." % host)
     except bios_attributes.BiosError as exc:
         return result(2, "fail", "BIOS attributes not understood: %s" % exc,
                       ["manufacturer %s, bmc_vendor %s, bios_cpu_vendor %s"
@@ -56,7 +59,7 @@ def check(reading, intent, host):
         return json.dumps(dict((n, current.get(n)) for n in attrs))
 
     queue, jobs = answer.get("job_queue") or "", answer.get("bios_jobs")
-    if pending and queue and jobs == []:
+    if plan["job_needed"]:
         # iDRAC: a reset leaves them pending (no configuration job)
         broken = (sriov and not state["sriov"]) or (iommu and not state["iommu"])
         return result(2, "fail" if broken else "warn", "settings pending with no BIOS configuration job",

@@ -97,20 +97,26 @@ def _recap(stdout):
             for m in re.finditer(r"^(\S+)\s+:\s+(ok=.*)$", stdout, re.M)}
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
-def test_roles_converge_idempotent_and_doctor(tmp_path):
+def boot_lab(tmp_path, **driver_kw):
+    """A BmcLab of SPEC under tmp_path/lab whose power driver writes each
+    node's boot marker (the reset path waits for it to change)."""
     boots = {}
 
     def on_boot(container):
         boots[container] = boots.get(container, 0) + 1
         (tmp_path / "lab" / f"boot-{container}").write_text("%d\n" % boots[container])
 
-    driver = FakePowerDriver(initial="On", states={"c-dell1": "Off"}, on_boot=on_boot)
-    lab = BmcLab(tmp_path / "lab", SPEC, driver)
+    driver = FakePowerDriver(on_boot=on_boot, **driver_kw)
     (tmp_path / "lab").mkdir(exist_ok=True)
     for e in SPEC:
         (tmp_path / "lab" / f"boot-{e['container']}").write_text("0\n")
+    return BmcLab(tmp_path / "lab", SPEC, driver), driver
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PLAYBOOK_BIN.exists(), reason="ansible-playbook not in this virtualenv")
+def test_roles_converge_idempotent_and_doctor(tmp_path):
+    lab, driver = boot_lab(tmp_path, initial="On", states={"c-dell1": "Off"})
     lab.start()
     try:
         # bad input fails before any change, naming the variable
@@ -301,17 +307,7 @@ def test_a_bmc_is_pinned_on_first_contact_and_a_changed_certificate_gets_no_cred
     pins the new certificate."""
     from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust
     from simlab.bmc.server import ensure_certificate
-    boots = {}
-
-    def on_boot(container):
-        boots[container] = boots.get(container, 0) + 1
-        (tmp_path / "lab" / f"boot-{container}").write_text("%d\n" % boots[container])
-
-    driver = FakePowerDriver(initial="On", on_boot=on_boot)
-    lab = BmcLab(tmp_path / "lab", SPEC, driver)
-    (tmp_path / "lab").mkdir(exist_ok=True)
-    for e in SPEC:
-        (tmp_path / "lab" / f"boot-{e['container']}").write_text("0\n")
+    lab, driver = boot_lab(tmp_path, initial="On")
     lab.start()
     known = tmp_path / "bmc_known_certs"        # beside inv.json, the inventory
     try:

@@ -72,14 +72,14 @@ BOOT_OPTIONS = [
 # a PATCH carrying "@Redfish.SettingsApplyTime": {"ApplyTime": "OnReset"}
 # (202, the job in Location) or by POST .../Jobs {"TargetSettingsURI"}; while
 # one is scheduled, another PATCH is refused with SYS011, whose body is a
-# live iDRAC 9's (an R760xd2's, quoted in bmclib's tests).
+# live iDRAC's (tests/unit/fixtures/bmc_real/dell_errors/sys011.json).
 JOB_SCHEDULED = {"JobState": "Scheduled", "Message": "Task successfully scheduled.", "MessageId": "JCP001",
                  "PercentComplete": 0}
 JOB_COMPLETED = {"JobState": "Completed", "Message": "Job completed successfully.", "MessageId": "PR19",
                  "PercentComplete": 100}
 SYS011 = ("Pending configuration values are already committed, unable to perform another set operation.",
           "Wait for the scheduled job to complete or delete the configuration jobs before attempting more set "
-          "attribute operations. If issue still persists perform iDRAC reboot.")
+          "attribute operations.")
 
 
 class RedfishError(Exception):
@@ -414,9 +414,9 @@ class Bmc:
         return RedfishError(400, "GeneralError", SYS011[0], error={"error": {
             "@Message.ExtendedInfo": [{
                 "Message": SYS011[0], "MessageArgs": names[:1], "MessageArgs@odata.count": len(names[:1]),
-                "MessageId": "IDRAC.2.9.SYS011", "RelatedProperties": ["#/Attributes/%s" % n for n in names[:1]],
+                "MessageId": "IDRAC.2.14.SYS011", "RelatedProperties": ["#/Attributes/%s" % n for n in names[:1]],
                 "RelatedProperties@odata.count": len(names[:1]), "Resolution": SYS011[1], "Severity": "Warning"}],
-            "code": "Base.1.12.GeneralError",
+            "code": "Base.1.18.GeneralError",
             "message": "A general error has occurred. See ExtendedInfo for more information"}})
 
     def create_job(self, body: dict) -> str:

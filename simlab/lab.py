@@ -102,13 +102,18 @@ def plan(name: str, nodes: int, switches: int, nics: int = 2, model: str = "cx7"
         hw["preset"] = preset
         hw["bios_default"] = {"sriov": preset == "ready", "iommu": preset == "ready", "acs": False}
         node_docs.append(hw)
+        gpus = hardware.gpu_of_nic(hw)
         for r, nic in enumerate(hardware.nic_specs(hw)):
             leaf = sw[(base + r) % len(sw)]
             used[leaf["name"]] += 1
             if used[leaf["name"]] > SWITCH_PORTS:
                 raise ValueError(f"{leaf['name']} has only {SWITCH_PORTS} ports; add switches")
-            cabling.append({"node": node, "pf": nic.netdev, "pci_address": nic.bdf,
-                            "switch": leaf["name"], "port": switch_port_name(leaf["nos"], used[leaf["name"]])})
+            cable = {"node": node, "pf": nic.netdev, "pci_address": nic.bdf,
+                     "switch": leaf["name"], "port": switch_port_name(leaf["nos"], used[leaf["name"]])}
+            if r in gpus:
+                # the GPU below the NIC's PCIe switch: layer 14 names its rail
+                cable["gpu"] = gpus[r]
+            cabling.append(cable)
     for leaf in sw:
         leaf["ports"] = [c["port"] for c in cabling if c["switch"] == leaf["name"]]
     return {"name": name, "preset": preset, "nodes": node_docs, "switches": sw, "cabling": cabling,

@@ -138,6 +138,16 @@ def pcie_slots(hw: dict) -> list[Slot]:
     return slots
 
 
+def gpu_of_nic(hw: dict) -> dict[int, int]:
+    """``{NIC index: GPU index}``: the GPU below each NIC's PCIe switch, by
+    its index as nvidia-smi numbers the GPUs (PCI order of their addresses);
+    a NIC without a GPU in its slot is left out."""
+    slots = pcie_slots(hw)
+    order = sorted((s.gpu_bdf, s.index) for s in slots if s.gpu is not None)
+    index = {slot: i for i, (_, slot) in enumerate(order)}
+    return {s.nic: index[s.index] for s in slots if s.nic is not None and s.index in index}
+
+
 def default_spec(name: str, index: int, nics: int = 2, model: str = "cx7", totalvfs: int = DEFAULT_TOTALVFS,
                  link_type: str = "ETH", driver: str = "inbox", speed_gbps: int = 400, gpus: int = 8,
                  numa_nodes: int = 2) -> dict:

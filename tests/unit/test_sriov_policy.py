@@ -327,3 +327,115 @@ def test_rdma_shared_config_against_the_node(tmp_path):
     cfg["configList"][1]["selectors"]["ifNames"] = ["ens9"]
     out = sp.check_rdma_shared_config(cfg, "node01", facts)
     assert [(m["field"], m["policy"]) for m in out] == [("selectors", "gpu_rail1")]
+
+
+# ------------------------------------------------------------- rails by GPU
+
+def pcie_rails(pairs):
+    """nic_facts' pcie rails: ``pairs`` [(gpu pci, index, nic pci or None)]."""
+    return [{"gpu": g, "index": i, "numa_node": 0, "nic": n, "rdma": None, "netdev": None,
+             "kind": "PIX" if n else "SYS", "nearest": None} for g, i, n in pairs]
+
+
+# GPU0 below the switch of the NIC at 86:00.0, GPU1 below 3b:00.0's: the
+# NICs' PCI order is not the GPUs'
+CROSSED = pcie_rails([("0000:1a:00.0", 0, "0000:86:00.0"), ("0000:3a:00.0", 1, "0000:3b:00.0"),
+                      ("0000:5d:00.0", 2, None)])
+
+
+def test_rail_order_puts_each_gpus_nic_in_gpu_order_then_the_rest_by_pci():
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
+    gpu_of = pcie.gpu_of_nic(CROSSED)
+    assert pcie.rail_order(["0000:3b:00.0", "0000:86:00.0", "0000:18:00.0"], gpu_of) == [
+        "0000:86:00.0", "0000:3b:00.0", "0000:18:00.0"]
+    assert pcie.rail_order(["0000:86:00.0", "0000:3b:00.0"], {}) == ["0000:3b:00.0", "0000:86:00.0"]
+
+
+def test_cabling_gpu_numbers_the_rails_in_gpu_order():
+    nodes, cabling, _ = example()
+    for c in cabling:
+        c["gpu"] = 0 if c["pci_address"] == "0000:86:00.0" else 1
+    plan = sp.generate(nodes, cabling)
+    assert plan["errors"] == []
+    pol = {p["spec"]["resourceName"]: p["spec"]["nicSelector"]["pfNames"] for p in plan["policies"]}
+    assert pol == {"gpu_rail0": ["enp134s0f0np0"], "gpu_rail1": ["enp59s0f0np0"]}
+    assert [(r["rail"], r["gpu"], r["pci_address"]) for r in plan["rails"]["gpu-a01"]] == [
+        (0, 0, "0000:86:00.0"), (1, 1, "0000:3b:00.0")]
+    assert plan["resources"]["gpu_rail0"]["gpus"] == [0]
+
+
+def test_a_node_whose_cabling_names_other_gpus_gets_its_own_profile():
+    nodes, cabling, _ = example()
+    for c in cabling:
+        if c["node"] == "gpu-b01":
+            c["gpu"] = 0 if c["pci_address"] == "0000:86:00.0" else 1
+    plan = sp.generate(nodes, cabling)
+    labels = plan["node_labels"]
+    assert labels["gpu-a01"] == labels["gpu-b02"] != labels["gpu-b01"]
+    b01 = labels["gpu-b01"]["gpufabric.io/nic-profile"]
+    mine = {p["spec"]["resourceName"]: p["spec"]["nicSelector"]["pfNames"] for p in plan["policies"]
+            if p["spec"]["nodeSelector"]["gpufabric.io/nic-profile"] == b01}
+    assert mine == {"gpu_rail0": ["enp134s0f0np0"], "gpu_rail1": ["enp59s0f0np0"]}
+
+
+@pytest.mark.parametrize("bad", ["two", -1, True, 1.5])
+def test_a_cabling_gpu_that_is_no_index_is_named(bad):
+    nodes, cabling, _ = example()
+    cabling[3]["gpu"] = bad
+    errors = sp.generate(nodes, cabling)["errors"]
+    assert errors == ["gpu-a02: gpufabric_cabling[3].gpu %r (PF enp134s0f0np0) is not a GPU index (0, 1, ... as "
+                      "nvidia-smi numbers the node's GPUs)" % (bad,)]
+
+
+def test_resource_names_follow_the_gpu_pairing_the_node_shows(tmp_path):
+    facts = node_facts(tmp_path)
+    plan, nics = twin_plan()     # cabling without gpu: rails in PCI order
+    out = sp.check_policies(plan["policies"], "node01", plan["node_labels"]["node01"], facts, nics, rails=CROSSED)
+    assert [(m["pf"], m["field"], m["want"], m["have"]) for m in out] == [
+        ("enp59s0f0np0", "resourceName", "gpu_rail0", "gpu_rail1"),
+        ("enp134s0f0np0", "resourceName", "gpu_rail1", "gpu_rail0")]
+    assert "the PF is rail 1 (GPU1's NIC by the PCIe path): gpu_rail1" in out[0]["message"]
+    # the same node without its GPUs read keeps PCI order, which the plan follows
+    assert sp.check_policies(plan["policies"], "node01", plan["node_labels"]["node01"], facts, nics) == []
+
+
+def test_rail_pairing_errors_name_pf_gpu_and_both_resources(tmp_path):
+    facts = node_facts(tmp_path)
+    plan, nics = twin_plan()
+    errors = sp.rail_pairing_errors("node01", plan["rails"]["node01"], nics, facts, CROSSED)
+    assert errors == [
+        "node01: PF enp59s0f0np0 (0000:3b:00.0) is below GPU1's PCIe switch, so rail 1 (gpu_rail1); the policies "
+        "make it gpu_rail0 (gpufabric_cabling names no GPU for it, so PCI order)",
+        "node01: PF enp134s0f0np0 (0000:86:00.0) is below GPU0's PCIe switch, so rail 0 (gpu_rail0); the policies "
+        "make it gpu_rail1 (gpufabric_cabling names no GPU for it, so PCI order)"]
+    # a plan from a cabling that names the GPUs agrees with the node
+    cabling = [{"node": "node01", "pf": "enp59s0f0np0", "pci_address": "0000:3b:00.0", "gpu": 1},
+               {"node": "node01", "pf": "enp134s0f0np0", "pci_address": "0000:86:00.0", "gpu": 0}]
+    good = sp.generate({"node01": nics}, cabling)
+    assert sp.rail_pairing_errors("node01", good["rails"]["node01"], nics, facts, CROSSED) == []
+    # no GPU read on the node: nothing to hold the plan to
+    assert sp.rail_pairing_errors("node01", plan["rails"]["node01"], nics, facts, pcie_rails([])) == []
+
+
+def test_layer14_fails_where_the_policies_cross_the_gpus_rails(tmp_path):
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import sriov_operator as layer14
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import kube_checks
+    facts = node_facts(tmp_path)
+    _, nics = twin_plan()
+    intent = {"sriov_operator_kubeconfig": "/etc/kubernetes/admin.conf", "sriov_operator_provider": "sriov-network-operator",
+              "sriov_operator_namespace": "sriov-network-operator", "sriov_operator_node_nics": {"node01": nics},
+              "sriov_operator_cabling": [{"node": "node01", "pf": "enp59s0f0np0", "pci_address": "0000:3b:00.0"},
+                                         {"node": "node01", "pf": "enp134s0f0np0", "pci_address": "0000:86:00.0"}],
+              "sriov_operator_profile_label": "gpufabric.io/nic-profile", "sriov_operator_link_type": "eth",
+              "sriov_operator_resource_prefix": "openshift.io", "sriov_operator_tenants": []}
+    assert layer14.reads(intent, "node01")["nic_facts"] == {"pcie": {"topo": True}}
+    answers = {kube_checks.query_key(q): {"resources": []} for q in layer14.queries(intent)}
+    reading = {"cluster": {"answers": answers}, "nic_facts": {"nics": facts, "pcie": {"rails": CROSSED}}}
+    got = layer14.check(reading, intent, "node01")
+    assert got["status"] == "fail" and got["layer"] == 14
+    assert got["reason"].startswith("a pod asking for a GPU's rail gets another GPU's NIC: node01: PF enp59s0f0np0")
+    assert "gpu: <index>" in got["remediation"] and len(got["evidence"]) == 2
+    # with its GPUs as the plan has them, the layer goes on to the cluster (no Node there)
+    reading["nic_facts"]["pcie"]["rails"] = pcie_rails([("0000:1a:00.0", 0, "0000:3b:00.0"),
+                                                        ("0000:3a:00.0", 1, "0000:86:00.0")])
+    assert "pod asking" not in layer14.check(reading, intent, "node01")["reason"]

@@ -371,6 +371,17 @@ def gpu_of_nic(rails):
     return out
 
 
+def rail_order(pci_addresses, gpu_of):
+    """NICs (PCI addresses) in rail order: each NIC that is a GPU's rail
+    (``gpu_of``: ``{pci_address: {index}}``, as gpu_of_nic gives) by that
+    GPU's index, so GPU 0's rail comes first; the others after them, in PCI
+    address order (the rail order of a node whose GPUs are not known).
+    Layer 14's resource per rail and layer 15's NCCL_IB_HCA both take this
+    order."""
+    gpu_of = gpu_of or {}
+    return sorted(pci_addresses, key=lambda pci: (gpu_of[pci]["index"] if pci in gpu_of else 1 << 16, pci))
+
+
 def rail_text(rail):
     if rail["nic"]:
         return "GPU%d %s -> %s (%s, %s)" % (rail["index"], rail["gpu"], rail["rdma"] or rail["netdev"] or "?",

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import kube_checks
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.sriov_operator import sriov_policy
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.kube_checks import query
@@ -21,6 +22,9 @@ LAYER = 14
 INTENT = ("sriov_operator_kubeconfig", "sriov_operator_provider", "sriov_operator_namespace",
           "sriov_operator_node_nics", "sriov_operator_cabling", "sriov_operator_profile_label",
           "sriov_operator_link_type", "sriov_operator_resource_prefix", "sriov_operator_tenants")
+# what the check reads on the node, in the doctor's one read of it: the GPU
+# each NIC is the rail of, which the resource names must follow
+NODE_READS = {"pcie": {"topo": True}}
 
 
 def queries(intent):
@@ -37,7 +41,8 @@ def queries(intent):
 
 
 def reads(intent, host):
-    return {"cluster": {"kubeconfig": intent["sriov_operator_kubeconfig"], "queries": queries(intent)}}
+    return {"cluster": {"kubeconfig": intent["sriov_operator_kubeconfig"], "queries": queries(intent)},
+            "nic_facts": dict(NODE_READS)}
 
 
 def check(reading, intent, host):
@@ -49,6 +54,14 @@ def check(reading, intent, host):
                                  profile_label=intent["sriov_operator_profile_label"],
                                  link_type=intent["sriov_operator_link_type"], operator_prefix=prefix)
     resources = ["%s/%s" % (prefix, r) for r in (plan.get("node_resources") or {}).get(host) or []]
+    node = reading.get("nic_facts") or {}
+    crossed = sriov_policy.rail_pairing_errors(
+        host, (plan.get("rails") or {}).get(host), (intent.get("sriov_operator_node_nics") or {}).get(host) or [],
+        node.get("nics") or [], (node.get("pcie") or {}).get("rails"))
+    if crossed:
+        return result(LAYER, "fail", "a pod asking for a GPU's rail gets another GPU's NIC: %s" % crossed[0],
+                      crossed, "give each of the node's gpufabric_cabling entries the GPU whose PCIe switch its NIC "
+                      "is below (gpu: <index>, as layer 5's evidence lists the rails), then site.yml --tags layer14")
     expected = sriov_policy.expected_nads(intent.get("sriov_operator_tenants") or [], plan.get("resources") or [])
     provider = intent["sriov_operator_provider"]
     operator = provider == "sriov-network-operator"

@@ -71,10 +71,8 @@ def select_pfs(pfs, nics, rails=None):
     GPU in PCI order with the NIC below its PCIe switch), then the others in
     PCI address order (the rail order of a rail-optimised node whose GPUs
     are not read)."""
-    first = pcie.gpu_of_nic(rails)
-    return sorted(selected_pfs(pfs or [], nics),
-                  key=lambda p: (first[p["pci_address"]]["index"] if p["pci_address"] in first else 1 << 16,
-                                 p["pci_address"]))
+    chosen = dict((p["pci_address"], p) for p in selected_pfs(pfs or [], nics))
+    return [chosen[pci] for pci in pcie.rail_order(chosen, pcie.gpu_of_nic(rails))]
 
 
 def rail_order_text(host, pfs, rails):

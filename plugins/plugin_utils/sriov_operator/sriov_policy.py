@@ -10,11 +10,15 @@ before anything is rendered or applied, and the comparison of a rendered
 policy with what ``nic_facts`` reads on a node.
 
 Rails: the fabric PFs of a node are the PFs its ``gpufabric_nics`` entries
-select, sorted by PCI address; rail r is the r-th of them (NIC r of every
-node is cabled to the leaf of rail r).  Rendering takes the PFs of a node
-from ``gpufabric_cabling`` (name and PCI address per node); checking takes
-them from ``nic_facts``.  An entry with ``resource_prefix: gpu_rail`` turns
-rail r into the extended resource ``gpu_rail<r>``.
+select, in rail order (module_utils/host/pcie.py ``rail_order``): the NIC of
+GPU 0's rail first, each NIC that is a GPU's rail by that GPU's index, then
+the others by PCI address; rail r is the r-th of them (NIC r of every node
+is cabled to the leaf of rail r).  Rendering takes the PFs of a node, and
+the GPU each is the rail of (``gpu``), from ``gpufabric_cabling``; checking
+takes them from ``nic_facts`` and the GPU of each from the node's PCIe path
+(its ``pcie`` rails).  An entry with ``resource_prefix: gpu_rail`` turns
+rail r into the extended resource ``gpu_rail<r>``, so a pod that asks for
+GPU k's rail gets the VF of the NIC below GPU k's PCIe switch.
 
 Plain Python, no Ansible imports: the filters wrap it, unit tests call it.
 """
@@ -27,6 +31,8 @@ import hashlib
 import ipaddress
 import json
 import re
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
 
 API_VERSION = "sriovnetwork.openshift.io/v1"
 NAD_API_VERSION = "k8s.cni.cncf.io/v1"
@@ -142,15 +148,27 @@ def _claims(nics, pfs, host, strict_vendor):
     return claims, errors, bad
 
 
-def node_rails(host, nics, pfs, strict_vendor=False):
-    """The rails of one node: list of dicts {rail, name, pci_address, vendor,
-    device, num_vfs, mtu, resource, entry}, and a list of errors.
+def gpu_pairing(pfs, rails=None):
+    """``{pci_address: {index}}``: the GPU each PF is the rail of, from the
+    node's PCIe path (``rails``: nic_facts' pcie rails) when read, else
+    from the PFs' own ``gpu`` (gpufabric_cabling's)."""
+    if rails:
+        return pcie.gpu_of_nic(rails)
+    return dict((_pci(p["pci_address"]), {"index": int(p["gpu"])}) for p in pfs if p.get("gpu") is not None)
+
+
+def node_rails(host, nics, pfs, strict_vendor=False, rails=None):
+    """The rails of one node: list of dicts {rail, gpu, name, pci_address,
+    vendor, device, num_vfs, mtu, resource, entry}, and a list of errors.
 
     ``pfs``: the node's PFs, from gpufabric_cabling (render) or nic_facts
-    (check; then strict_vendor=True)."""
+    (check; then strict_vendor=True); ``rails``: the node's pcie rails
+    (nic_facts), which say the GPU of each PF where read (else a PF's
+    ``gpu``); ``gpu`` is None on a PF that is no GPU's rail."""
     claims, errors, bad = _claims(nics, pfs, host, strict_vendor)
-    fabric = sorted({_pci(p["pci_address"]) for c in claims for p in c})
-    rails = []
+    gpu_of = gpu_pairing(pfs, rails)
+    fabric = pcie.rail_order({_pci(p["pci_address"]) for c in claims for p in c}, gpu_of)
+    out = []
     for i, (entry, hits) in enumerate(zip(nics, claims)):
         match = entry.get("match") or {}
         if i in bad:
@@ -166,8 +184,9 @@ def node_rails(host, nics, pfs, strict_vendor=False):
             vendor, _, device = pvd.partition(":")
             rail = fabric.index(_pci(p["pci_address"]))
             prefix = entry.get("resource_prefix")
-            rails.append({
+            out.append({
                 "rail": rail,
+                "gpu": (gpu_of.get(_pci(p["pci_address"])) or {}).get("index"),
                 "name": p.get("name"),
                 "pci_address": _pci(p["pci_address"]),
                 "vendor": vendor or None,
@@ -177,8 +196,8 @@ def node_rails(host, nics, pfs, strict_vendor=False):
                 "resource": "%s%d" % (prefix, rail) if prefix else None,
                 "entry": i,
             })
-    rails.sort(key=lambda r: r["rail"])
-    return rails, errors
+    out.sort(key=lambda r: r["rail"])
+    return out, errors
 
 
 def _fmt_match(match):
@@ -186,15 +205,40 @@ def _fmt_match(match):
 
 
 def cabled_pfs(cabling, host):
-    """The PFs of a node as the cabling plan names them."""
+    """The PFs of a node as the cabling plan names them, each with the GPU
+    whose rail it is (``gpu``, the GPU's index as nvidia-smi numbers them)
+    where the plan says."""
     out = []
     for c in cabling or []:
         if c.get("node") == host and c.get("pci_address"):
             pf = {"name": c.get("pf"), "pci_address": _pci(c["pci_address"])}
             if c.get("vendor_device"):
                 pf["vendor_device"] = str(c["vendor_device"]).lower()
+            if _gpu_index(c.get("gpu")) is not None:
+                pf["gpu"] = _gpu_index(c["gpu"])
             out.append(pf)
     return sorted(out, key=lambda p: p["pci_address"])
+
+
+def _gpu_index(value):
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 and str(n) == str(value).strip() else None
+
+
+def cabling_gpu_errors(cabling, hosts):
+    """gpufabric_cabling's ``gpu`` on the entries of ``hosts``: a GPU index
+    (0, 1, ...) where given."""
+    out = []
+    for i, c in enumerate(cabling or []):
+        if c.get("node") in hosts and c.get("gpu") is not None and _gpu_index(c["gpu"]) is None:
+            out.append("%s: gpufabric_cabling[%d].gpu %r (PF %s) is not a GPU index (0, 1, ... as nvidia-smi "
+                       "numbers the node's GPUs)" % (c.get("node"), i, c["gpu"], c.get("pf") or c.get("pci_address")))
+    return out
 
 
 # ------------------------------------------------------------------ policies
@@ -212,17 +256,20 @@ def profile_id(rails):
 
 def generate(nodes, cabling=None, node_pfs=None, namespace="sriov-network-operator",
              profile_label="gpufabric.io/nic-profile", link_type="eth", underlay_mtu=None,
-             operator_prefix="openshift.io", selector="pfNames"):
+             operator_prefix="openshift.io", selector="pfNames", node_gpu_rails=None):
     """SriovNetworkNodePolicy objects for the cluster.
 
     nodes: {host: gpufabric_nics}; cabling: gpufabric_cabling; node_pfs:
     {host: [pf facts]} to use instead of the cabling (for checks against
-    nic_facts).  Returns {policies, node_labels, node_resources, rails,
+    nic_facts), with node_gpu_rails {host: nic_facts' pcie rails} for the
+    GPU each PF is the rail of.  Returns {policies, node_labels, node_resources, rails,
     resources, errors}: one policy per (profile, rail), where a profile is a
     set of nodes with the same rails, PF names and VF layout; every node of
     a profile gets the label ``profile_label: <profile>``."""
     errors = []
     errors += resource_prefix_errors(operator_prefix, "sriov_operator_resource_prefix")
+    if node_pfs is None:
+        errors += cabling_gpu_errors(cabling, set(nodes))
     per_node = {}
     for host in sorted(nodes):
         nics = nodes[host] or []
@@ -231,7 +278,8 @@ def generate(nodes, cabling=None, node_pfs=None, namespace="sriov-network-operat
             continue
         if node_pfs is not None:
             pfs = node_pfs.get(host) or []
-            rails, errs = node_rails(host, nics, pfs, strict_vendor=True)
+            rails, errs = node_rails(host, nics, pfs, strict_vendor=True,
+                                     rails=(node_gpu_rails or {}).get(host))
         else:
             pfs = cabled_pfs(cabling, host)
             if not pfs:
@@ -303,14 +351,16 @@ def generate(nodes, cabling=None, node_pfs=None, namespace="sriov-network-operat
                 "spec": spec,
             })
             info = resources.setdefault(res, {"rails": set(), "mtu": first["mtu"], "names": set(), "hosts": [],
-                                              "vendor": first["vendor"], "device": first["device"]})
+                                              "vendor": first["vendor"], "device": first["device"], "gpus": set()})
             info["rails"].add(first["rail"])
+            info["gpus"].update(r["gpu"] for r in rs if r.get("gpu") is not None)
             info["names"].update(r["name"] for r in rs if r["name"])
             info["hosts"].extend(prof["hosts"])
             if first["mtu"] is not None:
                 info["mtu"] = min(info["mtu"] or first["mtu"], first["mtu"])
     for info in resources.values():
         info["rails"] = sorted(info["rails"])
+        info["gpus"] = sorted(info["gpus"])
         info["names"] = sorted(info["names"])
         info["hosts"] = sorted(set(info["hosts"]))
     return {"policies": policies, "node_labels": labels, "node_resources": node_resources,
@@ -548,13 +598,14 @@ def _mismatch(node, pf, field, policy, want, have, text):
             "message": "%s pf %s: %s: %s" % (node, pf, field, text)}
 
 
-def check_policies(policies, node, node_labels, nic_facts, nics=None):
+def check_policies(policies, node, node_labels, nic_facts, nics=None, rails=None):
     """Mismatches between the policies that select a node (by its labels)
     and the node's PFs as nic_facts reads them.  Each mismatch names the
     node, the PF, the policy field, what the policy wants and what the node
     has.  With ``nics`` (the node's gpufabric_nics), PFs layer 6 gave VFs
     but no policy covers, and resource names that differ from the rails
-    nic_facts shows, are reported too."""
+    nic_facts shows (in the GPU order of the node's PCIe path, ``rails``:
+    nic_facts' pcie rails), are reported too."""
     out = []
     labels = node_labels or {}
     mine = [p for p in policies
@@ -562,8 +613,8 @@ def check_policies(policies, node, node_labels, nic_facts, nics=None):
     covered = {}
     expected = {}
     if nics is not None:
-        rails, errs = node_rails(node, nics, nic_facts, strict_vendor=True)
-        expected = {r["pci_address"]: r for r in rails}
+        found, errs = node_rails(node, nics, nic_facts, strict_vendor=True, rails=rails)
+        expected = {r["pci_address"]: r for r in found}
         for e in errs:
             out.append(_mismatch(node, "-", "nicSelector", None, None, None, e.split(": ", 1)[-1]))
     for pol in mine:
@@ -624,13 +675,40 @@ def check_policies(policies, node, node_labels, nic_facts, nics=None):
                                          "policy %s selects a PF gpufabric_nics gives no resource" % name))
                 elif exp["resource"] != spec.get("resourceName"):
                     out.append(_mismatch(node, label, "resourceName", name, spec.get("resourceName"), exp["resource"],
-                                         "policy %s names the resource %s, the PF is rail %d: %s"
-                                         % (name, spec.get("resourceName"), exp["rail"], exp["resource"])))
+                                         "policy %s names the resource %s, the PF is rail %d%s: %s"
+                                         % (name, spec.get("resourceName"), exp["rail"],
+                                            "" if exp["gpu"] is None else " (GPU%d's NIC by the PCIe path)" % exp["gpu"],
+                                            exp["resource"])))
     for pci, exp in sorted(expected.items()):
         if exp["resource"] and exp["num_vfs"] and pci not in covered:
             out.append(_mismatch(node, exp["name"] or pci, "policy", None, exp["resource"], None,
                                  "layer 6 gives it %d VFs as %s, but no policy selects it"
                                  % (exp["num_vfs"], exp["resource"])))
+    return out
+
+
+def rail_pairing_errors(host, planned, nics, nic_facts, rails):
+    """Where the rails the policies give a node (``planned``: generate()'s
+    rails of the host, from gpufabric_cabling) are not the GPU pairing its
+    PCIe path shows (``nic_facts`` nics and pcie ``rails``): one text per
+    PF whose resource belongs to another GPU's rail, naming the PF, the
+    GPU it is below and both resource names.  Empty where the node's GPUs
+    were not read."""
+    if not any(r.get("nic") for r in rails or []):
+        return []
+    found, _ = node_rails(host, nics, nic_facts, strict_vendor=True, rails=rails)
+    want = dict((r["pci_address"], r) for r in found if r["resource"])
+    out = []
+    for r in planned or []:
+        exp = want.get(r["pci_address"])
+        if exp is None or exp["resource"] == r["resource"]:
+            continue
+        below = "below GPU%d's PCIe switch" % exp["gpu"] if exp["gpu"] is not None else "no GPU's rail"
+        said = "gpufabric_cabling gives it GPU%d" % r["gpu"] if r.get("gpu") is not None \
+            else "gpufabric_cabling names no GPU for it, so PCI order"
+        out.append("%s: PF %s (%s) is %s, so rail %d (%s); the policies make it %s (%s)"
+                   % (host, r["name"] or r["pci_address"], r["pci_address"], below, exp["rail"], exp["resource"],
+                      r["resource"], said))
     return out
 
 

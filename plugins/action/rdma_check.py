@@ -153,9 +153,11 @@ class ActionModule(ActionBase):
         more = {}
         if args["lldp"] and "lldp" not in reading:
             more["lldp"] = True
+        # a cabling plan that names the GPU of a PF is held to the node's PCIe path
+        planned = any(c.get("node") == host and c.get("gpu") is not None for c in args["cabling"] or [])
+        if (planned or (args["gpu_memory"] and args["bandwidth"])) and "pcie" not in reading:
+            more["pcie"] = {"topo": True}
         if args["gpu_memory"] and args["bandwidth"]:
-            if "pcie" not in reading:
-                more["pcie"] = {"topo": True}
             if "gpudirect" not in reading:
                 more["gpudirect"] = {"mode": args["gpudirect"]}
         if more:
@@ -172,7 +174,8 @@ class ActionModule(ActionBase):
                                       args["cabling"], rdma_link, gid_index, args["addresses"],
                                       args["line_rate_mbps"], cabled,
                                       rails=plain_data.plain((reading.get("pcie") or {}).get("rails")) if gpus else None,
-                                      gpudirect=((reading.get("gpudirect") or {}).get("plan") or {}).get("mode"))
+                                      gpudirect=((reading.get("gpudirect") or {}).get("plan") or {}).get("mode"),
+                                      pcie_reading=plain_data.plain(reading.get("pcie")) if planned else None)
         links["errors"] = list(links.get("errors") or []) + lldp_errors
         if args["bandwidth"]:
             # the test's settings are inventory input like the cabling: named

@@ -308,3 +308,31 @@ def test_servers_whose_client_never_connects_are_stopped(lab, calls):
     assert "node01 enp134s0f0np0 -> node02 enp134s0f0np0 (leaf2 swp1 <-> leaf2 swp2): " in flat   # rail 1 ran
     assert "Gb/s meets the gate of 360.00 Gb/s" in flat
     assert stray_servers(t) == {}
+
+
+def test_a_plan_that_gives_a_nic_to_a_gpu_of_the_other_socket_fails_that_pf(lab):
+    """node02's cabling entries name each other's GPU: GPU2 (NUMA 0) for the
+    NIC below GPU4's switch on NUMA 1 and the other way round. The role and
+    the doctor fail node02 at layer 9 on both PFs, naming the GPU, how it
+    reaches the NIC and whose rail the NIC is; node01 passes."""
+    import yaml
+    t, play = lab
+    cabling = yaml.safe_load((t.inventory / "group_vars" / "all" / "fabric.yml").read_text())["gpufabric_cabling"]
+    mine = {c["pci_address"]: c["gpu"] for c in cabling if c["node"] == "node02"}
+    assert mine == {"0000:3b:00.0": 2, "0000:86:00.0": 4}, mine      # the twin's plan names the GPUs as they are
+    for c in cabling:
+        if c["node"] == "node02":
+            c["gpu"] = 4 if c["gpu"] == 2 else 2
+    extra = play / "crossed.json"
+    extra.write_text(json.dumps({"gpufabric_cabling": cabling}))
+    rc, stdout, role, doctor = run(lab, "crossed", "-e", f"@{extra}", "-e", "rdma_check_bandwidth=false",
+                                   "-e", "rdma_check_doctor_bandwidth=false")
+    assert rc["node02"]["rescued"] == 1 and rc["node01"]["rescued"] == 0, stdout[-4000:]
+    err = role["node02"]["error"]
+    assert ("node02 enp59s0f0np0 (0000:3b:00.0, rocep59s0f0, cabled to leaf1 ethernet 1/2): gpufabric_cabling makes "
+            "it GPU4's rail, but GPU4 0000:85:00.0 (NUMA 1) reaches it across the socket interconnect (SYS)") in err, err
+    d2 = doctor["node02"]
+    assert d2["status"] == "fail" and "GPU4's rail (below its PCIe switch), and GPU2's own NIC is rocep59s0f0" \
+        in " ".join(d2["evidence"]), d2
+    assert "gpu: <index>" in d2["remediation"] and "node02 enp59s0f0np0" in d2["remediation"]
+    assert doctor["node01"]["status"] == "pass", doctor["node01"]

@@ -326,3 +326,48 @@ def test_a_write_of_the_acs_word_holds_until_the_next_boot():
         tree.write("/bus/pci/devices/0000:38:00.0/config", b"\x00\x00", ACS_CTRL_AT)   # the upstream port has no ACS
     k2, tree2, _ = make(cmdline=IOMMU + " " + ACS_ARG)                                    # a boot forgets it
     assert pcie.acs(tree2.read(path))["ctrl"] == 0x11
+
+
+# ------------------------------------------------------------------ the plan's GPU of each NIC
+def test_a_plan_that_gives_a_nic_to_a_gpu_of_the_other_socket_is_named(tmp_path):
+    """The twin's GPU node: GPU2 (NUMA 0) below the switch of 0000:3b:00.0,
+    GPU4 (NUMA 1) below 0000:86:00.0's; GPU3 on NUMA 0 has no NIC of its own."""
+    _k, root = twin(tmp_path)
+    r = reading_of(root)
+    assert pcie.planned_gpu_problem(r, "0000:3b:00.0", 2) is None
+    assert pcie.planned_gpu_problem(r, "0000:86:00.0", 4) is None
+    crossed = pcie.planned_gpu_problem(r, "0000:86:00.0", 2)
+    assert crossed == ("GPU2 0000:3a:00.0 (NUMA 0) reaches it across the socket interconnect (SYS), so NCCL gives "
+                       "that GPU no GPUDirect RDMA over it; by the PCIe path it is GPU4's rail (below its PCIe "
+                       "switch), and GPU2's own NIC is rocep59s0f0")
+    same_socket = pcie.planned_gpu_problem(r, "0000:3b:00.0", 3)
+    assert same_socket.startswith("GPU3 0000:5d:00.0 (NUMA 0) reaches it across the host bridges of its socket (NODE)")
+    assert same_socket.endswith("it is GPU2's rail (below its PCIe switch)")
+    assert pcie.planned_gpu_problem(r, "0000:3b:00.0", 9).startswith("the node has no GPU9 (its GPUs: GPU0 ")
+    # no GPU read: nothing to hold the plan to
+    assert pcie.planned_gpu_problem({"pairs": []}, "0000:3b:00.0", 2) is None
+
+
+def test_layer_9_fails_the_pf_the_plan_gives_to_a_gpu_across_the_socket(tmp_path):
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs as RP
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_check as layer9
+    _k, root = twin(tmp_path)
+    pfs = sysfs_nic.discover(root)
+    r = reading_of(root)
+    nics = [{"match": {"vendor_device": "15b3:1021"}}]
+    cabling = [{"node": "node01", "pf": "enp59s0f0np0", "pci_address": "0000:3b:00.0", "gpu": 4,
+                "switch": "leaf1", "port": "swp1"},
+               {"node": "node01", "pf": "enp134s0f0np0", "pci_address": "0000:86:00.0", "gpu": 2,
+                "switch": "leaf2", "port": "Ethernet1"}]
+    links = RP.link_check("node01", pfs, nics, cabling, pcie_reading=r)
+    rails = [p for p in links["pfs"] if p["kind"] == "rail"]
+    assert [p["pf"] for p in rails] == ["enp59s0f0np0", "enp134s0f0np0"]
+    assert rails[0]["cause"].startswith("gpufabric_cabling makes it GPU4's rail, but GPU4 0000:85:00.0 (NUMA 1) "
+                                        "reaches it across the socket interconnect (SYS)")
+    summary = RP.summary(links, bandwidth=False)
+    assert not summary["passed"] and "enp59s0f0np0" in summary["failures"][0]
+    assert "gpu: <index>" in layer9.remediation(summary)
+    # the plan as the node is: nothing to say
+    for c, gpu in zip(cabling, (2, 4)):
+        c["gpu"] = gpu
+    assert [p for p in RP.link_check("node01", pfs, nics, cabling, pcie_reading=r)["pfs"] if p["kind"] == "rail"] == []

@@ -371,6 +371,36 @@ def gpu_of_nic(rails):
     return out
 
 
+KIND_TEXT = {"PHB": "across the root complex (PHB)", "NODE": "across the host bridges of its socket (NODE)",
+             "SYS": "across the socket interconnect (SYS)"}
+
+
+def planned_gpu_problem(reading, nic, planned):
+    """The cabling plan makes NIC ``nic`` (PCI address) the rail of GPU
+    ``planned`` (its index); None where that GPU reaches the NIC below a
+    PCIe switch (PIX/PXB) or the node's GPUs were not read, else the text
+    of how it reaches it and whose rail the NIC is by the path. NCCL turns
+    GPUDirect RDMA off for a GPU farther from its NIC than PXB
+    (NCCL_NET_GDR_LEVEL's default, src/graph/paths.cc ncclTopoCheckGdr)."""
+    pairs = (reading or {}).get("pairs") or []
+    if not pairs:
+        return None
+    gpu = next((p for p in pairs if p["index"] == planned), None)
+    if gpu is None:
+        return "the node has no GPU%d (its GPUs: %s)" % (planned, ", ".join("GPU%d %s" % (p["index"], p["gpu"])
+                                                                           for p in pairs))
+    link = next((k for k in gpu["links"] if k["nic"] == nic), None)
+    if link is None or link["kind"] in P2P_BELOW_SWITCH:
+        return None
+    own = gpu_of_nic(rails(reading)).get(nic)
+    near = next((k for k in gpu["links"] if k["kind"] in P2P_BELOW_SWITCH), None)
+    return "GPU%d %s (NUMA %s) reaches it %s, so NCCL gives that GPU no GPUDirect RDMA over it; by the PCIe path " \
+        "it is %s%s" % (
+            planned, gpu["gpu"], gpu.get("numa_node"), KIND_TEXT.get(link["kind"], link["kind"]),
+            "GPU%d's rail (below its PCIe switch)" % own["index"] if own else "no GPU's rail",
+            ", and GPU%d's own NIC is %s" % (planned, near.get("rdma") or near["nic"]) if near else "")
+
+
 def rail_order(pci_addresses, gpu_of):
     """NICs (PCI addresses) in rail order: each NIC that is a GPU's rail
     (``gpu_of``: ``{pci_address: {index}}``, as gpu_of_nic gives) by that

@@ -38,11 +38,16 @@ def reads(intent, host):
 def remediation(results):
     """What to do about the first failure of a node's ``summary``."""
     errors = [e for e in results.get("failures") or [] if "gpufabric_" in e]
-    if errors:
+    rail = next((p for p in results.get("links") or [] if p.get("kind") == "rail"), None)
+    if errors and not (rail and rail["cause"] in errors[0]):
         return "fix gpufabric_nics / gpufabric_cabling for this host in the inventory"
     for p in results.get("links") or []:
         if p.get("kind") == "cabling":
             return "%s; then run validate.yml again (LLDP shows the cable as it is)" % p["cabling"]["fix"]
+        if p.get("kind") == "rail":
+            return ("in gpufabric_cabling give %s %s the GPU below its PCIe switch (gpu: <index>; layer 5's evidence "
+                    "lists each GPU's rail), or move the NIC into the slot of the GPU the plan names; then site.yml "
+                    "--tags layer14,layer15 numbers the rails and NCCL_IB_HCA from it" % (p["node"], p["pf"]))
         if p.get("kind") == "link":
             if "layer 5" in p["cause"] or "layer 4" in p["cause"]:
                 return "the PF is not usable for RoCE: see the layer named in the reason and run its role"

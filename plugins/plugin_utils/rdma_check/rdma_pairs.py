@@ -153,7 +153,7 @@ CABLING_FAULTS = ("moved", "swapped", "stranger", "disagree")
 
 
 def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, addresses=None,
-               line_rate_mbps=None, cabled=None, rails=None, gpudirect=None):
+               line_rate_mbps=None, cabled=None, rails=None, gpudirect=None, pcie_reading=None):
     """Layer 9 link and GID verdict of one node.
 
     ``pfs`` is the nic_facts ``nics`` list, ``nics`` the node's
@@ -172,7 +172,10 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
     ``gpudirect`` the node's GPUDirect RDMA mode (``dmabuf``, ``peermem``;
     None where there is none): a PF that is a GPU's rail carries that GPU
     (``gpu``: {pci_address, index}) and the mode, for the runs from GPU
-    memory.
+    memory; ``pcie_reading`` the node's nic_facts pcie reading, against
+    which a cabling entry's ``gpu`` is held: a PF the plan gives to a GPU
+    that reaches it only above a PCIe switch (another socket, the root
+    complex) fails (``kind`` ``rail``).
 
     Returns ``{node, errors, pfs}``: ``errors`` are inventory problems
     (nothing selected, a PF without a cabling entry); each PF entry is
@@ -277,6 +280,19 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
                 entry.update(cause=row["message"], kind="cabling")
             elif row["status"] == "unverified" and entry["link_ok"]:
                 entry["warning"] = row["message"]
+        planned = (cable or {}).get("gpu")
+        if planned is not None and pcie_reading and entry["kind"] != "link":
+            try:
+                problem = pcie.planned_gpu_problem(pcie_reading, pf["pci_address"], int(planned))
+            except (TypeError, ValueError):
+                problem = None
+                errors.append("%s: gpufabric_cabling gpu %r of PF %s is not a GPU index" % (node, planned, name))
+            if problem:
+                msg = "gpufabric_cabling makes it GPU%d's rail, but %s" % (int(planned), problem)
+                ev.append("%s %s: %s" % (node, name, msg))
+                if entry["cause"] is None:
+                    # the link itself works: the PF still takes part in the pairs
+                    entry.update(cause=msg, kind="rail")
         entry["ok"] = entry["link_ok"] and entry["gid_ok"] and cable is not None and entry["kind"] != "cabling"
         out.append(entry)
     return {"node": node, "errors": errors, "pfs": out}

@@ -67,10 +67,10 @@ def nccl_plan(hosts, roce, settings=None):
         raise AnsibleFilterError("nccl_plan: %s" % exc)
 
 
-def nccl_vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, namespace=None):
+def nccl_vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, namespace=None, rails=None):
     from ansible_collections.gpufabric.stack.plugins.plugin_utils.nccl_validate import nccl_validate
     try:
-        return nccl_validate.vf_resources(nics, nics_per_node, domain, pfs, namespace)
+        return nccl_validate.vf_resources(nics, nics_per_node, domain, pfs, namespace, rails)
     except (TypeError, ValueError) as exc:
         raise AnsibleFilterError("nccl_vf_resources: %s" % exc)
 

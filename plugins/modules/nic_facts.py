@@ -450,12 +450,14 @@ pcie:
   description:
     - With I(pcie) or I(acs), the GPUs and NICs with their PCIe paths (C(gpus), C(nics)), the bridges on them with
       their C(id) (C(pci:VVVV:DDDD)) and C(acs) (C(cap), C(ctrl); C(unreadable) when config space could not be read
-      past 256 bytes), per GPU every NIC and how it is reached (C(pairs)), each GPU's rail (C(rails)) and C(topo),
+      past 256 bytes), per GPU every NIC and how it is reached (C(pairs)), each GPU's rail (C(rails), the nearest
+      NIC below its PCIe switch that no GPU before it took, and C(below), every NIC below that switch) and C(topo),
       nvidia-smi's matrix held against the path (C(disagree); C(error) when it could not be read; None without
       the tool).
   returned: when pcie or acs is given
   type: dict
-  sample: {rails: [{gpu: "0000:3a:00.0", index: 0, nic: "0000:3b:00.0", rdma: mlx5_0, kind: PIX}], topo: null}
+  sample: {rails: [{gpu: "0000:3a:00.0", index: 0, nic: "0000:3b:00.0", rdma: mlx5_0, kind: PIX, below: ["0000:3b:00.0"]}],
+           topo: null}
 acs:
   description:
     - With I(acs), the resolved C(mode) (C(gpudirect), C(isolate) or None) and layer 3's plan (C(arg), the kernel

@@ -396,6 +396,13 @@ def test_vf_resources():
                                                                                      "nvidia.com/railB_1"]
     assert [r["network"] for r in F.nccl_vf_resources(NICS, None, "x", node()["pfs"])] == ["gpu-rail0", "gpu-rail1"]
     assert F.nccl_vf_resources([{"match": {"name": "x"}}], 2) == []
+    # on a node whose GPU 0 is below 86:00.0's switch, that NIC is rail 0, as layer 14 numbers it
+    rails = [{"gpu": "0000:1a:00.0", "index": 0, "nic": "0000:86:00.0", "below": ["0000:86:00.0"]},
+             {"gpu": "0000:3a:00.0", "index": 1, "nic": "0000:3b:00.0", "below": ["0000:3b:00.0"]}]
+    assert [r["resource"] for r in F.nccl_vf_resources(two, None, "nvidia.com", node()["pfs"], None, rails)] == [
+        "nvidia.com/railB_0", "nvidia.com/railA_1"]
+    assert [r["resource"] for r in F.nccl_vf_resources(two, None, "nvidia.com", node()["pfs"])] == [
+        "nvidia.com/railA_0", "nvidia.com/railB_1"]
     # layer 14's NetworkAttachmentDefinition names in a tenant namespace
     assert [r["network"] for r in F.nccl_vf_resources(NICS, 2, namespace="team-a")] == ["team-a-gpu-rail0",
                                                                                        "team-a-gpu-rail1"]

@@ -331,24 +331,56 @@ def test_rdma_shared_config_against_the_node(tmp_path):
 
 # ------------------------------------------------------------- rails by GPU
 
-def pcie_rails(pairs):
-    """nic_facts' pcie rails: ``pairs`` [(gpu pci, index, nic pci or None)]."""
-    return [{"gpu": g, "index": i, "numa_node": 0, "nic": n, "rdma": None, "netdev": None,
-             "kind": "PIX" if n else "SYS", "nearest": None} for g, i, n in pairs]
+def pcie_reading(gpus):
+    """nic_facts' pcie reading of a node from ``gpus``: [(gpu pci, index,
+    numa, {nic pci: (kind, numa)})], each GPU's links nearest first."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
+    pairs = []
+    for gpu, index, numa, links in gpus:
+        ls = [{"nic": n, "kind": k, "rdma": None, "netdev": None, "numa_node": nn, "order": o}
+              for o, (n, (k, nn)) in enumerate(sorted(links.items()))]
+        ls.sort(key=lambda x: (pcie.rank(x["kind"]), x["order"]))
+        pairs.append({"gpu": gpu, "index": index, "numa_node": numa, "links": ls})
+    reading = {"pairs": pairs}
+    reading["rails"] = pcie.rails(reading)
+    return reading
 
 
-# GPU0 below the switch of the NIC at 86:00.0, GPU1 below 3b:00.0's: the
-# NICs' PCI order is not the GPUs'
-CROSSED = pcie_rails([("0000:1a:00.0", 0, "0000:86:00.0"), ("0000:3a:00.0", 1, "0000:3b:00.0"),
-                      ("0000:5d:00.0", 2, None)])
+# GPU0 (NUMA 1) below the switch of the NIC at 86:00.0, GPU1 (NUMA 0) below
+# 3b:00.0's, GPU2 (NUMA 0) with no NIC of its own: the NICs' PCI order is
+# not the GPUs'
+CROSSED = pcie_reading([
+    ("0000:1a:00.0", 0, 1, {"0000:86:00.0": ("PIX", 1), "0000:3b:00.0": ("SYS", 0)}),
+    ("0000:3a:00.0", 1, 0, {"0000:3b:00.0": ("PIX", 0), "0000:86:00.0": ("SYS", 1)}),
+    ("0000:5d:00.0", 2, 0, {"0000:3b:00.0": ("NODE", 0), "0000:86:00.0": ("SYS", 1)})])
+# the same NICs below GPU0's and GPU1's switches in PCI order
+STRAIGHT = pcie_reading([
+    ("0000:1a:00.0", 0, 0, {"0000:3b:00.0": ("PIX", 0), "0000:86:00.0": ("SYS", 1)}),
+    ("0000:3a:00.0", 1, 1, {"0000:86:00.0": ("PIX", 1), "0000:3b:00.0": ("SYS", 0)})])
 
 
 def test_rail_order_puts_each_gpus_nic_in_gpu_order_then_the_rest_by_pci():
     from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
-    gpu_of = pcie.gpu_of_nic(CROSSED)
+    gpu_of = pcie.gpu_of_nic(CROSSED["rails"])
     assert pcie.rail_order(["0000:3b:00.0", "0000:86:00.0", "0000:18:00.0"], gpu_of) == [
         "0000:86:00.0", "0000:3b:00.0", "0000:18:00.0"]
     assert pcie.rail_order(["0000:86:00.0", "0000:3b:00.0"], {}) == ["0000:3b:00.0", "0000:86:00.0"]
+
+
+def test_two_gpus_and_two_nics_below_one_switch_take_one_nic_each():
+    from ansible_collections.gpufabric.stack.plugins.module_utils.host import pcie
+    node = pcie_reading([
+        ("0000:07:00.0", 0, 0, {"0000:0c:00.0": ("PXB", 0), "0000:0d:00.0": ("PXB", 0)}),
+        ("0000:0f:00.0", 1, 0, {"0000:0c:00.0": ("PXB", 0), "0000:0d:00.0": ("PXB", 0)})])
+    assert [(r["index"], r["nic"]) for r in node["rails"]] == [(0, "0000:0c:00.0"), (1, "0000:0d:00.0")]
+    # a NIC outside the fabric (a storage port below GPU0's switch) is no GPU's rail among the fabric's
+    storage = pcie_reading([
+        ("0000:07:00.0", 0, 0, {"0000:05:00.0": ("PIX", 0), "0000:0c:00.0": ("PXB", 0)}),
+        ("0000:8f:00.0", 1, 1, {"0000:8c:00.0": ("PIX", 1)})])
+    assert storage["rails"][0]["nic"] == "0000:05:00.0"
+    assert pcie.gpu_of_nic(storage["rails"], among=["0000:0c:00.0", "0000:8c:00.0"]) == {
+        "0000:0c:00.0": {"pci_address": "0000:07:00.0", "index": 0},
+        "0000:8c:00.0": {"pci_address": "0000:8f:00.0", "index": 1}}
 
 
 def test_cabling_gpu_numbers_the_rails_in_gpu_order():
@@ -390,7 +422,8 @@ def test_a_cabling_gpu_that_is_no_index_is_named(bad):
 def test_resource_names_follow_the_gpu_pairing_the_node_shows(tmp_path):
     facts = node_facts(tmp_path)
     plan, nics = twin_plan()     # cabling without gpu: rails in PCI order
-    out = sp.check_policies(plan["policies"], "node01", plan["node_labels"]["node01"], facts, nics, rails=CROSSED)
+    out = sp.check_policies(plan["policies"], "node01", plan["node_labels"]["node01"], facts, nics,
+                            rails=CROSSED["rails"])
     assert [(m["pf"], m["field"], m["want"], m["have"]) for m in out] == [
         ("enp59s0f0np0", "resourceName", "gpu_rail0", "gpu_rail1"),
         ("enp134s0f0np0", "resourceName", "gpu_rail1", "gpu_rail0")]
@@ -399,27 +432,53 @@ def test_resource_names_follow_the_gpu_pairing_the_node_shows(tmp_path):
     assert sp.check_policies(plan["policies"], "node01", plan["node_labels"]["node01"], facts, nics) == []
 
 
-def test_rail_pairing_errors_name_pf_gpu_and_both_resources(tmp_path):
+def test_rail_pairing_errors_name_pf_resource_gpu_and_path(tmp_path):
     facts = node_facts(tmp_path)
     plan, nics = twin_plan()
     errors = sp.rail_pairing_errors("node01", plan["rails"]["node01"], nics, facts, CROSSED)
     assert errors == [
-        "node01: PF enp59s0f0np0 (0000:3b:00.0) is below GPU1's PCIe switch, so rail 1 (gpu_rail1); the policies "
-        "make it gpu_rail0 (gpufabric_cabling names no GPU for it, so PCI order)",
-        "node01: PF enp134s0f0np0 (0000:86:00.0) is below GPU0's PCIe switch, so rail 0 (gpu_rail0); the policies "
-        "make it gpu_rail1 (gpufabric_cabling names no GPU for it, so PCI order)"]
-    # a plan from a cabling that names the GPUs agrees with the node
+        "node01: PF enp59s0f0np0 (0000:3b:00.0) is gpu_rail0 (gpufabric_cabling names no GPU for it, so PCI order "
+        "makes it the rail of GPU0), but GPU0 0000:1a:00.0 (NUMA 1) reaches it across the socket interconnect "
+        "(SYS), so NCCL gives that GPU no GPUDirect RDMA over it; by the PCIe path it is GPU1's rail (below its "
+        "PCIe switch), and GPU0's own NIC is 0000:86:00.0",
+        "node01: PF enp134s0f0np0 (0000:86:00.0) is gpu_rail1 (gpufabric_cabling names no GPU for it, so PCI "
+        "order makes it the rail of GPU1), but GPU1 0000:3a:00.0 (NUMA 0) reaches it across the socket "
+        "interconnect (SYS), so NCCL gives that GPU no GPUDirect RDMA over it; by the PCIe path it is GPU0's rail "
+        "(below its PCIe switch), and GPU1's own NIC is 0000:3b:00.0"]
+    # a plan from a cabling that names the GPUs as the node has them
     cabling = [{"node": "node01", "pf": "enp59s0f0np0", "pci_address": "0000:3b:00.0", "gpu": 1},
                {"node": "node01", "pf": "enp134s0f0np0", "pci_address": "0000:86:00.0", "gpu": 0}]
     good = sp.generate({"node01": nics}, cabling)
     assert sp.rail_pairing_errors("node01", good["rails"]["node01"], nics, facts, CROSSED) == []
-    # no GPU read on the node: nothing to hold the plan to
-    assert sp.rail_pairing_errors("node01", plan["rails"]["node01"], nics, facts, pcie_rails([])) == []
+    # ... and one that names them crossed
+    for c in cabling:
+        c["gpu"] = 1 - c["gpu"]
+    bad = sp.generate({"node01": nics}, cabling)
+    got = sp.rail_pairing_errors("node01", bad["rails"]["node01"], nics, facts, CROSSED)
+    assert [e.split(", but")[0] for e in got] == [
+        "node01: PF enp59s0f0np0 (0000:3b:00.0) is gpu_rail0 (gpufabric_cabling gives it GPU0)",
+        "node01: PF enp134s0f0np0 (0000:86:00.0) is gpu_rail1 (gpufabric_cabling gives it GPU1)"]
+    # a PCI-order plan on a node whose GPUs follow PCI order, and a node whose GPUs were not read
+    assert sp.rail_pairing_errors("node01", plan["rails"]["node01"], nics, facts, STRAIGHT) == []
+    assert sp.rail_pairing_errors("node01", plan["rails"]["node01"], nics, facts, {"pairs": [], "rails": []}) == []
 
 
-def test_layer14_fails_where_the_policies_cross_the_gpus_rails(tmp_path):
+def test_a_pf_missing_from_the_plan_does_not_shift_the_others(tmp_path):
+    facts = node_facts(tmp_path)
+    _, nics = twin_plan()
+    only = sp.generate({"node01": nics}, [{"node": "node01", "pf": "enp134s0f0np0", "pci_address": "0000:86:00.0"}])
+    # the plan's one PF is gpu_rail0, the node's GPU0 is below its switch: no crossing to report
+    assert sp.rail_pairing_errors("node01", only["rails"]["node01"], nics, facts, CROSSED) == []
+
+
+def test_layer14_fails_where_the_policies_cross_the_gpus_rails(tmp_path, monkeypatch):
     from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import sriov_operator as layer14
     from ansible_collections.gpufabric.stack.plugins.plugin_utils import kube_checks
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
+    # the cluster's own verdict (test_kube_checks.py holds it to captured objects): ready, then not
+    cluster = {"verdict": result(14, "pass", "sriov-network-operator ready on node01; 2 resource(s) allocatable",
+                                 ["allocatable openshift.io/gpu_rail0: 8"])}
+    monkeypatch.setattr(layer14.kube_checks, "check_sriov_operator", lambda *a, **k: cluster["verdict"])
     facts = node_facts(tmp_path)
     _, nics = twin_plan()
     intent = {"sriov_operator_kubeconfig": "/etc/kubernetes/admin.conf", "sriov_operator_provider": "sriov-network-operator",
@@ -430,12 +489,17 @@ def test_layer14_fails_where_the_policies_cross_the_gpus_rails(tmp_path):
               "sriov_operator_resource_prefix": "openshift.io", "sriov_operator_tenants": []}
     assert layer14.reads(intent, "node01")["nic_facts"] == {"pcie": {"topo": True}}
     answers = {kube_checks.query_key(q): {"resources": []} for q in layer14.queries(intent)}
-    reading = {"cluster": {"answers": answers}, "nic_facts": {"nics": facts, "pcie": {"rails": CROSSED}}}
+    reading = {"cluster": {"answers": answers}, "nic_facts": {"nics": facts, "pcie": CROSSED}}
     got = layer14.check(reading, intent, "node01")
     assert got["status"] == "fail" and got["layer"] == 14
-    assert got["reason"].startswith("a pod asking for a GPU's rail gets another GPU's NIC: node01: PF enp59s0f0np0")
-    assert "gpu: <index>" in got["remediation"] and len(got["evidence"]) == 2
-    # with its GPUs as the plan has them, the layer goes on to the cluster (no Node there)
-    reading["nic_facts"]["pcie"]["rails"] = pcie_rails([("0000:1a:00.0", 0, "0000:3b:00.0"),
-                                                        ("0000:3a:00.0", 1, "0000:86:00.0")])
-    assert "pod asking" not in layer14.check(reading, intent, "node01")["reason"]
+    assert got["reason"].startswith("a pod asking for a GPU's rail gets a NIC that GPU reaches only across the "
+                                    "socket or the root complex: node01: PF enp59s0f0np0")
+    assert "gpu: <index>" in got["remediation"]
+    assert len(got["evidence"]) == 3 and got["evidence"][-1] == "allocatable openshift.io/gpu_rail0: 8"
+    # a cluster that fails is named first: the operator's state is the layer's first question
+    cluster["verdict"] = result(14, "fail", "node node01 is not registered in the cluster", [])
+    assert layer14.check(reading, intent, "node01")["reason"] == "node node01 is not registered in the cluster"
+    # with its GPUs as the plan has them, the cluster's verdict stands
+    cluster["verdict"] = result(14, "pass", "sriov-network-operator ready on node01; 2 resource(s) allocatable", [])
+    reading["nic_facts"]["pcie"] = STRAIGHT
+    assert layer14.check(reading, intent, "node01")["status"] == "pass"

@@ -347,28 +347,60 @@ def plan(reading, mode, cmdline=None, vfio_nics=()):
 
 
 def rails(reading):
-    """Per GPU its rail: the nearest NIC when it is below a switch with it
-    (PIX/PXB), with how it is reached; ``{gpu, index, nic, rdma, kind}`` or
-    nic None with the nearest there is."""
+    """Per GPU its rail: a NIC below a switch with it (PIX/PXB), with how it
+    is reached; ``{gpu, index, nic, rdma, kind, below}`` or nic None with the
+    nearest there is. GPUs take their rails in PCI order, each the nearest
+    NIC below its switch that no GPU before it took (two GPUs and two NICs
+    below one switch: one NIC each), else the nearest (a NIC shared by the
+    GPUs of its switch); ``below`` lists every NIC below the GPU's switch,
+    nearest first, for a caller that counts only some NICs (gpu_of_nic)."""
     out = []
+    taken = set()
     for p in reading.get("pairs") or []:
         best = p["links"][0] if p["links"] else None
-        own = best if best and best["kind"] in P2P_BELOW_SWITCH else None
+        below = [k for k in p["links"] if k["kind"] in P2P_BELOW_SWITCH]
+        own = next((k for k in below if k["nic"] not in taken), below[0] if below else None)
+        if own:
+            taken.add(own["nic"])
         out.append({"gpu": p["gpu"], "index": p["index"], "numa_node": p.get("numa_node"),
                     "nic": own["nic"] if own else None, "rdma": own.get("rdma") if own else None,
-                    "netdev": own.get("netdev") if own else None, "kind": best["kind"] if best else None,
+                    "netdev": own.get("netdev") if own else None, "kind": (own or best or {}).get("kind"),
+                    "below": [k["nic"] for k in below],
                     "nearest": dict((k, best.get(k)) for k in ("nic", "rdma", "kind", "numa_node")) if best else None})
     return out
 
 
-def gpu_of_nic(rails):
-    """``{nic pci_address: {pci_address, index}}``: the first GPU (in PCI
-    order) whose rail each NIC is, from ``rails``."""
+def gpu_of_nic(rails, among=None):
+    """``{nic pci_address: {pci_address, index}}``: the GPU whose rail each
+    NIC is, from ``rails``; with ``among`` (PCI addresses: the fabric NICs a
+    layer counts) each GPU in PCI order takes the first of those below its
+    switch that no GPU before it took, so a NIC outside them (a storage or
+    front-end port below a GPU's switch) is no GPU's rail."""
     out = {}
+    if among is None:
+        for rail in rails or []:
+            if rail.get("nic") and rail["nic"] not in out:
+                out[rail["nic"]] = {"pci_address": rail["gpu"], "index": rail.get("index")}
+        return out
+    among = set(among)
     for rail in rails or []:
-        if rail.get("nic") and rail["nic"] not in out:
-            out[rail["nic"]] = {"pci_address": rail["gpu"], "index": rail.get("index")}
+        below = [n for n in (rail.get("below") or ([rail["nic"]] if rail.get("nic") else [])) if n in among]
+        own = next((n for n in below if n not in out), None)
+        if own:
+            out[own] = {"pci_address": rail["gpu"], "index": rail.get("index")}
     return out
+
+
+def gpu_index(value):
+    """A GPU index (0, 1, ...) from inventory input, or None where it is not
+    one (a bool, a float, a negative number, text)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return None
+    return n if n >= 0 and str(n) == str(value).strip() else None
 
 
 KIND_TEXT = {"PHB": "across the root complex (PHB)", "NODE": "across the host bridges of its socket (NODE)",
@@ -387,8 +419,8 @@ def planned_gpu_problem(reading, nic, planned):
         return None
     gpu = next((p for p in pairs if p["index"] == planned), None)
     if gpu is None:
-        return "the node has no GPU%d (its GPUs: %s)" % (planned, ", ".join("GPU%d %s" % (p["index"], p["gpu"])
-                                                                           for p in pairs))
+        known = ", ".join("GPU%d %s" % (p["index"], p["gpu"]) for p in pairs)
+        return "the node has no GPU%d (its GPUs: %s)" % (planned, known)
     link = next((k for k in gpu["links"] if k["nic"] == nic), None)
     if link is None or link["kind"] in P2P_BELOW_SWITCH:
         return None

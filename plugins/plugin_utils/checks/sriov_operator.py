@@ -54,19 +54,24 @@ def check(reading, intent, host):
                                  profile_label=intent["sriov_operator_profile_label"],
                                  link_type=intent["sriov_operator_link_type"], operator_prefix=prefix)
     resources = ["%s/%s" % (prefix, r) for r in (plan.get("node_resources") or {}).get(host) or []]
-    node = reading.get("nic_facts") or {}
-    crossed = sriov_policy.rail_pairing_errors(
-        host, (plan.get("rails") or {}).get(host), (intent.get("sriov_operator_node_nics") or {}).get(host) or [],
-        node.get("nics") or [], (node.get("pcie") or {}).get("rails"))
-    if crossed:
-        return result(LAYER, "fail", "a pod asking for a GPU's rail gets another GPU's NIC: %s" % crossed[0],
-                      crossed, "give each of the node's gpufabric_cabling entries the GPU whose PCIe switch its NIC "
-                      "is below (gpu: <index>, as layer 5's evidence lists the rails), then site.yml --tags layer14")
     expected = sriov_policy.expected_nads(intent.get("sriov_operator_tenants") or [], plan.get("resources") or [])
     provider = intent["sriov_operator_provider"]
     operator = provider == "sriov-network-operator"
-    return kube_checks.check_sriov_operator(
+    verdict = kube_checks.check_sriov_operator(
         host, kube_checks.named(got[0], host), got[1], resources, expected, got[2], provider,
         kube_checks.named(got[3], host) if operator else None,
         None if operator else (got[3] or [None])[0],
         kube_checks.first_error(reading, qs[:3]) or None)
+    if verdict["status"] == "fail":
+        return verdict
+    # the operator works: are the rails it hands out each GPU's own NIC?
+    node = reading.get("nic_facts") or {}
+    crossed = sriov_policy.rail_pairing_errors(
+        host, (plan.get("rails") or {}).get(host), (intent.get("sriov_operator_node_nics") or {}).get(host) or [],
+        node.get("nics") or [], node.get("pcie"))
+    if crossed:
+        return result(LAYER, "fail", "a pod asking for a GPU's rail gets a NIC that GPU reaches only across the "
+                      "socket or the root complex: %s" % crossed[0], crossed + list(verdict.get("evidence") or []),
+                      "give each of the node's gpufabric_cabling entries the GPU whose PCIe switch its NIC is below "
+                      "(gpu: <index>, as layer 5's evidence lists the rails), then site.yml --tags layer14")
+    return verdict

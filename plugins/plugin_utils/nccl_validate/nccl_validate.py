@@ -72,13 +72,13 @@ def select_pfs(pfs, nics, rails=None):
     PCI address order (the rail order of a rail-optimised node whose GPUs
     are not read)."""
     chosen = dict((p["pci_address"], p) for p in selected_pfs(pfs or [], nics))
-    return [chosen[pci] for pci in pcie.rail_order(chosen, pcie.gpu_of_nic(rails))]
+    return [chosen[pci] for pci in pcie.rail_order(chosen, pcie.gpu_of_nic(rails, among=chosen))]
 
 
 def rail_order_text(host, pfs, rails):
     """``node01: GPU2 -> mlx5_0, GPU4 -> mlx5_1`` for the evidence; None
     without rails."""
-    gpu_of = pcie.gpu_of_nic(rails)
+    gpu_of = pcie.gpu_of_nic(rails, among=[p["pci_address"] for p in pfs])
     named = ["GPU%d -> %s" % (gpu_of[p["pci_address"]]["index"], p.get("rdma_device") or p["pci_address"])
              for p in pfs if p["pci_address"] in gpu_of]
     return "%s: rail order %s" % (host, ", ".join(named)) if named else None
@@ -327,7 +327,7 @@ def socket_hosts(host, run_plan, by_host):
     return own, peers
 
 
-def vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, namespace=None):
+def vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, namespace=None, rails=None):
     """The SR-IOV VF resources a worker pod requests, one VF per rail, and the
     NetworkAttachmentDefinition of each: ``[{rail, resource, network}]``.
 
@@ -335,14 +335,15 @@ def vf_resources(nics, nics_per_node=None, domain="openshift.io", pfs=None, name
     ``resource_prefix`` ``p`` is the extended resource ``<domain>/<p><r>``,
     and a tenant namespace ``ns`` gets the network ``<ns>-<p><r>`` spelt as
     a Kubernetes name (lower case, ``_`` as ``-``).  Rails are counted over
-    the selected PFs in PCI order: from ``pfs`` (one node's nic_facts) when
-    given, else one rail per ``name``/``pci_address`` entry and the rest of
+    the selected PFs in rail order (``select_pfs``: GPU order where
+    ``rails``, the node's pcie rails, are given): from ``pfs`` (one node's
+    nic_facts) when given, else one rail per ``name``/``pci_address`` entry and the rest of
     ``nics_per_node`` for a ``vendor_device`` entry."""
     entries = [e for e in (nics or []) if (e or {}).get("resource_prefix")]
     out = []
     if pfs is not None:
         rail = 0
-        for pf in select_pfs(pfs, entries):
+        for pf in select_pfs(pfs, entries, rails):
             entry = next(e for e in entries if selected_pfs([pf], [e]))
             out.append(_rail(rail, entry["resource_prefix"], domain, namespace))
             rail += 1

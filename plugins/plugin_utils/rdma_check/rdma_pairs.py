@@ -202,7 +202,7 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
             node, ", ".join("%s=%s" % kv for kv in sorted(m.items()) if kv[1]) or "{}",
             ", ".join("%s %s" % (p.get("name"), p.get("pci_address")) for p in pfs) or "none"))
     states = _rdma_states(rdma_link_text)
-    gpu_of = pcie.gpu_of_nic(rails)
+    gpu_of = pcie.gpu_of_nic(rails, among=[p["pci_address"] for p in selected])
     out = []
     for pf in selected:
         name = pf.get("name") or pf["pci_address"]
@@ -282,13 +282,13 @@ def link_check(node, pfs, nics, cabling, rdma_link_text=None, gid_index=None, ad
                 entry["warning"] = row["message"]
         planned = (cable or {}).get("gpu")
         if planned is not None and pcie_reading and entry["kind"] != "link":
-            try:
-                problem = pcie.planned_gpu_problem(pcie_reading, pf["pci_address"], int(planned))
-            except (TypeError, ValueError):
-                problem = None
-                errors.append("%s: gpufabric_cabling gpu %r of PF %s is not a GPU index" % (node, planned, name))
+            index = pcie.gpu_index(planned)
+            problem = pcie.planned_gpu_problem(pcie_reading, pf["pci_address"], index) if index is not None else None
+            if index is None:
+                errors.append("%s: gpufabric_cabling gpu %r of PF %s is not a GPU index (0, 1, ... as nvidia-smi "
+                              "numbers the node's GPUs)" % (node, planned, name))
             if problem:
-                msg = "gpufabric_cabling makes it GPU%d's rail, but %s" % (int(planned), problem)
+                msg = "gpufabric_cabling makes it GPU%d's rail, but %s" % (index, problem)
                 ev.append("%s %s: %s" % (node, name, msg))
                 if entry["cause"] is None:
                     # the link itself works: the PF still takes part in the pairs

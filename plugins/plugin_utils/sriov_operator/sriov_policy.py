@@ -148,12 +148,13 @@ def _claims(nics, pfs, host, strict_vendor):
     return claims, errors, bad
 
 
-def gpu_pairing(pfs, rails=None):
+def gpu_pairing(pfs, rails=None, among=None):
     """``{pci_address: {index}}``: the GPU each PF is the rail of, from the
-    node's PCIe path (``rails``: nic_facts' pcie rails) when read, else
-    from the PFs' own ``gpu`` (gpufabric_cabling's)."""
+    node's PCIe path (``rails``: nic_facts' pcie rails, counting the NICs
+    ``among``) when read, else from the PFs' own ``gpu``
+    (gpufabric_cabling's)."""
     if rails:
-        return pcie.gpu_of_nic(rails)
+        return pcie.gpu_of_nic(rails, among=among)
     return dict((_pci(p["pci_address"]), {"index": int(p["gpu"])}) for p in pfs if p.get("gpu") is not None)
 
 
@@ -166,8 +167,9 @@ def node_rails(host, nics, pfs, strict_vendor=False, rails=None):
     (nic_facts), which say the GPU of each PF where read (else a PF's
     ``gpu``); ``gpu`` is None on a PF that is no GPU's rail."""
     claims, errors, bad = _claims(nics, pfs, host, strict_vendor)
-    gpu_of = gpu_pairing(pfs, rails)
-    fabric = pcie.rail_order({_pci(p["pci_address"]) for c in claims for p in c}, gpu_of)
+    claimed = {_pci(p["pci_address"]) for c in claims for p in c}
+    gpu_of = gpu_pairing(pfs, rails, among=claimed)
+    fabric = pcie.rail_order(claimed, gpu_of)
     out = []
     for i, (entry, hits) in enumerate(zip(nics, claims)):
         match = entry.get("match") or {}
@@ -214,20 +216,12 @@ def cabled_pfs(cabling, host):
             pf = {"name": c.get("pf"), "pci_address": _pci(c["pci_address"])}
             if c.get("vendor_device"):
                 pf["vendor_device"] = str(c["vendor_device"]).lower()
-            if _gpu_index(c.get("gpu")) is not None:
-                pf["gpu"] = _gpu_index(c["gpu"])
+            if pcie.gpu_index(c.get("gpu")) is not None:
+                pf["gpu"] = pcie.gpu_index(c["gpu"])
             out.append(pf)
     return sorted(out, key=lambda p: p["pci_address"])
 
 
-def _gpu_index(value):
-    if isinstance(value, bool) or value is None:
-        return None
-    try:
-        n = int(value)
-    except (TypeError, ValueError):
-        return None
-    return n if n >= 0 and str(n) == str(value).strip() else None
 
 
 def cabling_gpu_errors(cabling, hosts):
@@ -235,7 +229,7 @@ def cabling_gpu_errors(cabling, hosts):
     (0, 1, ...) where given."""
     out = []
     for i, c in enumerate(cabling or []):
-        if c.get("node") in hosts and c.get("gpu") is not None and _gpu_index(c["gpu"]) is None:
+        if c.get("node") in hosts and c.get("gpu") is not None and pcie.gpu_index(c["gpu"]) is None:
             out.append("%s: gpufabric_cabling[%d].gpu %r (PF %s) is not a GPU index (0, 1, ... as nvidia-smi "
                        "numbers the node's GPUs)" % (c.get("node"), i, c["gpu"], c.get("pf") or c.get("pci_address")))
     return out
@@ -687,28 +681,37 @@ def check_policies(policies, node, node_labels, nic_facts, nics=None, rails=None
     return out
 
 
-def rail_pairing_errors(host, planned, nics, nic_facts, rails):
+def rail_pairing_errors(host, planned, nics, nic_facts, reading):
     """Where the rails the policies give a node (``planned``: generate()'s
-    rails of the host, from gpufabric_cabling) are not the GPU pairing its
-    PCIe path shows (``nic_facts`` nics and pcie ``rails``): one text per
-    PF whose resource belongs to another GPU's rail, naming the PF, the
-    GPU it is below and both resource names.  Empty where the node's GPUs
-    were not read."""
-    if not any(r.get("nic") for r in rails or []):
+    rails of the host, from gpufabric_cabling) pair a PF with a GPU that
+    reaches it only above a PCIe switch, by the node's PCIe path
+    (``nic_facts`` nics and its ``pcie`` ``reading``): one text per such PF,
+    naming the resource, the GPU and how it reaches the NIC. The GPU of a
+    rail is the plan's ``gpu`` where it names one, else the GPU whose rail
+    that number is on the node (the r-th GPU with a NIC of its own, which a
+    plan in PCI order gives the r-th PF). Only PFs both the plan and the
+    node have are compared; empty where the node's GPUs were not read."""
+    rails = (reading or {}).get("rails") or []
+    if not any(r.get("nic") for r in rails):
         return []
     found, _ = node_rails(host, nics, nic_facts, strict_vendor=True, rails=rails)
-    want = dict((r["pci_address"], r) for r in found if r["resource"])
+    have = set(r["pci_address"] for r in found if r["resource"])
+    plan = [r for r in planned or [] if r["resource"] and r["pci_address"] in have]
+    both = set(r["pci_address"] for r in plan)
+    node_order = [r for r in found if r["pci_address"] in both]
     out = []
-    for r in planned or []:
-        exp = want.get(r["pci_address"])
-        if exp is None or exp["resource"] == r["resource"]:
+    for i, r in enumerate(plan):
+        if r.get("gpu") is not None:
+            gpu, said = r["gpu"], "gpufabric_cabling gives it GPU%d" % r["gpu"]
+        else:
+            gpu = node_order[i]["gpu"] if i < len(node_order) else None
+            said = "gpufabric_cabling names no GPU for it, so PCI order makes it the rail of GPU%s" % gpu
+        if gpu is None:
             continue
-        below = "below GPU%d's PCIe switch" % exp["gpu"] if exp["gpu"] is not None else "no GPU's rail"
-        said = "gpufabric_cabling gives it GPU%d" % r["gpu"] if r.get("gpu") is not None \
-            else "gpufabric_cabling names no GPU for it, so PCI order"
-        out.append("%s: PF %s (%s) is %s, so rail %d (%s); the policies make it %s (%s)"
-                   % (host, r["name"] or r["pci_address"], r["pci_address"], below, exp["rail"], exp["resource"],
-                      r["resource"], said))
+        problem = pcie.planned_gpu_problem(reading, r["pci_address"], gpu)
+        if problem:
+            out.append("%s: PF %s (%s) is %s (%s), but %s" % (host, r["name"] or r["pci_address"], r["pci_address"],
+                                                            r["resource"], said, problem))
     return out
 
 

@@ -222,8 +222,6 @@ def cabled_pfs(cabling, host):
     return sorted(out, key=lambda p: p["pci_address"])
 
 
-
-
 def cabling_gpu_errors(cabling, hosts):
     """gpufabric_cabling's ``gpu`` on the entries of ``hosts``: a GPU index
     (0, 1, ...) where given."""
@@ -710,8 +708,8 @@ def rail_pairing_errors(host, planned, nics, nic_facts, reading):
             continue
         problem = pcie.planned_gpu_problem(reading, r["pci_address"], gpu)
         if problem:
-            out.append("%s: PF %s (%s) is %s (%s), but %s" % (host, r["name"] or r["pci_address"], r["pci_address"],
-                                                            r["resource"], said, problem))
+            name = r["name"] or r["pci_address"]
+            out.append("%s: PF %s (%s) is %s (%s), but %s" % (host, name, r["pci_address"], r["resource"], said, problem))
     return out
 
 

@@ -138,14 +138,17 @@ def pcie_slots(hw: dict) -> list[Slot]:
     return slots
 
 
+def gpu_slots(hw: dict) -> list[Slot]:
+    """The slots that hold a GPU, in the order nvidia-smi and CUDA (with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID) number the GPUs: by PCI address; GPU k is
+    the k-th."""
+    return sorted((s for s in pcie_slots(hw) if s.gpu is not None), key=lambda s: s.gpu_bdf)
+
+
 def gpu_of_nic(hw: dict) -> dict[int, int]:
     """``{NIC index: GPU index}``: the GPU below each NIC's PCIe switch, by
-    its index as nvidia-smi numbers the GPUs (PCI order of their addresses);
-    a NIC without a GPU in its slot is left out."""
-    slots = pcie_slots(hw)
-    order = sorted((s.gpu_bdf, s.index) for s in slots if s.gpu is not None)
-    index = {slot: i for i, (_, slot) in enumerate(order)}
-    return {s.nic: index[s.index] for s in slots if s.nic is not None and s.index in index}
+    its index in gpu_slots; a NIC without a GPU in its slot is left out."""
+    return {s.nic: k for k, s in enumerate(gpu_slots(hw)) if s.nic is not None}
 
 
 def default_spec(name: str, index: int, nics: int = 2, model: str = "cx7", totalvfs: int = DEFAULT_TOTALVFS,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from simlab.node.hardware import pcie_slots
+from simlab.node.hardware import gpu_slots, pcie_slots
 from simlab.tools import agentclient
 
 NO_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
@@ -42,7 +42,7 @@ CPUS = {0: "0-31,64-95", 1: "32-63,96-127"}     # the twin's local_cpulist per N
 def matrix(hw: dict, rdma: dict[int, str]) -> str:
     """``nvidia-smi topo -m`` of a node: ``rdma`` names NIC i's RDMA device."""
     slots = pcie_slots(hw)
-    gpus = sorted((s for s in slots if s.gpu is not None), key=lambda s: s.gpu_bdf)
+    gpus = gpu_slots(hw)
     nics = sorted((s for s in slots if s.nic is not None), key=lambda s: s.nic)
     names = [f"GPU{i}" for i in range(len(gpus))] + [f"NIC{i}" for i in range(len(nics))]
     devices = [("gpu", s) for s in gpus] + [("nic", s) for s in nics]

@@ -110,10 +110,10 @@ def cuda_setup(opts, summary: dict) -> tuple[list[str], float]:
     """The GPU part of a run from GPU memory on this node: the lines perftest
     prints, and the share of the path's rate the GPU's own path keeps;
     CudaFailure with what perftest prints where it stops."""
-    from simlab.node.hardware import pcie_slots
+    from simlab.node.hardware import gpu_slots
     out: list[str] = ["initializing CUDA"]
     hw = summary.get("hw") or {}
-    slots = sorted((x for x in pcie_slots(hw) if x.gpu is not None), key=lambda x: x.gpu_bdf)
+    slots = gpu_slots(hw)
     if "nvidia" not in summary.get("modules", []) or not slots:
         raise CudaFailure(out + ["cuInit(0) returned 100"], ["Couldn't init GPU context: 1"])
     index = None

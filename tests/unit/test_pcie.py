@@ -371,3 +371,18 @@ def test_layer_9_fails_the_pf_the_plan_gives_to_a_gpu_across_the_socket(tmp_path
     for c, gpu in zip(cabling, (2, 4)):
         c["gpu"] = gpu
     assert [p for p in RP.link_check("node01", pfs, nics, cabling, pcie_reading=r)["pfs"] if p["kind"] == "rail"] == []
+
+
+@pytest.mark.parametrize("nics", [1, 2, 4, 8])
+def test_the_twins_cabling_plan_names_the_gpu_its_sysfs_pairs_with_each_nic(tmp_path, nics):
+    """simlab's lab plan writes each cable's ``gpu`` from the hardware
+    document (hardware.gpu_of_nic); the collection's read of the twin's
+    sysfs must pair the same GPU with the same NIC, or the twin's own plan
+    would fail layer 9."""
+    k, root = twin(tmp_path, nics=nics)
+    r = reading_of(root)
+    read = {nic: g["index"] for nic, g in pcie.gpu_of_nic(r["rails"]).items()}
+    planned = {spec.bdf: gpu for spec in hardware.nic_specs(k.hw)
+               for n, gpu in hardware.gpu_of_nic(k.hw).items() if n == spec.index}
+    assert planned and read == planned
+    assert all(pcie.planned_gpu_problem(r, nic, gpu) is None for nic, gpu in planned.items())

@@ -17,8 +17,8 @@ is cabled to the leaf of rail r).  Rendering takes the PFs of a node, and
 the GPU each is the rail of (``gpu``), from ``gpufabric_cabling``; checking
 takes them from ``nic_facts`` and the GPU of each from the node's PCIe path
 (its ``pcie`` rails).  An entry with ``resource_prefix: gpu_rail`` turns
-rail r into the extended resource ``gpu_rail<r>``, so a pod that asks for
-GPU k's rail gets the VF of the NIC below GPU k's PCIe switch.
+rail r into the extended resource ``gpu_rail<r>``: rail r is the NIC of the
+r-th GPU that has one, so the rail a pod asks for is the NIC beside that GPU.
 
 Plain Python, no Ansible imports: the filters wrap it, unit tests call it.
 """
@@ -216,8 +216,9 @@ def cabled_pfs(cabling, host):
             pf = {"name": c.get("pf"), "pci_address": _pci(c["pci_address"])}
             if c.get("vendor_device"):
                 pf["vendor_device"] = str(c["vendor_device"]).lower()
-            if pcie.gpu_index(c.get("gpu")) is not None:
-                pf["gpu"] = pcie.gpu_index(c["gpu"])
+            gpu = pcie.gpu_index(c.get("gpu"))
+            if gpu is not None:
+                pf["gpu"] = gpu
             out.append(pf)
     return sorted(out, key=lambda p: p["pci_address"])
 
@@ -248,13 +249,12 @@ def profile_id(rails):
 
 def generate(nodes, cabling=None, node_pfs=None, namespace="sriov-network-operator",
              profile_label="gpufabric.io/nic-profile", link_type="eth", underlay_mtu=None,
-             operator_prefix="openshift.io", selector="pfNames", node_gpu_rails=None):
+             operator_prefix="openshift.io", selector="pfNames"):
     """SriovNetworkNodePolicy objects for the cluster.
 
     nodes: {host: gpufabric_nics}; cabling: gpufabric_cabling; node_pfs:
     {host: [pf facts]} to use instead of the cabling (for checks against
-    nic_facts), with node_gpu_rails {host: nic_facts' pcie rails} for the
-    GPU each PF is the rail of.  Returns {policies, node_labels, node_resources, rails,
+    nic_facts).  Returns {policies, node_labels, node_resources, rails,
     resources, errors}: one policy per (profile, rail), where a profile is a
     set of nodes with the same rails, PF names and VF layout; every node of
     a profile gets the label ``profile_label: <profile>``."""
@@ -270,8 +270,7 @@ def generate(nodes, cabling=None, node_pfs=None, namespace="sriov-network-operat
             continue
         if node_pfs is not None:
             pfs = node_pfs.get(host) or []
-            rails, errs = node_rails(host, nics, pfs, strict_vendor=True,
-                                     rails=(node_gpu_rails or {}).get(host))
+            rails, errs = node_rails(host, nics, pfs, strict_vendor=True)
         else:
             pfs = cabled_pfs(cabling, host)
             if not pfs:

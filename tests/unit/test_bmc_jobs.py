@@ -235,7 +235,8 @@ def test_the_bios_role_schedules_the_job_pending_settings_lack_and_stops_behind_
         assert doc.returncode == 0, doc.stdout[-3000:]
         after = json.loads((tmp_path / "out" / "dell1.after.json").read_text())
         queue = c.get(QUEUE)
-        states = [c.get(m["@odata.id"])["JobState"] for m in queue["Members"]]
+        jobs = [c.get(m["@odata.id"]) for m in queue["Members"]]
+        states = [j["JobState"] for j in jobs]
 
         # a job scheduled for one setting, another to stage: stop before any change
         c.req("PATCH", SETTINGS, {"Attributes": {"PcieAcsControl": "Enabled"},
@@ -249,6 +250,11 @@ def test_the_bios_role_schedules_the_job_pending_settings_lack_and_stops_behind_
     assert before["status"] == "fail" and before["reason"] == "settings pending with no BIOS configuration job"
     assert after["status"] == "pass", after
     assert states == ["Completed"]
+    # the completed job's state as the recorded iDRAC's completed BIOS job reads
+    recorded = json.loads((REAL / "dell/redfish/v1/Managers/iDRAC.Embedded.1/Oem/Dell/Jobs/JID_102241909559"
+                           / "index.json").read_text())
+    done = ("JobState", "Message", "MessageId", "PercentComplete")
+    assert {k: jobs[0][k] for k in done} == {k: recorded[k] for k in done}
     data = state.load_bios(tmp_path / "lab/nodes/dell1")
     assert blocked.returncode != 0
     assert "dell1: the BMC's job JID_" in blocked.stdout and "is scheduled to apply" in blocked.stdout

@@ -336,3 +336,41 @@ def test_a_plan_that_gives_a_nic_to_a_gpu_of_the_other_socket_fails_that_pf(lab)
         in " ".join(d2["evidence"]), d2
     assert "gpu: <index>" in d2["remediation"] and "node02 enp59s0f0np0" in d2["remediation"]
     assert doctor["node01"]["status"] == "pass", doctor["node01"]
+
+
+def test_layer_9_takes_layer_5s_reading_unless_a_switch_changed(lab):
+    """site.yml layers 5, 7 and 9: layer 5 reads the node with what layer 9
+    asks (each GPU's rail, the LLDP neighbours), so in a run where nothing
+    changed layer 9 executes only its round on each node; a leaf that changed
+    in the run (its MTU put back) makes layer 9 read the nodes again."""
+    from simlab.lab import lab_dir
+    from simlab.switches import load_switch, save_switch
+    t, play = lab
+    tags = ("--tags", "layer05,layer07,layer09")
+    first = t.playbook("playbooks/site.yml", *tags)
+    assert all(r["failed"] == 0 for r in recap(first.stdout).values()), first.stdout[-4000:]
+
+    def counted(name):
+        counts = play / f"{name}-counts.json"
+        proc = t.playbook("playbooks/site.yml", *tags,
+                          env={"ANSIBLE_CALLBACKS_ENABLED": "gpufabric.stack.task_counter",
+                               "GPUFABRIC_TASK_COUNTER_FILE": str(counts)})
+        rc = recap(proc.stdout)
+        assert all(r["failed"] == 0 for r in rc.values()), proc.stdout[-4000:]
+        hosts = json.loads(counts.read_text())["hosts"]
+        return rc, proc.stdout, {n: hosts[n]["by_role"].get("rdma_check") for n in ("node01", "node02")}
+
+    rc, stdout, by_role = counted("same")
+    assert {h: r["changed"] for h, r in rc.items()} == {"node01": 0, "node02": 0, "leaf1": 0, "leaf2": 0}, stdout[-4000:]
+    # one round from host memory, and no read of the node
+    assert by_role == {"node01": 1, "node02": 1}, by_role
+
+    sw = lab_dir(t.name) / "switches"
+    leaf1 = load_switch(sw, "leaf1")
+    for line in ("enable", "configure terminal", "interface ethernet 1/1 mtu 1500 force"):
+        leaf1.handle(line)
+    save_switch(sw, leaf1)
+    rc, stdout, by_role = counted("switch")
+    assert rc["leaf1"]["changed"] == 1 and rc["leaf2"]["changed"] == 0, stdout[-4000:]
+    # the nodes are read again: the read and the round
+    assert by_role == {"node01": 2, "node02": 2}, by_role

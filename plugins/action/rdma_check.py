@@ -12,7 +12,9 @@ task, the logic in plugin_utils/rdma_check/rdma_pairs.py:
   node through the perftest_round module, in one call or in three that
   every node makes in step;
 - ``gate``: the result of every pair the node sent on in the round, from its
-  own clients and its servers' results.
+  own clients and its servers' results;
+- ``recheck``: the plan again (run once for the play), with rounds after its
+  own that run from host memory the pairs that fell short from GPU memory.
 
 The phases hand over through the results the role registers under fixed
 names (see the module's documentation)."""
@@ -30,7 +32,7 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, nic
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
 
-PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate")
+PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate", "recheck")
 ARGS = {
     "phase": {"type": "str", "required": True, "choices": list(PHASES)},
     # links
@@ -245,6 +247,31 @@ class ActionModule(ActionBase):
             # and the end of the round (two minutes of slack)
             "server_timeout": args["listen_timeout"] + duration + args["timeout"] + 120,
         }
+
+    # the plan phase's answer, as later phases read it
+    PLAN_KEYS = ("plan", "nodes", "left_out", "in_one", "perftest", "run_dir", "listen_timeout", "client_timeout",
+                 "server_timeout")
+
+    def _phase_recheck(self, args, task_vars, host):
+        """The play's plan with, after its rounds, the rounds that run from
+        host memory the pairs that fell short from GPU memory in them (each
+        node's gated pairs of this plan); ``recheck_from`` is the index of
+        the first of those rounds (the plan's round count when there is none)."""
+        planned = self._registered(task_vars, host, PLANNED)
+        if "plan" not in planned:
+            raise rdma_pairs.PlanError("no plan of the pairs in this play (phase=plan registered as %s)" % PLANNED)
+        plan = planned["plan"]
+        rounds = plan.get("rounds") or []
+        gated = []
+        for node in planned.get("nodes") or []:
+            # the pairs a node sent on in this plan (a result of an earlier plan has other ids or none)
+            mine = [p for p in self._registered(task_vars, node, GATED).get("pairs") or []
+                    if (p.get("client") or {}).get("node") == node]
+            gated.extend(mine)
+        extra = rdma_pairs.recheck_rounds(plan, gated) if rounds else []
+        answer = dict((k, planned[k]) for k in self.PLAN_KEYS if k in planned)
+        answer.update(plan=dict(plan, rounds=rounds + extra), recheck_from=len(rounds))
+        return answer
 
     # -- one round --------------------------------------------------------
 

@@ -31,12 +31,16 @@ description:
   - C(phase=gate) gives the result of every pair the node sent on up to round I(round), from its clients' and its
     servers' results (the other nodes' registered results), gated at I(share) of the slower end's line rate; register
     it as C(rdma_check_gated).
+  - C(phase=recheck), run once for the play after the plan's rounds and registered as C(rdma_check_planned) again,
+    gives the plan with rounds after its own that run from host memory the pairs that fell short from GPU memory
+    (each node's C(rdma_check_gated) of this plan), and C(recheck_from), the index of the first of them; a healthy
+    rack has none, so each pair runs once.
 options:
   phase:
     description: The step; see the description.
     type: str
     required: true
-    choices: [links, plan, round, serve, run, collect, gate]
+    choices: [links, plan, round, serve, run, collect, gate, recheck]
   reading:
     description: C(links). The node's C(nic_facts) answer; when it is not one of I(sysfs_root), the node is read.
     type: dict
@@ -181,10 +185,16 @@ bandwidth:
   returned: phase links
   type: bool
 plan:
-  description: C(plan). C(mode), C(rails), C(rounds) (each a list of pairs C({id, round, rail, port, client, server,
-    blocked})) and C(untested) (PFs without a peer on their rail).
-  returned: phase plan
+  description: C(plan), C(recheck). C(mode), C(rails), C(rounds) (each a list of pairs C({id, round, rail, port,
+    client, server, blocked}), with C(memory) C(cuda) for a pair from GPU memory) and C(untested) (PFs without a
+    peer on their rail).
+  returned: phases plan and recheck
   type: dict
+recheck_from:
+  description: C(recheck). The index of the first round that runs from host memory a pair that fell short from GPU
+    memory; the plan's round count when there is none.
+  returned: phase recheck
+  type: int
 nodes:
   description: C(plan). The nodes taking part.
   returned: phase plan

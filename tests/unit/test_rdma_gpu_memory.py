@@ -38,35 +38,62 @@ def test_the_rails_pfs_carry_their_gpu_and_the_mode():
     assert gpu_links(["node01"], gpudirect="off")[0]["pfs"][0]["gpudirect"] is None
 
 
-def test_the_host_rounds_are_followed_by_the_same_pairs_from_gpu_memory():
+def test_pairs_on_gpu_rails_run_from_gpu_memory_in_place_of_host_memory():
     plan = RP.plan_pairs(gpu_links(["node01", "node02"]))
-    host, gpu = plan["rounds"]
+    host_only = RP.plan_pairs(gpu_links(["node01", "node02"]), gpu_memory=False)
+    (gpu,), (host,) = plan["rounds"], host_only["rounds"]
     assert [p.get("memory") for p in host] == [None] * 4 and [p["memory"] for p in gpu] == ["cuda"] * 4
-    assert [p["id"] for p in gpu] == [p["id"] + ":gpu" for p in host] and {p["round"] for p in gpu} == {2}
-    assert len(RP.plan_pairs(gpu_links(["node01", "node02"]), gpu_memory=False)["rounds"]) == 1
-    # a node without GPUDirect RDMA, or a NIC no GPU sits beside, runs from host memory only
+    assert [p["id"] for p in gpu] == [p["id"] + ":gpu" for p in host] and {p["round"] for p in gpu} == {1}
+    # a node without GPUDirect RDMA, or a NIC no GPU sits beside, runs from host memory
     mixed = RP.plan_pairs(gpu_links(["node01", "node02"], gpudirect=lambda n: None if n == "node02" else "peermem"))
-    assert len(mixed["rounds"]) == 1
+    assert [p.get("memory") for p in mixed["rounds"][0]] == [None] * 4
     one_rail = RP.plan_pairs(gpu_links(["node01", "node02"], rails=RAILS[:2]))
-    assert [p["rail"] for p in one_rail["rounds"][1]] == ["leaf1", "leaf1"]
+    assert [(p["rail"], p.get("memory")) for p in one_rail["rounds"][0]] == [
+        ("leaf1", "cuda"), ("leaf1", "cuda"), ("leaf2", None), ("leaf2", None)]
+
+
+def test_only_a_pair_short_from_gpu_memory_runs_again_from_host_memory():
+    plan = RP.plan_pairs(gpu_links(["node01", "node02", "node03"]))
+    (gpu,) = plan["rounds"]
+    passed = [RP.pair_result(p, job(perftest_output(392.0))) for p in gpu]
+    assert RP.recheck_rounds(plan, passed) == []
+    # one pair short, one that could not run: both again from host memory, in one round after the plan's
+    short = [RP.pair_result(gpu[0], job(perftest_output(118.0))), RP.pair_result(gpu[1], job("", rc=1, err="x\n"))]
+    (again,) = RP.recheck_rounds(plan, short + passed[2:])
+    assert [p["id"] for p in again] == sorted([gpu[0]["id"][:-4] + ":host", gpu[1]["id"][:-4] + ":host"])
+    assert all("memory" not in p and p["round"] == 2 and not p["blocked"] for p in again)
+    assert {(p["client"]["node"], p["server"]["node"], p["port"]) for p in again} == {
+        (gpu[i]["client"]["node"], gpu[i]["server"]["node"], gpu[i]["port"]) for i in (0, 1)}
+    # a blocked pair, a pair from host memory, a result of another plan: none run again
+    blocked = dict(gpu[2], status="blocked")
+    other = dict(gpu[3], id="7:leaf9:node01>node02:gpu", status="fail")
+    host = dict(RP.plan_pairs(gpu_links(["node01", "node02", "node03"]), gpu_memory=False)["rounds"][0][0],
+                status="fail")
+    assert RP.recheck_rounds(plan, [blocked, other, host]) == []
+    # pairs short in different rounds of the plan keep to rounds of their own
+    full = RP.plan_pairs(gpu_links(["node01", "node02", "node03"]), mode="all")
+    firsts = [dict(r[0], status="fail") for r in full["rounds"]]
+    assert [[p["round"] for p in r] for r in RP.recheck_rounds(full, firsts)] == [[3], [4]]
 
 
 def test_each_end_runs_from_its_own_gpu():
-    gpu = RP.plan_pairs(gpu_links(["node01", "node02"]))["rounds"][1][0]
+    gpu = RP.plan_pairs(gpu_links(["node01", "node02"]))["rounds"][0][0]
     server = RP.perftest_argv(gpu, "server", OPTS)
     client = RP.perftest_argv(gpu, "client", OPTS)
     assert server[-2:] == ["--use_cuda_bus_id=0000:3a:00.0", "--use_cuda_dmabuf"]
     assert client[-3:] == ["--use_cuda_bus_id=0000:3a:00.0", "--use_cuda_dmabuf", "172.30.0.2"]
-    peer = RP.plan_pairs(gpu_links(["node01", "node02"], gpudirect="peermem"))["rounds"][1][0]
+    peer = RP.plan_pairs(gpu_links(["node01", "node02"], gpudirect="peermem"))["rounds"][0][0]
     assert "--use_cuda_dmabuf" not in RP.perftest_argv(peer, "client", OPTS)
     # perftest wants --use_cuda_dmabuf after the CUDA option (its parser error otherwise)
     assert server.index("--use_cuda_dmabuf") > server.index("--use_cuda_bus_id=0000:3a:00.0")
 
 
 def test_a_shortfall_from_gpu_memory_is_named_with_the_gpu_and_the_host_memory_run():
-    host, gpu = RP.plan_pairs(gpu_links(["node01", "node02"]))["rounds"]
-    ok = RP.pair_result(host[0], job(perftest_output(392.0)))
+    plan = RP.plan_pairs(gpu_links(["node01", "node02"]))
+    gpu = plan["rounds"][0]
     slow = RP.pair_result(gpu[0], job(perftest_output(118.0)))
+    host = RP.recheck_rounds(plan, [slow])[0]
+    ok = RP.pair_result(host[0], job(perftest_output(392.0)))
     assert slow["status"] == "fail"
     assert slow["message"].startswith("node01 GPU 0000:3a:00.0 via enp59s0f0np0 -> node02 GPU 0000:3a:00.0 via "
                                       "enp59s0f0np0 (leaf1 swp1 <-> leaf1 swp2, from GPU memory): 118.00 Gb/s is under")
@@ -80,7 +107,7 @@ def test_a_shortfall_from_gpu_memory_is_named_with_the_gpu_and_the_host_memory_r
 
 
 def test_a_gpu_memory_run_that_stops_names_the_side_and_the_cause():
-    gpu = RP.plan_pairs(gpu_links(["node01", "node02"]))["rounds"][1][0]
+    gpu = RP.plan_pairs(gpu_links(["node01", "node02"]))["rounds"][0][0]
     server = job("initializing CUDA\nCouldn't allocate MR with error=14\n", rc=1,
                  err="failed to create mr\nFailed to create MR\n")
     got = RP.pair_result(gpu, job("", rc=1, err=" Failed to exchange data between server and clients\n"), server)

@@ -355,12 +355,12 @@ def plan_pairs(nodes_links, mode="ring", port_base=18515, gpu_memory=True):
     link or GID check failed (the pair is not run).  ``untested`` lists the
     rails with a single node.
 
-    With ``gpu_memory``, the rounds from host memory are followed by the
-    same rounds from GPU memory (``memory`` ``cuda``), for the pairs whose
-    two ends are each a GPU's rail on a node with GPUDirect RDMA: each end
-    reads and writes its own GPU, so the run is the GPU's path onto the
-    fabric, and its host-memory twin in the rounds before tells the GPU
-    path from the fabric."""
+    With ``gpu_memory``, a pair whose two ends are each a GPU's rail on a
+    node with GPUDirect RDMA runs from GPU memory (``memory`` ``cuda``, its
+    id ending ``:gpu``) in place of host memory: each end reads and writes
+    its own GPU, so one run covers the GPU's path and the fabric beyond it.
+    Only a pair that falls short from GPU memory runs again from host memory
+    (``recheck_rounds``), which tells the GPU's path from the fabric."""
     if mode not in PAIR_MODES:
         raise PlanError("rdma_check_pairs must be one of %s, got %r" % (", ".join(PAIR_MODES), mode))
     try:
@@ -396,20 +396,40 @@ def plan_pairs(nodes_links, mode="ring", port_base=18515, gpu_memory=True):
                     "client": _end(client), "server": _end(server), "blocked": blocked,
                 })
     if gpu_memory:
-        gpu_rounds = []
-        for pairs in rounds:
-            on_gpus = [dict(p, id=p["id"] + ":gpu", memory="cuda") for p in pairs
-                       if p["client"].get("gpu") and p["server"].get("gpu")
-                       and p["client"].get("gpudirect") and p["server"].get("gpudirect")]
-            if on_gpus:
-                gpu_rounds.append(on_gpus)
-        for i, pairs in enumerate(gpu_rounds):
-            for p in pairs:
-                p["round"] = len(rounds) + i + 1
-        rounds = rounds + gpu_rounds
+        # a pair not run (an end failed its link check) is named as from host memory
+        rounds = [[dict(p, id=p["id"] + ":gpu", memory="cuda") if _on_gpus(p) and not p["blocked"] else p
+                   for p in pairs]
+                  for pairs in rounds]
     return {"mode": mode, "rails": [{"name": x["name"], "switch": x["switch"],
                                      "nodes": [m["node"] for m in x["members"]]} for x in rl],
             "rounds": rounds, "untested": untested}
+
+
+def _on_gpus(pair):
+    """Both ends of ``pair`` a GPU's rail on a node with GPUDirect RDMA."""
+    return bool(pair["client"].get("gpu") and pair["server"].get("gpu")
+                and pair["client"].get("gpudirect") and pair["server"].get("gpudirect"))
+
+
+def recheck_rounds(plan, gated):
+    """The rounds after ``plan``'s that run again from host memory the pairs
+    that fell short from GPU memory (status ``fail`` in ``gated``, the
+    ``pair_result`` of every node's pairs of this plan): each pair in a round
+    of its own round's number among these, so that no NIC sends or receives
+    twice at once as in the plan's rounds. ``[]`` when every pair from GPU
+    memory met the gate (a healthy rack runs each pair once)."""
+    planned = dict((p["id"], p) for pairs in plan.get("rounds") or [] for p in pairs if p.get("memory") == "cuda")
+    short = set(g.get("id") for g in gated or [] if g.get("status") == "fail" and g.get("memory") == "cuda")
+    by_round = {}
+    for pid in sorted(short & set(planned)):
+        pair = dict((k, v) for k, v in planned[pid].items() if k != "memory")
+        pair["id"] = pid[:-len(":gpu")] + ":host"
+        by_round.setdefault(pair["round"], []).append(pair)
+    first = len(plan.get("rounds") or []) + 1
+    out = []
+    for i, number in enumerate(sorted(by_round)):
+        out.append([dict(p, round=first + i) for p in sorted(by_round[number], key=lambda p: p["id"])])
+    return out
 
 
 # --------------------------------------------------------------------------
@@ -718,7 +738,8 @@ def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=Tru
     failures += [_pf_failure(p) for p in links.get("pfs") or [] if p.get("cause")]
     warnings = []
     host_runs = dict((_ends(p), p) for p in pairs or [] if p.get("memory") != "cuda")
-    for p in pairs or []:
+    # the pairs from host memory first: a fabric problem explains the runs from GPU memory too
+    for p in [x for x in pairs or [] if x.get("memory") != "cuda"] + [x for x in pairs or [] if x.get("memory") == "cuda"]:
         if p["status"] == "fail" and p.get("memory") == "cuda":
             failures.append("%s; %s" % (p["message"], _same_pair_from_host_memory(host_runs.get(_ends(p)))))
         elif p["status"] == "fail":

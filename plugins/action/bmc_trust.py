@@ -39,10 +39,11 @@ class ActionModule(ActionBase):
             got = bmc_trust.trust(args["address"], args["known_certs"], timeout=args["timeout"],
                                   write=not self._task.check_mode)
         except bmc_trust.TrustError as exc:
-            result.update(failed=True, msg="%s: %s" % (host, exc))
+            result.update(failed=True, module_executions=0, msg="%s: %s" % (host, exc))
             return result
         if got["status"] == "new":
             display.warning("%s: %s" % (host, got["message"]))
-        # a pin written on the controller is not a change of the rack
-        result.update(changed=False, **got)
+        # a pin written on the controller is not a change of the rack; a
+        # handshake from the controller, no module executed
+        result.update(changed=False, module_executions=0, **got)
         return result

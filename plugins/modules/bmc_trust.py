@@ -89,4 +89,9 @@ message:
   description: What was found, in words.
   returned: success
   type: str
+module_executions:
+  description: Always 0; the action runs on the controller, one TLS handshake with the BMC and no module (the
+    C(gpufabric.stack.task_counter) callback counts it as a controller action).
+  returned: always
+  type: int
 """

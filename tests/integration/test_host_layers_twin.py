@@ -80,6 +80,11 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     assert all(r["failed"] == 0 for r in recap(first.stdout).values()), first.stdout[-4000:]
     assert "Reboot for kernel arguments intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030" in first.stdout
     assert "Reboot for NIC firmware SR-IOV settings" in first.stdout
+    # after each reboot the layer holds the node to the change (its own included tasks)
+    after_reboot = ("gpufabric.stack.kernel : Read the booted command line again after the reboot",
+                    "gpufabric.stack.nic_firmware : Read the firmware values again")
+    for task in after_reboot:
+        assert task_lines(first.stdout, task) == ["ok: [node01]", "ok: [node02]"], task
     for node in ("node01", "node02"):
         cmdline = twin.sh(node, "cat /run/simlab/proc/cmdline").stdout.split()
         assert "intel_iommu=on" in cmdline and "iommu=pt" in cmdline and "pci=disable_acs_redir=pci:1000:c030" in cmdline
@@ -92,6 +97,8 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     second = converge(twin)
     assert {h: r["changed"] for h, r in recap(second.stdout).items()} == {"node01": 0, "node02": 0}, \
         second.stdout[-4000:]
+    # nothing to verify after no reboot: those tasks are not even included
+    assert not [task for task in after_reboot if task in second.stdout]
     # layer 5 judged its modules-load file from the NIC reading: no host_files call
     persist = "gpufabric.stack.rdma_drivers : Load the RDMA modules at every boot"
     assert task_lines(second.stdout, persist) == ["skipping: [node01]", "skipping: [node02]"]

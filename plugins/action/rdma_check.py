@@ -248,9 +248,8 @@ class ActionModule(ActionBase):
             "server_timeout": args["listen_timeout"] + duration + args["timeout"] + 120,
         }
 
-    # the plan phase's answer, as later phases read it
-    PLAN_KEYS = ("plan", "nodes", "left_out", "in_one", "perftest", "run_dir", "listen_timeout", "client_timeout",
-                 "server_timeout")
+    # what a registered result carries that is not the plan phase's answer
+    RESULT_KEYS = ("changed", "failed", "skipped", "msg", "invocation", "module_executions", "recheck_from")
 
     def _phase_recheck(self, args, task_vars, host):
         """The play's plan with, after its rounds, the rounds that run from
@@ -269,7 +268,8 @@ class ActionModule(ActionBase):
                     if (p.get("client") or {}).get("node") == node]
             gated.extend(mine)
         extra = rdma_pairs.recheck_rounds(plan, gated) if rounds else []
-        answer = dict((k, planned[k]) for k in self.PLAN_KEYS if k in planned)
+        # the plan phase's answer as registered, whatever it holds, with the rounds added
+        answer = dict((k, v) for k, v in planned.items() if k not in self.RESULT_KEYS and not k.startswith("_ansible"))
         answer.update(plan=dict(plan, rounds=rounds + extra), recheck_from=len(rounds))
         return answer
 

@@ -101,9 +101,14 @@ def test_a_shortfall_from_gpu_memory_is_named_with_the_gpu_and_the_host_memory_r
     said = [f for f in got["failures"] if "from GPU memory" in f][0]
     assert "from host memory the same pair gives 392.00 Gb/s, meeting the gate: the GPU's path" in said
     assert "layer 5" in said and "layer 3" in said
-    # both slow: the fabric first
-    both = RP.summary(gpu_links(["node01", "node02"])[0], [RP.pair_result(host[0], job(perftest_output(100.0))), slow])
-    assert any("fails too: the fabric first" in f for f in both["failures"])
+    # both slow: the fabric first, the run from host memory named before the one from GPU memory (which
+    # ran first: the recheck comes after it in the node's pairs)
+    lossy = RP.pair_result(host[0], job(perftest_output(100.0)))
+    both = RP.summary(gpu_links(["node01", "node02"])[0], [slow, lossy])
+    assert both["failures"][0] == lossy["message"] and "fails too: the fabric first" in both["failures"][1]
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import rdma_check as check
+    assert check.remediation({"pairs": [slow, lossy]}).startswith("the pair runs lossy")
+    assert check.remediation({"pairs": [slow, ok]}).startswith("the GPU's own path onto the fabric")
 
 
 def test_a_gpu_memory_run_that_stops_names_the_side_and_the_cause():

@@ -61,9 +61,7 @@ def remediation(results):
         if p.get("kind") == "gid":
             return ("give %s an IPv4 address (RoCE v2 GIDs follow the netdev's addresses) or set "
                     "rdma_check_gid_index / rdma_check_addresses; `show_gids` lists the table" % p["pf"])
-    pairs = results.get("pairs") or []
-    # the pairs from host memory first: a fabric problem explains the GPU runs too
-    for p in [x for x in pairs if x.get("memory") != "cuda"] + [x for x in pairs if x.get("memory") == "cuda"]:
+    for p in rdma_pairs.host_memory_first(results.get("pairs")):
         if p["status"] == "fail" and p.get("memory") == "cuda":
             c, s = p["client"], p["server"]
             return ("the GPU's own path onto the fabric: on %s and %s check GPUDirect RDMA (layer 5: the mode, "

@@ -714,6 +714,13 @@ def _ends(pair):
             pair["server"]["pci_address"])
 
 
+def host_memory_first(pairs):
+    """``pairs`` with those from host memory first, each part in its order:
+    a fabric problem explains the runs from GPU memory too."""
+    pairs = pairs or []
+    return [p for p in pairs if p.get("memory") != "cuda"] + [p for p in pairs if p.get("memory") == "cuda"]
+
+
 def _same_pair_from_host_memory(host):
     """What the same pair did from host memory, which tells the GPU path
     from the fabric."""
@@ -738,8 +745,7 @@ def summary(links, pairs=None, untested=None, share=DEFAULT_SHARE, bandwidth=Tru
     failures += [_pf_failure(p) for p in links.get("pfs") or [] if p.get("cause")]
     warnings = []
     host_runs = dict((_ends(p), p) for p in pairs or [] if p.get("memory") != "cuda")
-    # the pairs from host memory first: a fabric problem explains the runs from GPU memory too
-    for p in [x for x in pairs or [] if x.get("memory") != "cuda"] + [x for x in pairs or [] if x.get("memory") == "cuda"]:
+    for p in host_memory_first(pairs):
         if p["status"] == "fail" and p.get("memory") == "cuda":
             failures.append("%s; %s" % (p["message"], _same_pair_from_host_memory(host_runs.get(_ends(p)))))
         elif p["status"] == "fail":

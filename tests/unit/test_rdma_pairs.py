@@ -241,7 +241,7 @@ def test_argv_server_and_client():
     pair = RP.plan_pairs(links(["node01", "node02"]))["rounds"][0][0]
     assert RP.perftest_argv(pair, "server", OPTS) == [
         "ib_write_bw", "-d", "rocep59s0f0", "-i", "1", "-x", "3", "-s", "8388608", "-D", "5", "-F",
-        "--report_gbits", "-p", "18515", "--tclass=106"]
+        "-p", "18515", "--tclass=106"]
     cl = RP.perftest_argv(pair, "client", dict(OPTS, duration=0, qps=4, extra_args=["--perform_warm_up"]))
     assert cl[cl.index("-n") + 1] == "5000" and "-D" not in cl and cl[cl.index("-q") + 1] == "4"
     assert cl[-2:] == ["--perform_warm_up", "172.30.0.2"]
@@ -402,6 +402,24 @@ def test_a_line_rate_from_the_inventory_replaces_the_link_speed_in_the_gate():
     assert not RP.gate(0.017, entry["speed_mbps"], 20)["passed"]
     # without it, the link speed stands
     assert RP.link_check("node01", [pf(0, 1, speed=1000)], NICS, cabling(["node01"], rails=1))["pfs"][0]["speed_mbps"] == 1000
+
+
+@pytest.mark.parametrize("mbps, passed", [(9.48, True), (9.2, True), (8.9, False), (8.56, False), (5.5, False), (0.0, False)])
+def test_a_slow_link_is_gated_at_perftests_precision(mbps, passed):
+    """On a 10 Mb/s line (the VM nodes' emulated links) the gate is 9 Mb/s; a
+    run reads at perftest's MiB/s precision, so 8.56 Mb/s fails where Gb/s to
+    two decimals (--report_gbits, not asked for) would have read it as 10."""
+    one = [RP.link_check(n, [pf(0, i, speed=1000)], NICS, cabling(["node01", "node02"], rails=1), line_rate_mbps=10)
+           for i, n in enumerate(["node01", "node02"], start=1)]
+    pair = RP.plan_pairs(one)["rounds"][0][0]
+    assert "--report_gbits" not in RP.perftest_argv(pair, "client", OPTS)
+    out = perftest_output(mbps / 1000, gbits=False)
+    assert "BW average[MiB/sec]" in out or "BW average[MB/sec]" in out
+    res = RP.pair_result(pair, job(out))
+    assert res["status"] == ("pass" if passed else "fail"), res["message"]
+    assert abs(res["bw_gbps"] * 1000 - mbps) < 0.1 and res["threshold_gbps"] == 0.009
+    assert res["message"].endswith("%.1f Mb/s %s the gate of 9.0 Mb/s (90%% of 10.0 Mb/s line rate)" % (
+        res["bw_gbps"] * 1000, "meets" if passed else "is under")), res["message"]
 
 
 @pytest.mark.parametrize("bad", [0, -5, "fast"])

@@ -515,7 +515,9 @@ def perftest_argv(pair, side, options):
         argv += ["-n", str(int(o.get("iterations") or 5000))]
     if int(o.get("qps") or 1) > 1:
         argv += ["-q", str(int(o["qps"]))]
-    argv += ["-F", "--report_gbits", "-p", str(int(pair["port"]))]
+    # perftest's own unit (MiB/s, two decimals): --report_gbits prints Gb/s to
+    # two decimals, 10 Mb/s steps, too coarse to gate a link of a few tens of Mb/s
+    argv += ["-F", "-p", str(int(pair["port"]))]
     tc = o.get("traffic_class")
     if tc is not None and str(tc) != "":
         argv += (["-R", "-T", str(int(tc))] if o.get("rdma_cm") else ["--tclass=%d" % int(tc)])
@@ -690,7 +692,8 @@ def pair_result(pair, client_job, server_job=None, share=DEFAULT_SHARE, listenin
     if not row:
         res["message"] = "%s: ib_write_bw printed no result row" % label
         return res
-    bw = round(perf_parsers.perftest_to_gbps(row["bw_average"], parsed["units"]), 2)
+    # at the precision perftest printed it (0.01 MiB/s is 0.08 Mb/s)
+    bw = round(perf_parsers.perftest_to_gbps(row["bw_average"], parsed["units"]), 6)
     g = gate(bw, pair["client"].get("speed_mbps"), pair["server"].get("speed_mbps"), s)
     res.update(bw_gbps=bw, line_gbps=g["line_gbps"], threshold_gbps=g["threshold_gbps"],
                mtu=parsed.get("mtu"), status="pass" if g["passed"] else "fail")

@@ -4,8 +4,12 @@
 """Layer 9's coordination across nodes (the rdma_check role), one phase per
 task, the logic in plugin_utils/rdma_check/rdma_pairs.py:
 
+- ``cabling``: every node's cabling verdicts by LLDP, from the nodes' and
+  the leaves' readings (run once for the play: each reading is taken from
+  the host variables once, not once per node);
 - ``links``: the node's PF link and RoCE v2 GID verdicts from its nic_facts
-  reading (given, or read here) and, optionally, ``rdma link show``;
+  reading (given, or read here), its cabling verdicts and, optionally,
+  ``rdma link show``;
 - ``plan``: the rounds of ib_write_bw pairs over the nodes taking part (run
   once for the play: every host gets the same plan);
 - ``round``, ``serve``, ``run``, ``collect``: one round of the plan on this
@@ -32,7 +36,7 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, nic
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
 
-PHASES = ("links", "plan", "round", "serve", "run", "collect", "gate", "recheck")
+PHASES = ("cabling", "links", "plan", "round", "serve", "run", "collect", "gate", "recheck")
 ARGS = {
     "phase": {"type": "str", "required": True, "choices": list(PHASES)},
     # links
@@ -51,6 +55,8 @@ ARGS = {
     "gpudirect": {"type": "str", "default": "auto"},
     "lldp_readings": {"type": "str", "default": ""},
     "switch_readings": {"type": "str", "default": ""},
+    # the cabling phase's answer for this node, when the play ran it
+    "cabled": {"type": "dict"},
     # plan
     "pairs": {"type": "str", "default": "ring"},
     "port_base": {"type": "int", "default": 18515},
@@ -170,7 +176,11 @@ class ActionModule(ActionBase):
                 if key in more and answer.get(key) is not None:
                     reading = dict(reading, **{key: answer[key]})
         if args["lldp"]:
-            cabled, lldp_errors = self._cabling(args, task_vars, host, reading)
+            mine = args["cabled"]
+            if mine is None or "lldp" in more:
+                # the play's cabling phase did not see this node's LLDP
+                mine = self._cabling(args, task_vars, [host], (host, reading))[host]
+            cabled, lldp_errors = mine["pfs"], list(mine["errors"])
         gpus = args["gpu_memory"] and args["bandwidth"]
         links = rdma_pairs.link_check(host, plain_data.plain(reading.get("nics") or []), args["nics"],
                                       args["cabling"], rdma_link, gid_index, args["addresses"],
@@ -186,20 +196,29 @@ class ActionModule(ActionBase):
                 plain_data.plain(args["perftest"]), args["share"])
         return {"links": links, "bandwidth": args["bandwidth"]}
 
-    def _cabling(self, args, task_vars, host, reading):
-        """This node's cabling verdicts by PF (cabling.judge) from what LLDP
-        shows: its own neighbours (``reading``), the other nodes' (their
-        readings at ``lldp_readings`` in their host variables) and the leaf
-        switches' tables (their roce_switch answers at ``switch_readings``);
-        and the errors that make the node's own view unreadable."""
+    def _phase_cabling(self, args, task_vars, host):
+        """Every play host's cabling verdicts, for the links phase (run once
+        for the play: registered on every host as ``rdma_check_cabled``)."""
+        hosts = list(task_vars.get("ansible_play_hosts") or [host])
+        return {"by_node": self._cabling(args, task_vars, hosts) if args["lldp"] else {}}
+
+    def _cabling(self, args, task_vars, hosts, own=None):
+        """``{host: {pfs, errors}}`` for each of ``hosts``: its cabling
+        verdicts by PF (cabling.judge) from what LLDP shows, and the errors
+        that make its own view unreadable. The nodes' views are their
+        readings at ``lldp_readings`` in their host variables (``own``,
+        ``(host, reading)``, stands for that host's), the leaves' tables
+        their roce_switch answers at ``switch_readings``; each is read once."""
         hostvars = task_vars.get("hostvars") or {}
         cabling = plain_data.plain(args["cabling"])
         nodes = sorted(set(c.get("node") for c in cabling if c.get("node")))
         switches = sorted(set(c.get("switch") for c in cabling if c.get("switch")))
-        own = plain_data.plain(reading.get("lldp") or {})
-        errors = ["%s: LLDP: %s" % (host, own.get("error"))] if own.get("failed") else []
-        readings = dict((node, plain_data.plain(reading if node == host else _at(hostvars, node, args["lldp_readings"])
-                                                or {})) for node in nodes)
+
+        def reading_of(node):
+            if own and node == own[0]:
+                return plain_data.plain(own[1])
+            return plain_data.plain(_at(hostvars, node, args["lldp_readings"]) or {})
+        readings = dict((node, reading_of(node)) for node in nodes)
         answers = dict((sw, plain_data.plain(_at(hostvars, sw, args["switch_readings"]) or {})) for sw in switches)
         host_views, switch_views, pfs, nos_of = cabling_check.views(readings, answers)
         for sw in switches:
@@ -208,8 +227,16 @@ class ActionModule(ActionBase):
                 nos_of[sw] = hostvars[sw].get("switch_nos")
         rack = cabling_check.Rack(cabling, pfs, cabling_check.canon_by_nos(nos_of))
         links, strangers = cabling_check.observed(rack, host_views, switch_views)
-        cause = dict(cabling_check.firmware_lldp(reading), **{"": _unverified_cause(own, switch_views, switches)})
-        return dict((row["pf"], row) for row in cabling_check.judge(rack, links, strangers, host, cause)), errors
+        out = {}
+        for h in hosts:
+            # a host the cabling does not name is judged on nothing, its own LLDP error aside
+            reading = readings[h] if h in readings else reading_of(h)
+            lldp = plain_data.plain(reading.get("lldp") or {})
+            cause = dict(cabling_check.firmware_lldp(reading),
+                         **{"": _unverified_cause(lldp, switch_views, switches)})
+            out[h] = {"pfs": dict((row["pf"], row) for row in cabling_check.judge(rack, links, strangers, h, cause)),
+                      "errors": ["%s: LLDP: %s" % (h, lldp.get("error"))] if lldp.get("failed") else []}
+        return out
 
     # -- plan -------------------------------------------------------------
 

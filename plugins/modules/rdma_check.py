@@ -15,10 +15,15 @@ version_added: "0.1.0"
 description:
   - The coordination of the C(rdma_check) role (layer 9) and of its doctor check, an action that runs on the
     controller; the logic is C(plugins/plugin_utils/rdma_check/rdma_pairs.py).
+  - C(phase=cabling), run once for the play (C(run_once), registered on every host as C(rdma_check_cabled)), holds
+    each play host's I(cabling) entries to what LLDP shows at both ends, from every node's reading at
+    I(lldp_readings) and every leaf's answer at I(switch_readings) in their host variables, each taken once. Its
+    C(by_node) entry of a host is that host's I(cabled).
   - C(phase=links) checks the node's PFs (those that I(nics) selects) for an up link and a RoCE v2 GID, and finds
     their cabling, from I(reading) (a C(gpufabric.stack.nic_facts) answer of I(sysfs_root)) or, when that is not
-    given, from one C(nic_facts) execution on the node; with I(rdma_link_show) also from C(rdma link show). Register
-    it as C(rdma_check_linked).
+    given, from one C(nic_facts) execution on the node; with I(rdma_link_show) also from C(rdma link show). The
+    cabling verdicts are I(cabled) where given and the reading has the node's LLDP, else judged here the same way.
+    Register it as C(rdma_check_linked).
   - C(phase=plan), run once for the play (C(run_once), so that every host registers the same result as
     C(rdma_check_planned)), plans the rounds of C(ib_write_bw) pairs over the rails of the nodes taking part. A node
     takes part when its C(rdma_check_linked) has no inventory errors and I(bandwidth) and, with I(below), when its
@@ -40,7 +45,7 @@ options:
     description: The step; see the description.
     type: str
     required: true
-    choices: [links, plan, round, serve, run, collect, gate, recheck]
+    choices: [cabling, links, plan, round, serve, run, collect, gate, recheck]
   reading:
     description: C(links). The node's C(nic_facts) answer; when it is not one of I(sysfs_root), the node is read.
     type: dict
@@ -58,7 +63,7 @@ options:
     elements: dict
     default: []
   cabling:
-    description: C(links). The cabling plan (C(gpufabric_cabling)).
+    description: C(cabling) and C(links). The cabling plan (C(gpufabric_cabling)).
     type: list
     elements: dict
     default: []
@@ -80,6 +85,29 @@ options:
     description: C(links). Whether the node takes part in the pairwise test.
     type: bool
     default: true
+  lldp:
+    description: C(cabling) and C(links). Hold the cabling plan to what LLDP shows (the node's reading has C(lldp)).
+    type: bool
+    default: false
+  gpu_memory:
+    description: C(links) and C(plan). Pairs on GPUs' rails run from GPU memory (the reading's C(pcie) rails).
+    type: bool
+    default: false
+  gpudirect:
+    description: C(links). The GPUDirect RDMA mode asked of the node's reading (C(auto), C(peermem), C(dmabuf)).
+    type: str
+    default: auto
+  lldp_readings:
+    description: C(cabling) and C(links). The dotted path, in each node's host variables, of its reading with C(lldp).
+    type: str
+    default: ""
+  switch_readings:
+    description: C(cabling) and C(links). The dotted path, in each leaf's host variables, of its answer with C(lldp).
+    type: str
+    default: ""
+  cabled:
+    description: C(links). This node's entry of the C(cabling) phase's C(by_node) (C({pfs, errors})).
+    type: dict
   pairs:
     description: C(plan). C(ring) (one round, every node the client of its successor) or C(all) (every ordered pair).
     type: str
@@ -175,6 +203,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+by_node:
+  description: C(cabling). Per play host, C(pfs) (its cabling verdicts by PF) and C(errors) (its own LLDP unreadable).
+  returned: phase cabling
+  type: dict
 links:
   description: C(links). The node's C(node), C(errors) (inventory problems) and C(pfs) (per PF its link, GID, cabling,
     C(ok) and C(cause)).

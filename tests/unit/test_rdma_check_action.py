@@ -216,3 +216,84 @@ def test_the_test_settings_are_named_on_each_node_before_any_pair_runs(tmp_path)
     assert got["node02"]["errors"] == ["rdma_check_gate_share is '1.5', not a number in (0, 1]",
                                        "rdma_check_qps is 0, not a whole number >= 1",
                                        "rdma_check_traffic_class is 'af41', not null or 0-255"]
+
+
+CABLING_PLAY = """
+- hosts: all
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Cabling, once for the play
+      gpufabric.stack.rdma_check:
+        phase: cabling
+        cabling: "{{ cabling }}"
+        lldp: true
+        lldp_readings: reading
+      register: rdma_check_cabled
+      run_once: true
+
+    - name: Links on the play's cabling verdicts
+      gpufabric.stack.rdma_check:
+        phase: links
+        reading: "{{ reading }}"
+        nics: "{{ nics }}"
+        cabling: "{{ cabling }}"
+        lldp: true
+        lldp_readings: reading
+        cabled: "{{ rdma_check_cabled.by_node[inventory_hostname] }}"
+      register: rdma_check_linked
+
+    - name: Links judging the node's cabling itself
+      gpufabric.stack.rdma_check:
+        phase: links
+        reading: "{{ reading }}"
+        nics: "{{ nics }}"
+        cabling: "{{ cabling }}"
+        lldp: true
+        lldp_readings: reading
+      register: alone
+
+    - name: Links on another node's verdicts (the links phase takes what it is given)
+      gpufabric.stack.rdma_check:
+        phase: links
+        reading: "{{ reading }}"
+        nics: "{{ nics }}"
+        cabling: "{{ cabling }}"
+        lldp: true
+        cabled: "{{ rdma_check_cabled.by_node['node01'] }}"
+      register: given
+
+    - name: Keep what each returned
+      ansible.builtin.copy:
+        content: "{{ {'cabled': rdma_check_cabled, 'linked': rdma_check_linked, 'alone': alone,
+                      'given': given} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+"""
+
+
+def test_the_cabling_is_judged_once_for_the_play_as_each_node_would_judge_its_own(tmp_path):
+    """The cabling phase (run once) reads every node's LLDP once and gives each
+    node the verdicts the links phase would reach on its own by reading every
+    other node's: a cable moved on node02 is named the same either way."""
+    cab = R9.cabling(NODES)
+    seen = dict((c["node"], []) for c in cab)
+    for c in cab:
+        port = "swp9" if (c["node"], c["switch"]) == ("node02", "leaf1") else c["port"]
+        seen[c["node"]].append({"local": c["pf"], "sysname": c["switch"], "chassis_id": "aa:bb:cc:00:00:01",
+                                "port_id": port, "port_id_type": "ifname", "port_descr": ""})
+    extra = dict((node, {"reading": {"sysfs_root": "/sys", "nics": [R9.pf(0, n), R9.pf(1, n)],
+                                     "lldp": {"neighbors": seen[node], "error": ""}}})
+                 for n, node in enumerate(NODES, start=1))
+    proc = run(tmp_path, {}, text=CABLING_PLAY, node03_failed=False, extra=extra)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())) for n in NODES)
+    assert got["node01"]["cabled"] == got["node03"]["cabled"]       # run once, registered on every host
+    assert sorted(got["node01"]["cabled"]["by_node"]) == NODES
+    for node in NODES:
+        assert got[node]["linked"]["links"] == got[node]["alone"]["links"], node
+    status = dict((n, [p["cabling"]["status"] for p in got[n]["linked"]["links"]["pfs"]]) for n in NODES)
+    assert status == {"node01": ["ok", "ok"], "node02": ["moved", "ok"], "node03": ["ok", "ok"]}, status
+    moved = got["node02"]["linked"]["links"]["pfs"][0]["cabling"]
+    assert "leaf1 swp9" in moved["message"], moved
+    assert [p["cabling"]["status"] for p in got["node02"]["given"]["links"]["pfs"]] == ["ok", "ok"]

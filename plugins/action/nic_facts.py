@@ -5,8 +5,9 @@
 execution keeps its answer as the host fact gpufabric_nic_reading; with
 ``reuse`` a task takes that reading instead of reading again when it was
 taken with the options the task gives; ``forget`` drops it (a layer that
-changed what sysfs shows: firmware, VFs, QoS, a boot). The rules are
-plugin_utils/nic_reading.py's."""
+changed what sysfs shows: firmware, VFs, QoS, a boot); ``also`` adds the
+options a later layer reads with, so that its read in the run is this one.
+The rules are plugin_utils/nic_reading.py's."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -43,6 +44,11 @@ class ActionModule(ActionBase):
         del tmp
         task_vars = task_vars or {}
         options = dict(self._task.args)
+        host = task_vars.get("inventory_hostname", "?")
+        try:
+            options = nic_reading.with_also(options, options.pop("also", None))
+        except ValueError as exc:
+            raise AnsibleActionFail("%s: nic_facts also: %s" % (host, exc))
         try:
             reuse = boolean(options.pop("reuse", False), strict=True)
             forget = boolean(options.pop("forget", False), strict=True)

@@ -46,6 +46,13 @@ options:
       - Handled by the action.
     type: bool
     default: false
+  also:
+    description:
+      - More options of this module to read with, as a later layer gives them (layer 3 passes layer 5's), so that the
+        later layer's read with I(reuse) in the same run is answered by this one. An option given here and by the
+        task with another value is an error naming it.
+      - Handled by the action.
+    type: dict
 
   sysfs_root:
     description:
@@ -583,6 +590,7 @@ def main():
             # the action's (plugins/action/nic_facts.py); a module run always reads
             reuse=dict(type="bool", default=False),
             forget=dict(type="bool", default=False),
+            also=dict(type="dict"),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,

@@ -18,6 +18,24 @@ ACTION_OPTIONS = ("reuse", "forget")
 NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg")
 
 
+def with_also(options, also):
+    """The task's ``options`` with ``also`` (the options a later layer reads
+    with, or None) added; ValueError naming the option when ``also`` is no
+    dict of reading options, or gives one the task gives with another value."""
+    if also in (None, ""):
+        return dict(options)
+    if not isinstance(also, dict):
+        raise ValueError("takes a dict of nic_facts options, got %r" % (also,))
+    out = dict(options)
+    for name, value in also.items():
+        if name in ACTION_OPTIONS or name == "also":
+            raise ValueError("%s is not a reading option" % name)
+        if name in out and _normal(out[name]) != _normal(value):
+            raise ValueError("%s is %r, where the task gives %r" % (name, value, out[name]))
+        out[name] = value
+    return out
+
+
 def kept(answer, options, run):
     """The reading to keep from a nic_facts ``answer`` to the task
     ``options`` (the module arguments as the task gave them) in the

@@ -67,3 +67,36 @@ def test_a_reading_of_an_earlier_run_answers_nothing():
     assert got["run"] == RUN
     assert not R.answers(got, {"sysfs_root": "/run/simlab/sys"}, "4343:7654321")
     assert not R.answers(got, {"sysfs_root": "/run/simlab/sys"}, "")
+
+
+LAYER5 = {"stack": {"module": "mlx5_core", "flavor": "inbox"}, "gpudirect": {"mode": "auto"},
+          "pcie": {"topo": True}, "lldp": True}
+
+
+def test_a_read_with_a_later_layers_options_answers_that_layer():
+    """Layer 3 reads with layer 5's options (also): the reading it keeps then
+    answers layer 5's read and layer 9's, not only its own."""
+    layer3 = {"sysfs_root": "/run/simlab/sys", "proc_root": "/run/simlab/proc", "acs": {"p2p": "auto"}}
+    options = R.with_also(layer3, LAYER5)
+    assert options == dict(layer3, **LAYER5) and "also" not in options
+    answer = dict(ANSWER, invocation={"module_args": dict(ANSWER["invocation"]["module_args"], **options)})
+    got = R.kept(answer, options, RUN)
+    assert R.answers(got, dict(LAYER5, sysfs_root="/run/simlab/sys", reuse=True), RUN)
+    assert R.answers(got, {"sysfs_root": "/run/simlab/sys", "lldp": True, "pcie": {"topo": True},
+                           "gpudirect": {"mode": "auto"}}, RUN)
+    # without them, layer 5 reads again
+    plain = R.kept(ANSWER, layer3, RUN)
+    assert not R.answers(plain, dict(LAYER5, sysfs_root="/run/simlab/sys"), RUN)
+    # nothing asked, nothing added
+    assert R.with_also(layer3, None) == layer3 and R.with_also(layer3, {}) == layer3
+
+
+@pytest.mark.parametrize("also, message", [
+    (["lldp"], r"takes a dict of nic_facts options, got \['lldp'\]"),
+    ({"reuse": True}, "reuse is not a reading option"),
+    ({"also": {}}, "also is not a reading option"),
+    ({"sysfs_root": "/sys"}, r"sysfs_root is '/sys', where the task gives '/run/simlab/sys'"),
+])
+def test_also_that_is_no_set_of_reading_options_or_contradicts_the_task_is_an_error(also, message):
+    with pytest.raises(ValueError, match=message):
+        R.with_also({"sysfs_root": "/run/simlab/sys"}, also)

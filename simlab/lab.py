@@ -146,6 +146,33 @@ def ensure_inotify(nodes: int, log=print) -> None:
                          f"run 'sysctl -w fs.inotify.max_user_instances={need}' as root") from None
 
 
+def _stop_group(pid_text: str, grace: float = 10.0) -> None:
+    """SIGTERM a service's process group and wait until it has gone (SIGKILL
+    after ``grace`` seconds): a service writes into the lab directory as it
+    stops (the VM fabric its frame counters), which must not race the
+    directory's removal."""
+    try:
+        pgid = int(pid_text)
+        os.killpg(pgid, signal.SIGTERM)
+    except (ProcessLookupError, ValueError, PermissionError):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        try:
+            os.waitpid(pgid, os.WNOHANG)    # reaped, where this process started it
+        except ChildProcessError:
+            pass
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 class Lab:
     def __init__(self, name: str):
         self.name = name
@@ -236,10 +263,7 @@ class Lab:
         for tag in ("bmc", "switches", "fabric"):
             pid_file = self.dir / f"{tag}.pid"
             if pid_file.exists():
-                try:
-                    os.killpg(int(pid_file.read_text()), signal.SIGTERM)
-                except (ProcessLookupError, ValueError, PermissionError):
-                    pass
+                _stop_group(pid_file.read_text())
                 pid_file.unlink()
         if self.dir.exists():
             shutil.rmtree(self.dir)

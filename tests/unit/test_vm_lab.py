@@ -160,3 +160,31 @@ def test_a_vm_fault_on_an_unknown_node_or_of_the_twin_only_is_refused_before_any
     with pytest.raises(faults.FaultError, match=r"'fw-sriov-off' is not a fault of VM nodes.*ConnectX only"):
         faults.inject(lab, "node01", "fw-sriov-off")
     assert list(tmp_path.iterdir()) == []       # no fault recorded, nothing touched
+
+
+def test_a_lab_goes_down_after_its_rail_switch_has_written_its_counters(tmp_path):
+    """The rail switch writes its frame counters into the lab directory as it
+    stops; stopping a service waits for it to go, so the directory's removal
+    never races that write (which failed `simlab down` with 'Directory not
+    empty')."""
+    import subprocess
+    import sys
+    from simlab.lab import REPO, _stop_group, free_ports
+    (port,) = free_ports(1)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({"rails": [{"name": "rail0", "ports": [
+        {"node": "node01", "nic": 0, "hub_port": port, "vm_port": 9}]}]}))
+    proc = subprocess.Popen([sys.executable, "-m", "simlab.vm.hub", "serve", "--state-dir", str(tmp_path),
+                             "--spec", str(spec)], cwd=REPO, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (tmp_path / "fabric-ready").exists():
+            assert proc.poll() is None and time.monotonic() < deadline, "the rail switch did not start"
+            time.sleep(0.05)
+        _stop_group(str(proc.pid))
+        # gone, and what it writes as it stops is written
+        assert proc.poll() is not None
+        assert json.loads((tmp_path / "fabric-counters.json").read_text())["rail0"][0]["node"] == "node01"
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -18,7 +18,9 @@ task, the logic in plugin_utils/rdma_check/rdma_pairs.py:
 - ``gate``: the result of every pair the node sent on in the round, from its
   own clients and its servers' results;
 - ``recheck``: the plan again (run once for the play), with rounds after its
-  own that run from host memory the pairs that fell short from GPU memory.
+  own that run again the pairs that fell short: from host memory those that
+  ran from GPU memory, once more those from host memory that measured under
+  the gate.
 
 The phases hand over through the results the role registers under fixed
 names (see the module's documentation)."""
@@ -279,8 +281,8 @@ class ActionModule(ActionBase):
     RESULT_KEYS = ("changed", "failed", "skipped", "msg", "invocation", "module_executions", "recheck_from")
 
     def _phase_recheck(self, args, task_vars, host):
-        """The play's plan with, after its rounds, the rounds that run from
-        host memory the pairs that fell short from GPU memory in them (each
+        """The play's plan with, after its rounds, the rounds that run again
+        the pairs that fell short in them (rdma_pairs.recheck_rounds, from each
         node's gated pairs of this plan); ``recheck_from`` is the index of
         the first of those rounds (the plan's round count when there is none)."""
         planned = self._registered(task_vars, host, PLANNED)

@@ -37,9 +37,11 @@ description:
     servers' results (the other nodes' registered results), gated at I(share) of the slower end's line rate; register
     it as C(rdma_check_gated).
   - C(phase=recheck), run once for the play after the plan's rounds and registered as C(rdma_check_planned) again,
-    gives the plan with rounds after its own that run from host memory the pairs that fell short from GPU memory
-    (each node's C(rdma_check_gated) of this plan), and C(recheck_from), the index of the first of them; a healthy
-    rack has none, so each pair runs once.
+    gives the plan with rounds after its own that run again the pairs that fell short (each node's
+    C(rdma_check_gated) of this plan): from host memory a pair that ran from GPU memory, which tells the GPU's path
+    from the fabric; once more as it ran (id ending C(:again)) a pair from host memory that measured under the gate,
+    which fails the node only if its second run falls short too. C(recheck_from) is the index of the first of these
+    rounds; a healthy rack has none, so each pair runs once.
 options:
   phase:
     description: The step; see the description.
@@ -223,8 +225,8 @@ plan:
   returned: phases plan and recheck
   type: dict
 recheck_from:
-  description: C(recheck). The index of the first round that runs from host memory a pair that fell short from GPU
-    memory; the plan's round count when there is none.
+  description: C(recheck). The index of the first round that runs again a pair that fell short; the plan's round
+    count when there is none.
   returned: phase recheck
   type: int
 nodes:

@@ -175,6 +175,23 @@ def test_the_doctor_passes_the_layers_and_says_4_and_8_do_not_apply_to_igb(vmlab
         assert r[5]["reason"].endswith("; no NVIDIA GPU on the node: GPUDirect RDMA not applicable"), r[5]
 
 
+def test_a_pair_short_on_both_of_its_runs_fails_its_node_naming_both(vmlab):
+    """Real ib_write_bw over Soft-RoCE gated at 90% of 200 Mb/s, far above what
+    the emulated links carry: each pair runs a second time, in a round after the
+    plan's, and each node fails naming both runs (a pair that falls short once
+    and meets the gate on its second run passes: tests/unit/test_rdma_pairs.py)."""
+    proc = vmlab.playbook("playbooks/site.yml", "--tags", "layer09", "-e", "rdma_check_line_rate_mbps=200")
+    rc = recap(proc.stdout)
+    assert {n: rc[n]["failed"] for n in NODES} == {n: 1 for n in NODES}, tail(proc)
+    flat = " ".join(proc.stdout.split())
+    for a, b, ports in (("node01", "node02", "rail0 port1 <-> rail0 port2"), ("node02", "node01", "rail0 port2 <-> rail0 port1")):
+        pair = f"{a} enp1s0 -> {b} enp1s0 ({ports}"
+        gate = r"[0-9.]+ Mb/s is under the gate of 180\.0 Mb/s \(90% of 200\.0 Mb/s line rate\)"
+        assert re.search(rf"layer 9 rdma_check on {a}: {re.escape(pair)}\): {gate}; {re.escape(pair)}, run again\): {gate}",
+                         flat), tail(proc)
+    assert "(item=round 2 of 2, a second run)" in proc.stdout, tail(proc)
+
+
 # The faults go through `python -m simlab fault`, which makes them the real
 # way (sysfs, udev and GRUB files over SSH; a cable pulled over QMP). Two
 # nodes, two faults at a time: each node's verdict names its own, so neither

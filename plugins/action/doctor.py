@@ -29,13 +29,11 @@ from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers, nic_reading
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
-LIST_OPTIONS = ("units", "files", "contents", "probe_modules")
-DICT_OPTIONS = ("firmware", "qos", "runtime")
 
 ARGS = {
     "layers": {"type": "list", "elements": "int"},
@@ -48,34 +46,6 @@ ERRORS = (AnsibleError, KeyError, TypeError, ValueError)
 # A role's defaults, vars and argument specs as loaded in this task: the
 # cluster layers resolve four roles' intents for every host of the play.
 _LOADED = {}
-
-
-def merge_reads(wanted):
-    """The nic_facts calls that answer every layer's ``nic_facts`` wish:
-    {sysfs_root: options}, one call per sysfs root, lists joined (a wish
-    that names no sysfs_root joins the first call); ValueError when two
-    layers want a different option of the same kind (their roles' settings
-    disagree) naming both."""
-    calls = {}
-    rooted = [(n, w) for n, w in wanted if w.get("sysfs_root")]
-    rootless = [(n, w) for n, w in wanted if not w.get("sysfs_root")]
-    for number, wish in rooted + rootless:
-        root = wish.get("sysfs_root") or (sorted(calls)[0] if calls else "/sys")
-        call = calls.setdefault(root, {"sysfs_root": root})
-        for key, value in wish.items():
-            if key == "sysfs_root":
-                continue
-            if key in LIST_OPTIONS:
-                call[key] = list(call.get(key) or []) + [v for v in value if v not in (call.get(key) or [])]
-            elif key in call and call[key] != value:
-                raise ValueError("layers %s and %d want different nic_facts %s on %s: %r and %r"
-                                 % (call["_who"][key], number, key, root, call[key], value))
-            else:
-                call[key] = value
-                call.setdefault("_who", {})[key] = number
-    for call in calls.values():
-        call.pop("_who", None)
-    return calls
 
 
 class ActionModule(ActionBase):
@@ -403,8 +373,8 @@ class ActionModule(ActionBase):
                 answer.pop("invocation", None)
                 readings["roce_switch"] = answer
         try:
-            calls = merge_reads([(n, w["nic_facts"]) for n, w in sorted(wishes.items()) if "nic_facts" in w]
-                                + extra)
+            calls = nic_reading.merge_reads(
+                [(n, w["nic_facts"]) for n, w in sorted(wishes.items()) if "nic_facts" in w] + extra)
         except ValueError as exc:
             raise AnsibleError("%s: %s" % (host, exc))
         kernel_proc = next((w["nic_facts"]["proc_root"] for w in wishes.values()

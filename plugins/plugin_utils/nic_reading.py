@@ -18,21 +18,80 @@ ACTION_OPTIONS = ("reuse", "forget")
 NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg")
 
 
+# options a read takes several values of: two wishes for one read join them
+LIST_OPTIONS = ("units", "files", "contents", "probe_modules")
+
+
+class Conflict(ValueError):
+    """Two wishes for one read give ``option`` different values: ``first``
+    (given by ``first_who``) and ``value``."""
+
+    def __init__(self, option, first_who, first, value):
+        super(Conflict, self).__init__("%s: %r and %r" % (option, first, value))
+        self.option, self.first_who, self.first, self.value = option, first_who, first, value
+
+
+def join(into, wish, who):
+    """Add the reading options ``wish`` (given by ``who``) to ``into``, the
+    options of one read, in place: a list option takes the values it lacks,
+    any other option the wish's value where it has none. ``into['_who']``
+    keeps who gave each option; Conflict when the two give one differently.
+    The one way the doctor's merged read (merge_reads) and a task's ``also``
+    (with_also) put several layers' options in one call."""
+    givers = into.setdefault("_who", {})
+    for key, value in wish.items():
+        if key in LIST_OPTIONS:
+            have = list(into.get(key) or [])
+            into[key] = have + [v for v in value or [] if v not in have]
+        elif key in into and _normal(into[key]) != _normal(value):
+            raise Conflict(key, givers.get(key), into[key], value)
+        elif key not in into:
+            into[key] = value
+            givers[key] = who
+    return into
+
+
+def merge_reads(wanted):
+    """The nic_facts calls that answer every layer's wish in ``wanted``
+    ([(layer number, options)]): {sysfs_root: options}, one call per sysfs
+    root (a trailing slash aside), lists joined (a wish that names no
+    sysfs_root joins the call of the first that does); ValueError when two
+    layers want a different option of the same kind (their roles' settings
+    disagree), naming both."""
+    calls = {}
+    rooted = [(n, w) for n, w in wanted if w.get("sysfs_root")]
+    rootless = [(n, w) for n, w in wanted if not w.get("sysfs_root")]
+    for number, wish in rooted + rootless:
+        root = _normal(wish.get("sysfs_root")) or (next(iter(calls)) if calls else "/sys")
+        call = calls.setdefault(root, {"sysfs_root": root})
+        try:
+            join(call, dict((k, v) for k, v in wish.items() if k != "sysfs_root"), number)
+        except Conflict as exc:
+            raise ValueError("layers %s and %d want different nic_facts %s on %s: %r and %r"
+                             % (exc.first_who, number, exc.option, root, exc.first, exc.value))
+    for call in calls.values():
+        call.pop("_who", None)
+    return calls
+
+
 def with_also(options, also):
     """The task's ``options`` with ``also`` (the options a later layer reads
-    with, or None) added; ValueError naming the option when ``also`` is no
-    dict of reading options, or gives one the task gives with another value."""
+    with, or None) added as the doctor merges layers' reads (lists joined);
+    ValueError naming the option when ``also`` is no dict of reading options,
+    or gives one the task gives with another value."""
     if also in (None, ""):
         return dict(options)
     if not isinstance(also, dict):
         raise ValueError("takes a dict of nic_facts options, got %r" % (also,))
-    out = dict(options)
-    for name, value in also.items():
+    for name in also:
         if name in ACTION_OPTIONS or name == "also":
             raise ValueError("%s is not a reading option" % name)
-        if name in out and _normal(out[name]) != _normal(value):
-            raise ValueError("%s is %r, where the task gives %r" % (name, value, out[name]))
-        out[name] = value
+    out = join(dict(), options, "the task")
+    try:
+        join(out, also, "also")
+    except Conflict as exc:
+        raise ValueError("%s is %r, where the task gives %r" % (exc.option, exc.value, exc.first))
+    out.pop("_who", None)
     return out
 
 

@@ -100,3 +100,30 @@ def test_a_read_with_a_later_layers_options_answers_that_layer():
 def test_also_that_is_no_set_of_reading_options_or_contradicts_the_task_is_an_error(also, message):
     with pytest.raises(ValueError, match=message):
         R.with_also({"sysfs_root": "/run/simlab/sys"}, also)
+
+
+def test_the_doctors_merged_read_and_also_join_options_the_same_way():
+    """One merge of reading options (nic_reading.join): the doctor's one read
+    of the node for every layer (merge_reads) and a task's `also` join list
+    options such as `files`, and fail on another value of any other option,
+    naming who gave it."""
+    calls = R.merge_reads([
+        (3, {"sysfs_root": "/run/simlab/sys", "files": ["/etc/default/grub"], "acs": {"p2p": "auto"}}),
+        (5, {"sysfs_root": "/run/simlab/sys/", "files": ["/etc/modprobe.d/x.conf", "/etc/default/grub"],
+             "stack": {"module": "mlx5_core"}}),
+        (8, {"qos": {"pfs": []}}),                                    # no root: joins the first call
+        (6, {"sysfs_root": "/other/sys", "vf_settings": True}),
+    ])
+    assert list(calls) == ["/run/simlab/sys", "/other/sys"]
+    assert calls["/run/simlab/sys"] == {
+        "sysfs_root": "/run/simlab/sys", "files": ["/etc/default/grub", "/etc/modprobe.d/x.conf"],
+        "acs": {"p2p": "auto"}, "stack": {"module": "mlx5_core"}, "qos": {"pfs": []}}
+    assert calls["/other/sys"] == {"sysfs_root": "/other/sys", "vf_settings": True}
+    with pytest.raises(ValueError, match=r"layers 3 and 5 want different nic_facts acs on /sys: "
+                                         r"\{'p2p': 'auto'\} and \{'p2p': 'off'\}"):
+        R.merge_reads([(3, {"acs": {"p2p": "auto"}}), (5, {"acs": {"p2p": "off"}})])
+    # also: the task's files and a later layer's joined, as the doctor joins them
+    task = {"sysfs_root": "/sys", "files": ["/etc/default/grub"]}
+    got = R.with_also(task, {"files": ["/etc/modprobe.d/x.conf", "/etc/default/grub"], "lldp": True})
+    assert got == {"sysfs_root": "/sys", "files": ["/etc/default/grub", "/etc/modprobe.d/x.conf"], "lldp": True}
+    assert task == {"sysfs_root": "/sys", "files": ["/etc/default/grub"]}     # the task's own options untouched

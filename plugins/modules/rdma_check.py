@@ -38,7 +38,7 @@ description:
     it as C(rdma_check_gated).
   - C(phase=recheck), run once for the play after the plan's rounds and registered as C(rdma_check_planned) again,
     gives the plan with rounds after its own that run again the pairs that fell short (each node's
-    C(rdma_check_gated) of this plan): from host memory a pair that ran from GPU memory, which tells the GPU's path
+    C(rdma_check_gated) of this plan) - from host memory a pair that ran from GPU memory, which tells the GPU's path
     from the fabric; once more as it ran (id ending C(:again)) a pair from host memory that measured under the gate,
     which fails the node only if its second run falls short too. C(recheck_from) is the index of the first of these
     rounds; a healthy rack has none, so each pair runs once.

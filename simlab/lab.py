@@ -146,31 +146,37 @@ def ensure_inotify(nodes: int, log=print) -> None:
                          f"run 'sysctl -w fs.inotify.max_user_instances={need}' as root") from None
 
 
-def _stop_group(pid_text: str, grace: float = 10.0) -> None:
-    """SIGTERM a service's process group and wait until it has gone (SIGKILL
-    after ``grace`` seconds): a service writes into the lab directory as it
-    stops (the VM fabric its frame counters), which must not race the
-    directory's removal."""
-    try:
-        pgid = int(pid_text)
-        os.killpg(pgid, signal.SIGTERM)
-    except (ProcessLookupError, ValueError, PermissionError):
-        return
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
+def _stop_groups(pid_texts: list[str], grace: float = 10.0) -> None:
+    """SIGTERM the services' process groups, all first, then wait until each
+    has gone (SIGKILL after ``grace`` seconds): a service writes into the lab
+    directory as it stops (the VM fabric its frame counters), which must not
+    race the directory's removal, and they stop side by side."""
+    groups = []
+    for text in pid_texts:
         try:
-            os.waitpid(pgid, os.WNOHANG)    # reaped, where this process started it
-        except ChildProcessError:
+            pgid = int(text)
+            os.killpg(pgid, signal.SIGTERM)
+            groups.append(pgid)
+        except (ProcessLookupError, ValueError, PermissionError):
             pass
+    deadline = time.monotonic() + grace
+    while groups and time.monotonic() < deadline:
+        for pgid in list(groups):
+            try:
+                os.waitpid(pgid, os.WNOHANG)    # reaped, where this process started it
+            except ChildProcessError:
+                pass
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                groups.remove(pgid)
+        if groups:
+            time.sleep(0.05)
+    for pgid in groups:
         try:
-            os.killpg(pgid, 0)
+            os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+            pass
 
 
 class Lab:
@@ -260,11 +266,11 @@ class Lab:
             self.backend.stop_nodes(self)
         for c in podman.containers(f"simlab.lab={self.name}"):
             podman.run("rm", "-f", "-t", "0", c["Names"][0], check=False)
-        for tag in ("bmc", "switches", "fabric"):
-            pid_file = self.dir / f"{tag}.pid"
-            if pid_file.exists():
-                _stop_group(pid_file.read_text())
-                pid_file.unlink()
+        pid_files = [self.dir / f"{tag}.pid" for tag in ("bmc", "switches", "fabric")]
+        pid_files = [f for f in pid_files if f.exists()]
+        _stop_groups([f.read_text() for f in pid_files])
+        for pid_file in pid_files:
+            pid_file.unlink()
         if self.dir.exists():
             shutil.rmtree(self.dir)
         log(f"simlab: lab {self.name} removed")

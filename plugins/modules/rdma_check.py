@@ -220,8 +220,8 @@ bandwidth:
   type: bool
 plan:
   description: C(plan), C(recheck). C(mode), C(rails), C(rounds) (each a list of pairs C({id, round, rail, port,
-    client, server, blocked}), with C(memory) C(cuda) for a pair from GPU memory) and C(untested) (PFs without a
-    peer on their rail).
+    client, server, blocked}), with C(memory) C(cuda) for a pair from GPU memory and C(again) for the second run
+    of a pair that fell short) and C(untested) (PFs without a peer on their rail).
   returned: phases plan and recheck
   type: dict
 recheck_from:

@@ -169,7 +169,7 @@ def test_a_lab_goes_down_after_its_rail_switch_has_written_its_counters(tmp_path
     empty')."""
     import subprocess
     import sys
-    from simlab.lab import REPO, _stop_group, free_ports
+    from simlab.lab import REPO, _stop_groups, free_ports
     (port,) = free_ports(1)
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"rails": [{"name": "rail0", "ports": [
@@ -181,7 +181,7 @@ def test_a_lab_goes_down_after_its_rail_switch_has_written_its_counters(tmp_path
         while not (tmp_path / "fabric-ready").exists():
             assert proc.poll() is None and time.monotonic() < deadline, "the rail switch did not start"
             time.sleep(0.05)
-        _stop_group(str(proc.pid))
+        _stop_groups([str(proc.pid), "not a pid"])
         # gone, and what it writes as it stops is written
         assert proc.poll() is not None
         assert json.loads((tmp_path / "fabric-counters.json").read_text())["rail0"][0]["node"] == "node01"

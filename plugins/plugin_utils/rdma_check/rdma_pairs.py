@@ -439,7 +439,7 @@ def recheck_rounds(plan, gated):
         if first.get("memory") == "cuda":
             pair = dict((k, v) for k, v in first.items() if k != "memory")
             pair["id"] = first["id"][:-len(":gpu")] + ":host"
-        elif g.get("bw_gbps") is not None and not first.get("blocked"):
+        elif g.get("bw_gbps") is not None:
             pair = dict(first, id=first["id"] + AGAIN, again=True)
         else:
             continue

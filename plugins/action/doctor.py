@@ -23,17 +23,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import importlib
-import os
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers, nic_reading
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers, nic_reading, role_intent
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
 
-COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
+CHECKS = role_intent.CHECKS
 
 ARGS = {
     "layers": {"type": "list", "elements": "int"},
@@ -66,54 +63,10 @@ class ActionModule(ActionBase):
                                           if host in members and g != "all")
         return variables
 
-    def _load(self, path, trusted=False):
-        """The YAML file at ``path`` ({} when absent), loaded once per task."""
-        key = (path, trusted)
-        if key not in _LOADED:
-            data = {}
-            if os.path.exists(path):
-                # parsed here once per task and only read: neither the loader's cache nor its deep copy
-                data = self._loader.load_from_file(path, cache="none", unsafe=True,
-                                                   trusted_as_template=trusted) or {}
-            _LOADED[key] = data
-        return _LOADED[key]
-
     def _role_intent(self, role, names, task_vars):
-        """``names`` of role ``role`` as the role sees them: its defaults,
-        the inventory and play over them, its vars/main.yml over both; a
-        name whose value templates to ``omit`` is left out."""
-        base = os.path.join(COLLECTION, "roles", role)
-        variables = dict(self._load(os.path.join(base, "defaults", "main.yml"), trusted=True))
-        variables.update(task_vars)
-        variables.update(self._load(os.path.join(base, "vars", "main.yml"), trusted=True))
-        templar = self._templar.copy_with_new_env(available_variables=variables)
-        omit = task_vars.get("omit")
-        intent = {}
-        for name in names:
-            if name in variables:
-                value = templar.template(variables[name])
-                if omit is None or value != omit:
-                    intent[name] = value
-        return self._validated(role, intent, task_vars.get("inventory_hostname", "?"))
-
-    def _validated(self, role, intent, host):
-        """``intent`` checked and typed by the role's own argument spec (its
-        main entry point's options of these names); AnsibleError naming the
-        host, the role and every bad variable otherwise."""
-        specs = self._load(os.path.join(COLLECTION, "roles", role, "meta", "argument_specs.yml")).get(
-            "argument_specs") or {}
-        options = (specs.get("main") or {}).get("options") or {}
-        spec = dict((name, dict((k, v) for k, v in options[name].items()
-                                if k not in ("required", "description", "default", "version_added")))
-                    for name in intent if name in options)
-        if not spec:
-            return intent
-        checked = ArgumentSpecValidator(spec).validate(dict((k, intent[k]) for k in spec))
-        if checked.error_messages:
-            raise AnsibleError("%s: the %s role's variables: %s" % (host, role, "; ".join(checked.error_messages)))
-        out = dict(intent)
-        out.update(checked.validated_parameters)
-        return out
+        """``names`` of role ``role`` as the role sees them
+        (plugin_utils/role_intent.py)."""
+        return role_intent.RoleIntents(self._loader, self._templar, _LOADED).intent(role, names, task_vars)
 
     def _run_module(self, **kwargs):
         """_execute_module, counted in the result's module_executions."""

@@ -6,34 +6,23 @@ execution keeps its answer as the host fact gpufabric_nic_reading; with
 ``reuse`` a task takes that reading instead of reading again when it was
 taken with the options the task gives; ``forget`` drops it (a layer that
 changed what sysfs shows: firmware, VFs, QoS, a boot); ``also`` adds the
-options a later layer reads with, so that its read in the run is this one.
-The rules are plugin_utils/nic_reading.py's."""
+options a later layer reads with, so that its read in the run is this one;
+``also_layers`` adds what the doctor's check of each of those layers reads
+(its check file's reads, against its role's intent), so that the layer's own
+task can judge the node from this reading (roce_qos' action does). The
+rules are plugin_utils/nic_reading.py's."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
+import importlib
 
-from ansible.errors import AnsibleActionFail
+from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading
-
-
-def run_id():
-    """This ansible-playbook run: the pid and start time of the process that
-    forked this worker (the strategy's), so that a reading kept in a fact
-    cache by an earlier run never answers."""
-    parent = os.getppid()
-    try:
-        with open("/proc/%d/stat" % parent) as handle:
-            # field 22, after the command name in parentheses
-            started = handle.read().rsplit(")", 1)[1].split()[19]
-    except (IOError, OSError, IndexError):
-        started = "?"
-    return "%d:%s" % (parent, started)
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, nic_reading, role_intent
 
 
 class ActionModule(ActionBase):
@@ -49,6 +38,7 @@ class ActionModule(ActionBase):
             options = nic_reading.with_also(options, options.pop("also", None))
         except ValueError as exc:
             raise AnsibleActionFail("%s: nic_facts also: %s" % (host, exc))
+        options, left = self._with_layers(options, options.pop("also_layers", None) or [], task_vars, host)
         try:
             reuse = boolean(options.pop("reuse", False), strict=True)
             forget = boolean(options.pop("forget", False), strict=True)
@@ -65,7 +55,7 @@ class ActionModule(ActionBase):
             return result
         facts = task_vars.get("ansible_facts") or {}
         current = facts.get(nic_reading.FACT)
-        run = run_id()
+        run = nic_reading.run_id()
         if reuse and nic_reading.answers(current, options, run):
             result.update(dict((k, v) for k, v in current.items() if k not in ("options", "run")))
             result.update(changed=False, reused=True, module_executions=0)
@@ -74,7 +64,41 @@ class ActionModule(ActionBase):
                                       task_vars=task_vars)
         result.update(answer)
         result.update(reused=False, module_executions=1)
+        if left:
+            result["also_layers_left"] = left
         keep = nic_reading.kept(answer, options, run)
         if keep is not None:
             result["ansible_facts"] = {nic_reading.FACT: keep}
         return result
+
+    def _with_layers(self, options, numbers, task_vars, host):
+        """``options`` with the nic_facts wish of each layer in ``numbers``
+        (its check file's reads against its role's intent) joined in, and
+        {layer: why} of those left out: a layer whose intent does not resolve
+        here (its role's variables undefined or wrong), or whose wish another
+        option of this read contradicts (another sysfs root), reads for
+        itself, and its own task names any cause. AnsibleActionFail on a
+        number that is no layer."""
+        if not isinstance(numbers, list):
+            raise AnsibleActionFail("%s: nic_facts also_layers takes a list of layer numbers, got %r" % (host, numbers))
+        left = {}
+        intents = role_intent.RoleIntents(self._loader, self._templar)
+        for number in numbers:
+            try:
+                layer = layers.get(number)
+            except (TypeError, ValueError) as exc:
+                raise AnsibleActionFail("%s: nic_facts also_layers: %s" % (host, exc))
+            check = importlib.import_module(role_intent.CHECKS + layer.role)
+            try:
+                wish = check.reads(intents.intent(layer.role, check.INTENT, task_vars), host).get("nic_facts")
+            except (AnsibleError, KeyError, TypeError, ValueError) as exc:
+                left[layer.number] = "%s: %s" % (type(exc).__name__, exc)
+                continue
+            if not wish:
+                continue
+            try:
+                options = nic_reading.with_also(options, wish)
+            except ValueError as exc:
+                # e.g. its sysfs root is not this read's: the layer reads for itself
+                left[layer.number] = "it reads %s" % exc
+        return options, left

@@ -53,6 +53,17 @@ options:
         task with another value is an error naming it.
       - Handled by the action.
     type: dict
+  also_layers:
+    description:
+      - Layer numbers whose doctor check reads ride on this read too (each layer's check file, its C(reads), against
+        its role's intent, from its defaults, the inventory and its role vars), so that the layer's own task in the same run can judge
+        the node from this reading (M(gpufabric.stack.roce_qos) does, and then executes nothing on a node that is
+        already as intended). A layer whose role's variables do not resolve here is left out, named in
+        RV(also_layers_left), and reads for itself.
+      - Handled by the action.
+    type: list
+    elements: int
+    default: []
 
   sysfs_root:
     description:
@@ -422,6 +433,11 @@ qos:
       and with a I(config) C(intent), C(drift), C(not_settable), C(notes)); or C(failed) and C(msg) where it fails.
   returned: when I(qos) is given
   type: dict
+also_layers_left:
+  description: The layers of I(also_layers) left out of this read, with why (their role's variables did not resolve).
+  returned: when a layer was left out
+  type: dict
+  sample: {"8": "AnsibleUndefinedVariable: 'gpufabric_roce' is undefined"}
 qos_options:
   description: With I(qos), the options it was read with (defaults filled in, unset PF keys left out).
   returned: when I(qos) is given
@@ -591,6 +607,7 @@ def main():
             reuse=dict(type="bool", default=False),
             forget=dict(type="bool", default=False),
             also=dict(type="dict"),
+            also_layers=dict(type="list", elements="int", default=[]),
             **host_files.INSPECT_ARGS
         ),
         supports_check_mode=True,

@@ -26,6 +26,11 @@ description:
     them as notes, and as warnings when they differ from the intent; it never fails on them.
   - Every value is validated, and every PF is found, bound, Ethernet and has an RDMA device, before anything changes.
     After applying, the module reads the state again and fails naming the PF and the field when it still differs.
+  - "The action plugin answers a I(state=merged) run from the play's reading of the node (the fact
+    C(gpufabric_nic_reading), kept by M(gpufabric.stack.nic_facts)) without executing this module when that reading
+    was taken in this ansible-playbook run with this task's options (the QoS ones, I(sysfs_root), I(inspect_files) and
+    I(inspect_units): nic_facts' I(also_layers) puts layer 8's there) and drifts in nothing: it returns what this
+    module would, RV(judged_from_reading) true. Anything else executes the module."
   - PFs are found through sysfs (by netdev name, PCI address or vendor:device); the RDMA device of a PF comes from
     its PCI device, never from a name pattern.
   - Only ConnectX PFs (PCI vendor 15b3) are managed. Selected PFs of another vendor are left out and named in
@@ -156,6 +161,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+judged_from_reading:
+  description: True when the action answered from the play's reading of the node and executed nothing on it.
+  returned: always
+  type: bool
 inspected:
   description: With I(state=merged) or I(state=gathered), the files of I(inspect_files) (null when absent, else sha256,
     mode, owner, group) and whether each unit of I(inspect_units) is enabled, read before any change.

@@ -10,16 +10,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 FACT = "gpufabric_nic_reading"
 # options of the action only: the module never sees them
-ACTION_OPTIONS = ("reuse", "forget")
+ACTION_OPTIONS = ("reuse", "forget", "also", "also_layers")
 # what the module's answer carries that is not part of the reading (ansible_facts: the
 # interpreter Ansible discovered)
 NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg")
 
 
-# options a read takes several values of: two wishes for one read join them
-LIST_OPTIONS = ("units", "files", "contents", "probe_modules")
+# options a read takes several values of: two wishes for one read join them,
+# and a reading taken with some answers a wish for fewer
+LIST_OPTIONS = ("units", "files", "contents", "probe_modules", "inspect_files", "inspect_units")
 
 
 class Conflict(ValueError):
@@ -124,7 +127,28 @@ def answers(reading, options, run):
     # the options as the module took them, its defaults included (its invocation)
     taken = reading.get("options") or {}
     want = dict(ALWAYS, **dict((k, v) for k, v in options.items() if k not in ACTION_OPTIONS))
-    return all(_normal(taken.get(name)) == _normal(value) for name, value in want.items())
+    return all(_covers(taken.get(name), value) if name in LIST_OPTIONS else _normal(taken.get(name)) == _normal(value)
+               for name, value in want.items())
+
+
+def _covers(taken, wanted):
+    """A list option read with ``taken`` has every value of ``wanted``."""
+    have = set(_normal(v) for v in taken or [])
+    return all(_normal(v) in have for v in wanted or [])
+
+
+def run_id():
+    """This ansible-playbook run: the pid and start time of the process that
+    forked this worker (the strategy's), so that a reading kept in a fact
+    cache by an earlier run never answers. An action calls it in its worker."""
+    parent = os.getppid()
+    try:
+        with open("/proc/%d/stat" % parent) as handle:
+            # field 22, after the command name in parentheses
+            started = handle.read().rsplit(")", 1)[1].split()[19]
+    except (IOError, OSError, IndexError):
+        started = "?"
+    return "%d:%s" % (parent, started)
 
 
 def pfs_of(reading, sysfs_root, vendor=""):

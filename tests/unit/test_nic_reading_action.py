@@ -127,3 +127,62 @@ def test_the_doctors_merged_read_and_also_join_options_the_same_way():
     got = R.with_also(task, {"files": ["/etc/modprobe.d/x.conf", "/etc/default/grub"], "lldp": True})
     assert got == {"sysfs_root": "/sys", "files": ["/etc/default/grub", "/etc/modprobe.d/x.conf"], "lldp": True}
     assert task == {"sysfs_root": "/sys", "files": ["/etc/default/grub"]}     # the task's own options untouched
+
+
+def test_a_reading_taken_with_more_files_and_units_answers_a_task_asking_for_some():
+    """List options (inspect_files, units, ...) join across layers' wishes,
+    and the reading answers a task asking for any part of them: layer 8's
+    boot files ride on layer 3's read of its drop-in."""
+    options = R.with_also({"sysfs_root": "/run/simlab/sys", "inspect_files": ["/etc/default/grub.d/gpufabric.cfg"]},
+                          {"inspect_files": ["/usr/local/libexec/gpufabric/roce-qos.sh"],
+                           "inspect_units": ["gpufabric-roce-qos.service"]})
+    assert options["inspect_files"] == ["/etc/default/grub.d/gpufabric.cfg", "/usr/local/libexec/gpufabric/roce-qos.sh"]
+    got = R.kept(dict(ANSWER, invocation={"module_args": dict(options, vendor="")}), options, RUN)
+    assert R.answers(got, {"sysfs_root": "/run/simlab/sys", "inspect_files": ["/usr/local/libexec/gpufabric/roce-qos.sh"],
+                           "inspect_units": ["gpufabric-roce-qos.service"]}, RUN)
+    assert R.answers(got, {"sysfs_root": "/run/simlab/sys", "inspect_files": ["/etc/default/grub.d/gpufabric.cfg/"]}, RUN)
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys", "inspect_files": ["/etc/other"]}, RUN)
+    assert not R.answers(got, {"sysfs_root": "/run/simlab/sys", "inspect_units": ["gpufabric-sriov.service"]}, RUN)
+
+
+def _nic_facts_action():
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    from ansible_collections.gpufabric.stack.plugins.action.nic_facts import ActionModule
+    action = object.__new__(ActionModule)
+    action._loader = DataLoader()
+    action._templar = Templar(loader=action._loader)
+    return action
+
+
+def test_also_layers_adds_what_the_doctors_check_of_the_layer_reads():
+    """nic_facts' also_layers: layer 8's wish is the roce_host check's reads
+    against the role's intent (its defaults under the inventory); a layer
+    whose variables do not resolve, or that reads under another sysfs root,
+    is left out and named; a number that is no layer is an error."""
+    from ansible.errors import AnsibleActionFail
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import roce_host
+    action = _nic_facts_action()
+    nics = [{"match": {"name": "enp59s0f0np0"}, "num_vfs": 4}]
+    roce = {"priority": 3, "dscp": 26, "cnp_priority": 6, "cnp_dscp": 48, "trust": "dscp", "host_mtu": 9000}
+    task_vars = {"inventory_hostname": "node01", "gpufabric_nics": nics, "gpufabric_roce": roce,
+                 "gpufabric_sysfs_root": "/run/simlab/sys", "omit": "__omit__"}
+    mine = {"sysfs_root": "/run/simlab/sys", "inspect_files": ["/etc/default/grub.d/gpufabric.cfg"]}
+    options, left = action._with_layers(dict(mine), [8], task_vars, "node01")
+    assert left == {}
+    assert options["qos"] == dict(roce_host.options({"roce_host_pfs": [{"name": "enp59s0f0np0"}],
+                                                     "roce_host_roce": roce, "roce_host_roce_mode": 2,
+                                                     "roce_host_tos": 0, "roce_host_rdma_port": 1}, "node01"))
+    assert options["inspect_files"] == ["/etc/default/grub.d/gpufabric.cfg", "/usr/local/libexec/gpufabric/roce-qos.sh",
+                                        "/etc/systemd/system/gpufabric-roce-qos.service"]
+    assert options["inspect_units"] == ["gpufabric-roce-qos.service"]
+    assert options["units"] == ["gpufabric-roce-qos.service"]
+    # no RoCE intent in the inventory: layer 8 reads for itself, the read goes on
+    bare = dict((k, v) for k, v in task_vars.items() if k != "gpufabric_roce")
+    options, left = action._with_layers(dict(mine), [8], bare, "node01")
+    assert options == mine and list(left) == [8] and "gpufabric_roce" in left[8]
+    # layer 8 under another sysfs root than this read's
+    options, left = action._with_layers(dict(mine, sysfs_root="/sys"), [8], task_vars, "node01")
+    assert options == dict(mine, sysfs_root="/sys") and "sysfs_root" in left[8]
+    with pytest.raises(AnsibleActionFail, match="node01: nic_facts also_layers: 16 is not a layer"):
+        action._with_layers(dict(mine), [16], task_vars, "node01")

@@ -247,7 +247,7 @@ def online(module, p, found=None, queries=None):
     result["not_settable"] = [d["text"] for name in diffs for d in diffs[name] if not d["settable"]]
     result["notes"] = [n for st in before.values() for n in Q.notes(st, want)]
     for text in result["not_settable"]:
-        module.warn("%s: %s cannot be set at run time by the inbox driver" % (node, text))
+        module.warn(not_settable_warning(node, text))
     if p["state"] == "gathered":
         result["gathered"] = result["before"]
         # what a converge would send, through this host's tool: the doctor's fix
@@ -268,6 +268,29 @@ def online(module, p, found=None, queries=None):
     if module._diff and result["changed"]:
         result["diff"] = {"before": _diff_text(before, want), "after": _diff_text(after, want),
                           "before_header": "%s host QoS" % node, "after_header": "%s host QoS" % node}
+    return result
+
+
+def not_settable_warning(node, text):
+    return "%s: %s cannot be set at run time by the inbox driver" % (node, text)
+
+
+def merged_from_gathered(answer, node):
+    """What a merged run of the module returns on a host whose gathered
+    ``answer`` (the module's result with state gathered and a config, as
+    nic_facts' qos option returns it) it was read from: the same PFs, state
+    and notes, nothing to send, after as before, and the warnings the module
+    gives; None when a merged run would do something or could not tell (the
+    answer failed, has no intent, or drifts), so that the module runs."""
+    if not isinstance(answer, dict) or answer.get("failed") or "intent" not in answer \
+            or not isinstance(answer.get("drift"), list) or answer["drift"]:
+        return None
+    result = dict((k, v) for k, v in answer.items() if k not in ("gathered", "fix_commands", "changed", "failed",
+                                                                 "msg", "invocation", "warnings"))
+    result.update(changed=False, commands=[], after=dict(answer.get("before") or {}))
+    warnings = [not_settable_warning(node, text) for text in answer.get("not_settable") or []]
+    if warnings:
+        result["warnings"] = warnings
     return result
 
 

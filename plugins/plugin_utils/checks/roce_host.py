@@ -19,7 +19,7 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import resu
 LAYER = 8
 INTENT = ("roce_host_pfs", "roce_host_roce", "roce_host_roce_mode", "roce_host_tos", "roce_host_rdma_port",
           "roce_host_firmware_query", "roce_host_sysfs_root", "roce_host_persist", "roce_host_unit_name",
-          "roce_host_chain", "roce_host_cabling", "roce_host_qos_tool")
+          "roce_host_chain", "roce_host_cabling", "roce_host_qos_tool", "roce_host_boot_paths", "roce_host_boot_units")
 
 
 def options(intent, host):
@@ -33,9 +33,15 @@ def options(intent, host):
 
 
 def reads(intent, host):
+    """The node's QoS as roce_qos gathers it, and the boot unit. Also the
+    boot files as the role's QoS call inspects them (role vars), so that a
+    site run whose first read carries this layer's (nic_facts also_layers)
+    answers the role's call as well (plugins/action/roce_qos.py)."""
     want = {"sysfs_root": intent["roce_host_sysfs_root"], "qos": options(intent, host)}
     if intent.get("roce_host_persist", True):
         want["units"] = [intent["roce_host_unit_name"] + ".service"]
+        want["inspect_files"] = list(intent.get("roce_host_boot_paths") or [])
+        want["inspect_units"] = list(intent.get("roce_host_boot_units") or [])
     return {"nic_facts": want, "switches": True}
 
 

@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright: gpufabric.stack contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A role's intent read outside the role: its defaults, the inventory and
+play over them, its vars/main.yml over both, typed by the role's own
+argument spec. The doctor judges every layer against it; nic_facts' reading
+takes a later layer's wish from it (also_layers), so that both ask for what
+the layer's check file (plugin_utils/checks/<role>.py) reads."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
+
+
+class RoleIntents(object):
+    """The intents of roles as a task sees them: ``loader`` and ``templar``
+    are the action's; ``cache`` keeps each parsed file (a dict the caller
+    clears when its task starts)."""
+
+    def __init__(self, loader, templar, cache=None):
+        self._loader, self._templar = loader, templar
+        self._cache = {} if cache is None else cache
+
+    def load(self, path, trusted=False):
+        """The YAML file at ``path`` ({} when absent), loaded once per cache."""
+        key = (path, trusted)
+        if key not in self._cache:
+            data = {}
+            if os.path.exists(path):
+                # parsed here once and only read: neither the loader's cache nor its deep copy
+                data = self._loader.load_from_file(path, cache="none", unsafe=True,
+                                                   trusted_as_template=trusted) or {}
+            self._cache[key] = data
+        return self._cache[key]
+
+    def intent(self, role, names, task_vars):
+        """``names`` of role ``role`` as the role sees them: its defaults,
+        the inventory and play over them, its vars/main.yml over both; a
+        name whose value templates to ``omit`` is left out."""
+        base = os.path.join(COLLECTION, "roles", role)
+        variables = dict(self.load(os.path.join(base, "defaults", "main.yml"), trusted=True))
+        variables.update(task_vars)
+        variables.update(self.load(os.path.join(base, "vars", "main.yml"), trusted=True))
+        templar = self._templar.copy_with_new_env(available_variables=variables)
+        omit = task_vars.get("omit")
+        intent = {}
+        for name in names:
+            if name in variables:
+                value = templar.template(variables[name])
+                if omit is None or value != omit:
+                    intent[name] = value
+        return self.validated(role, intent, task_vars.get("inventory_hostname", "?"))
+
+    def validated(self, role, intent, host):
+        """``intent`` checked and typed by the role's own argument spec (its
+        main entry point's options of these names); AnsibleError naming the
+        host, the role and every bad variable otherwise."""
+        specs = self.load(os.path.join(COLLECTION, "roles", role, "meta", "argument_specs.yml")).get(
+            "argument_specs") or {}
+        options = (specs.get("main") or {}).get("options") or {}
+        spec = dict((name, dict((k, v) for k, v in options[name].items()
+                                if k not in ("required", "description", "default", "version_added")))
+                    for name in intent if name in options)
+        if not spec:
+            return intent
+        checked = ArgumentSpecValidator(spec).validate(dict((k, intent[k]) for k in spec))
+        if checked.error_messages:
+            raise AnsibleError("%s: the %s role's variables: %s" % (host, role, "; ".join(checked.error_messages)))
+        out = dict(intent)
+        out.update(checked.validated_parameters)
+        return out

@@ -157,6 +157,12 @@ options:
             every PF I(match) names.
         type: str
         default: "15b3"
+  vfs:
+    description:
+      - Plan a run of M(gpufabric.stack.sriov_vf) with these options (all of its options but I(sysfs_root), which is
+        this module's, and the inspected files) by its own code in check mode, and return what it would do in
+        RV(vfs); the sriov_vf action answers a run that would change nothing from it.
+    type: dict
   qos:
     description:
       - Read the host RoCE QoS of I(pfs) as M(gpufabric.stack.roce_qos) with I(state=gathered) does, and return its
@@ -433,6 +439,12 @@ qos:
       and with a I(config) C(intent), C(drift), C(not_settable), C(notes)); or C(failed) and C(msg) where it fails.
   returned: when I(qos) is given
   type: dict
+vfs:
+  description:
+    - With I(vfs), what M(gpufabric.stack.sriov_vf) would return in check mode (C(changed), C(pfs), C(commands),
+      C(passthrough)), or C(failed) and C(msg) when its options are wrong or its run would fail.
+  returned: when I(vfs) is given
+  type: dict
 also_layers_left:
   description: The layers of I(also_layers) left out of this read, with why (their role's variables did not resolve).
   returned: when a layer was left out
@@ -515,13 +527,14 @@ proc_root:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import boot_state, host_files, pcie, sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_drivers import driver_stack, gpudirect
 from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
 from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import lldp, rdma_tools
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
 from ansible_collections.gpufabric.stack.plugins.module_utils.container_runtime import runtime_facts
-from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov, sriov_host
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host.roce_qos import RoceQosError
 
 
@@ -559,6 +572,17 @@ def read_vf_settings(module, nics):
     return out
 
 
+def read_vfs(module, options, found):
+    """What a run of the sriov_vf module with ``options`` would do here: its
+    own run in check mode (sriov_host.planned), {failed, msg} when the options
+    are not the module's or the run would fail."""
+    checked = ArgumentSpecValidator(sriov_host.OPTIONS).validate(options)
+    if checked.error_messages:
+        return {"failed": True, "msg": "vfs: %s" % "; ".join(checked.error_messages)}
+    return sriov_host.planned(module, dict(checked.validated_parameters, sysfs_root=module.params["sysfs_root"]),
+                              found=found)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -578,6 +602,7 @@ def main():
                 flint_tool=dict(type="str", default="mstflint"),
                 vendor=dict(type="str", default="15b3"),
             )),
+            vfs=dict(type="dict"),
             qos=dict(type="dict", options=dict(
                 node=dict(type="str", default="host"),
                 pfs=dict(type="list", elements="dict", required=True),
@@ -653,6 +678,8 @@ def main():
                                   module.get_bin_path, [n["name"] for n in nics if n.get("name")])
     if module.params["firmware"] is not None:
         extra["firmware"] = read_firmware(module, nics, module.params["firmware"])
+    if module.params["vfs"] is not None:
+        extra["vfs"] = read_vfs(module, module.params["vfs"], found)
     qos = module.params["qos"]
     if qos is not None and all(set(pf) <= set(roce_qos_host.PF_SPEC) for pf in qos["pfs"]):
         extra["qos_options"] = dict(qos, pfs=[dict((k, v) for k, v in pf.items() if v is not None)

@@ -155,3 +155,15 @@ def test_nic_facts_lists_the_modules_load_files_with_every_reading(tmp_path):
     assert r["modules_load"] == {}
     r, _ = run_nic_facts(tmp_path / "relative", {"modules_load_dir": "modules-load.d"})
     assert r["failed"] is True and r["msg"] == "modules_load_dir: modules-load.d is not an absolute path"
+
+
+def test_nic_facts_plans_the_vf_call_by_its_own_run_and_names_what_it_cannot(tmp_path):
+    """nic_facts' vfs: the sriov_vf module's run in check mode, in the same
+    call; a plan that would fail (no PF matches) is an answer naming why, not
+    a failed read; options that are not the module's are named."""
+    from ansible_collections.gpufabric.stack.plugins.modules import nic_facts
+    r, _calls = run_nic_facts(tmp_path, {"vfs": {"pfs": [{"name": "enp59s0f0np0", "num_vfs": 4}]}})
+    assert r.get("failed") is not True and r["nics"] == []
+    assert r["vfs"]["failed"] is True and "enp59s0f0np0" in r["vfs"]["msg"], r["vfs"]
+    bad = nic_facts.read_vfs(None, {"pfs": [{"name": "enp59s0f0np0"}]}, [])
+    assert bad["failed"] is True and bad["msg"].startswith("vfs: ") and "num_vfs" in bad["msg"], bad

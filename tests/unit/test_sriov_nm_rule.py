@@ -14,7 +14,7 @@ kernel's virtfn links.
 import pytest
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
-from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov_host
 from simlab.tools import nmcli
 
 pytestmark = pytest.mark.layers(6)
@@ -80,8 +80,8 @@ class Stop(Exception):
 
 @pytest.fixture
 def one_pf(monkeypatch):
-    monkeypatch.setattr(sriov_vf.sysfs_nic, "discover", lambda root: [pf("0000:01:00.0", 128, 2)])
-    monkeypatch.setattr(sriov_vf.sysfs_nic, "vf_list", lambda fs, bdf: [])
+    monkeypatch.setattr(sriov_host.sysfs_nic, "discover", lambda root: [pf("0000:01:00.0", 128, 2)])
+    monkeypatch.setattr(sriov_host.sysfs_nic, "vf_list", lambda fs, bdf: [])
 
 
 def test_rule_is_in_place_before_the_first_sriov_numvfs_write(tmp_path, monkeypatch, one_pf):
@@ -92,13 +92,13 @@ def test_rule_is_in_place_before_the_first_sriov_numvfs_write(tmp_path, monkeypa
         seen["rule"] = rule.read_text() if rule.exists() else None
         raise Stop()
 
-    monkeypatch.setattr(sriov_vf.sriov, "set_numvfs", set_numvfs)
+    monkeypatch.setattr(sriov_host.sriov, "set_numvfs", set_numvfs)
     module = Module(dict(sysfs_root="/sys", wait_timeout=1, ip_command="ip", nm_unmanaged_rule=str(rule),
                          protected_addresses=[], passthrough_dir=None, modprobe_command="modprobe",
                          pfs=[dict(pci_address="0000:01:00.0", num_vfs=2, name=None, vendor_device=None,
                                    vf_defaults=None, vfs=None, vf_mtu=None)]))
     with pytest.raises(Stop):
-        sriov_vf.run(module, backend=None)
+        sriov_host.run(module, backend=None)
     assert seen["rule"] is not None, "sriov_numvfs was written before the NM_UNMANAGED rule"
     assert 'KERNELS=="0000:01:10.0"' in seen["rule"] and 'KERNELS=="0000:01:10.2"' in seen["rule"]
 
@@ -114,7 +114,7 @@ def test_check_mode_writes_no_rule_and_says_it_would(tmp_path, one_pf):
                          protected_addresses=[], passthrough_dir=None, modprobe_command="modprobe",
                          pfs=[dict(pci_address="0000:01:00.0", num_vfs=2, name=None, vendor_device=None,
                                    vf_defaults=None, vfs=None, vf_mtu=None)]), check_mode=True)
-    changed, _results, commands, before, after, _passthrough = sriov_vf.run(module, Backend())
+    changed, _results, commands, before, after, _passthrough = sriov_host.run(module, Backend())
     assert changed and not rule.exists()
     assert commands[0] == "write %s (2 VF line(s))" % rule
     assert before["udev_rule"] == [] and any("0000:01:10.2" in line for line in after["udev_rule"])

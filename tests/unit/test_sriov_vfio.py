@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
-from ansible_collections.gpufabric.stack.plugins.modules import sriov_vf
+from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov_host
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import sriov_vfs as sriov_vfs_check
 
 pytestmark = pytest.mark.layers(6)
@@ -194,14 +194,14 @@ def host(monkeypatch):
     """A PF with 4 VFs on igbvf, an IOMMU, vfio-pci not loaded; sysfs
     writes recorded instead of made."""
     state = {"vfs": [vf(i) for i in range(4)], "iommu": True, "writes": [], "vfio_loaded": False}
-    monkeypatch.setattr(sriov_vf.sysfs_nic, "discover", lambda root: [pf(vfs=state["vfs"])])
-    monkeypatch.setattr(sriov_vf.sysfs_nic, "vf_list", lambda fs, bdf: state["vfs"])
-    monkeypatch.setattr(sriov_vf.sysfs_nic, "iommu_active", lambda root: state["iommu"])
-    monkeypatch.setattr(sriov_vf.sriov, "wait_vfs", lambda *a, **k: state["vfs"])
-    monkeypatch.setattr(sriov_vf.sriov, "write_sysfs", lambda path, value: state["writes"].append((path, value)))
-    monkeypatch.setattr(sriov_vf.sriov, "set_numvfs", lambda fs, pf_, num, log: state["writes"].append(("numvfs", num)))
+    monkeypatch.setattr(sriov_host.sysfs_nic, "discover", lambda root: [pf(vfs=state["vfs"])])
+    monkeypatch.setattr(sriov_host.sysfs_nic, "vf_list", lambda fs, bdf: state["vfs"])
+    monkeypatch.setattr(sriov_host.sysfs_nic, "iommu_active", lambda root: state["iommu"])
+    monkeypatch.setattr(sriov_host.sriov, "wait_vfs", lambda *a, **k: state["vfs"])
+    monkeypatch.setattr(sriov_host.sriov, "write_sysfs", lambda path, value: state["writes"].append((path, value)))
+    monkeypatch.setattr(sriov_host.sriov, "set_numvfs", lambda fs, pf_, num, log: state["writes"].append(("numvfs", num)))
     real_isdir = os.path.isdir
-    monkeypatch.setattr(sriov_vf.os.path, "isdir",
+    monkeypatch.setattr(sriov_host.os.path, "isdir",
                         lambda p: state["vfio_loaded"] if p.endswith("drivers/vfio-pci") else real_isdir(p))
     return state
 
@@ -211,7 +211,7 @@ def test_no_iommu_fails_before_any_change(host):
     host["vfs"] = []
     with pytest.raises(sriov.SriovError, match=r"pf enp1s0 \(0000:01:00\.0\) VF 2-3: meant for VMs \(vfio-pci\), but no "
                                                r"IOMMU is active .*intel_iommu=on or amd_iommu=on .*layer 3"):
-        sriov_vf.run(Module(layout()), Backend())
+        sriov_host.run(Module(layout()), Backend())
     assert host["writes"] == []
 
 
@@ -219,14 +219,14 @@ def test_vfio_pci_not_loadable_fails_before_any_change(host):
     module = Module(layout(), kmod=(0, "insmod /lib/x/vfio.ko \ninstall /bin/false\n", ""))
     with pytest.raises(sriov.SriovError, match=r"VF 2-3: meant for VMs, but vfio-pci is not loaded and cannot be "
                                                r"loaded: an install rule replaces loading vfio-pci"):
-        sriov_vf.run(module, Backend())
+        sriov_host.run(module, Backend())
     assert host["writes"] == [] and module.ran == [["/sbin/modprobe", "-D", "vfio-pci"]]
 
 
 def test_binds_in_order_after_the_per_vf_settings(host):
     backend = Backend()
     module = Module(layout(vfs=[{"index": 2, "mac": "02:00:00:00:01:02"}]))
-    changed, _r, commands, _b, _a, _p = sriov_vf.run(module, backend)
+    changed, _r, commands, _b, _a, _p = sriov_host.run(module, backend)
     assert changed
     mac = commands.index("ip link set dev enp1s0 vf 2 mac 02:00:00:00:01:02")
     load = commands.index("modprobe vfio-pci")
@@ -248,29 +248,29 @@ def test_a_vf_carrying_the_default_route_is_not_handed_over(host):
     backend = Backend(lost={"enp1s0v3": "carries the default route"})
     with pytest.raises(sriov.SriovError, match=r"VF 3 \(0000:01:10\.6, netdev enp1s0v3\) is not handed to vfio-pci: "
                                                r"enp1s0v3 carries the default route"):
-        sriov_vf.run(Module(layout()), backend)
+        sriov_host.run(Module(layout()), backend)
     assert [w for w in host["writes"] if w[0] != "numvfs"] == []
 
 
 def test_protected_addresses_include_the_ssh_server_address(host, monkeypatch):
     monkeypatch.setenv("SSH_CONNECTION", "192.0.2.1 50000 192.0.2.10 22")
     backend = Backend()
-    sriov_vf.run(Module(layout(), check_mode=True), backend)
+    sriov_host.run(Module(layout(), check_mode=True), backend)
     assert backend.protected == ["192.0.2.10"]
     with pytest.raises(sriov.SriovError, match=r"protected_addresses: 'mgmt-a01' is not an IP address"):
-        sriov_vf.run(Module(dict(layout(), protected_addresses=["mgmt-a01"]), check_mode=True), Backend())
+        sriov_host.run(Module(dict(layout(), protected_addresses=["mgmt-a01"]), check_mode=True), Backend())
 
 
 def test_a_vf_sharing_its_iommu_group_is_not_handed_over(host):
     host["vfs"][2] = vf(2, group="7", members=["0000:01:00.0", "0000:01:10.4"])
     with pytest.raises(sriov.SriovError, match=r"0000:01:10\.4.*7.*0000:01:00\.0"):
-        sriov_vf.run(Module(layout()), Backend())
+        sriov_host.run(Module(layout()), Backend())
     assert [w for w in host["writes"] if w[0] != "numvfs"] == []
 
 
 def test_check_mode_lists_the_binds_and_writes_nothing(host):
     module = Module(layout(), check_mode=True)
-    changed, _r, commands, before, after, _p = sriov_vf.run(module, Backend())
+    changed, _r, commands, before, after, _p = sriov_host.run(module, Backend())
     assert changed and host["writes"] == []
     assert "modprobe vfio-pci" in commands
     assert "echo vfio-pci > /sys/bus/pci/devices/0000:01:10.4/driver_override" in commands
@@ -283,7 +283,7 @@ def test_a_rerun_with_the_vfs_on_vfio_pci_changes_nothing(host):
     host["vfs"][3] = vf(3, driver="vfio-pci", netdev=False)
     host["vfio_loaded"] = True
     module = Module(layout())
-    changed, results, commands, _b, _a, records = sriov_vf.run(module, Backend())
+    changed, results, commands, _b, _a, records = sriov_host.run(module, Backend())
     assert not changed and commands == [] and host["writes"] == []
     assert [v["driver"] for v in results[0]["vfs"]] == ["default", "default", "vfio-pci", "vfio-pci"]
     assert [r["pci_address"] for r in records] == ["0000:01:10.4", "0000:01:10.6"]
@@ -294,7 +294,7 @@ def test_a_vf_back_to_the_kernel_driver(host):
     host["vfio_loaded"] = True
     host["vfs"][2] = vf(2, driver="vfio-pci", netdev=False)
     host["vfs"][3] = vf(3, driver="vfio-pci", netdev=False)
-    sriov_vf.run(Module(layout()), Backend())
+    sriov_host.run(Module(layout()), Backend())
     assert host["writes"] == [
         ("/sys/bus/pci/devices/0000:01:10.2/driver_override", ""),
         ("/sys/bus/pci/devices/0000:01:10.2/driver/unbind", "0000:01:10.2"),
@@ -383,3 +383,53 @@ def test_unit_file_states_reads_the_active_state_in_the_same_call():
     assert (states, error) == ({"a.service": "enabled", "b.service": ""}, "")
     assert active == {"a.service": "failed", "b.service": "inactive"} and len(calls) == 1
     assert "ActiveState" in calls[0]
+
+
+def _reading(params, plan, run="4242:1234567"):
+    """The play's reading as nic_facts keeps it when its options carried
+    layer 6's (the role's call, also_layers): ``plan`` is its vfs answer."""
+    from ansible_collections.gpufabric.stack.plugins.action import sriov_vf as action
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading
+    options = action.wish(dict(params, inspect_files=["/usr/local/libexec/gpufabric/sriov-vfs.sh"]))
+    answer = {"changed": False, "nics": [], "sysfs_root": params["sysfs_root"], "vfs": plan,
+              "inspected": {"files": {"/usr/local/libexec/gpufabric/sriov-vfs.sh": None}, "units": {}},
+              "invocation": {"module_args": dict(options, vendor="")}}
+    return nic_reading.kept(answer, options, run)
+
+
+def test_a_rerun_that_changes_nothing_is_answered_from_the_reading_as_the_module_answers(host):
+    """nic_facts' vfs is the module's own run in check mode: on a node as
+    intended the sriov_vf action returns from it what the module's real run
+    returns (the PFs with their boot lines, the passthrough records), and
+    runs the module where that plan changes something."""
+    from ansible_collections.gpufabric.stack.plugins.action import sriov_vf as action
+    host["vfs"][2] = vf(2, driver="vfio-pci", netdev=False)
+    host["vfs"][3] = vf(3, driver="vfio-pci", netdev=False)
+    host["vfio_loaded"] = True
+    params = Module(layout()).params
+    plan = sriov_host.planned(Module(layout()), dict(params), lambda module: Backend())
+    changed, results, commands, _b, _a, records = sriov_host.run(Module(layout()), Backend())
+    assert plan["changed"] is False and not changed
+    args = dict(params, inspect_files=["/usr/local/libexec/gpufabric/sriov-vfs.sh"])
+    got = action.judged(_reading(params, plan), args, "4242:1234567")
+    assert got == {"changed": False, "pfs": results, "commands": commands, "passthrough": records,
+                   "inspected": {"files": {"/usr/local/libexec/gpufabric/sriov-vfs.sh": None}, "units": {}}}
+    assert [p["boot_lines"] for p in got["pfs"]] == [r["boot_lines"] for r in results]
+    # another run of ansible-playbook, another layout: the module runs
+    assert action.judged(_reading(params, plan), args, "4343:1") is None
+    assert action.judged(_reading(params, plan), dict(args, wait_timeout=5), "4242:1234567") is None
+    # a VF meant for a VM back on igbvf: the plan changes it, so the module runs
+    host["vfs"][3] = vf(3)
+    pending = sriov_host.planned(Module(layout()), dict(params), lambda module: Backend())
+    assert pending["changed"] is True and host["writes"] == []
+    assert action.judged(_reading(params, pending), args, "4242:1234567") is None
+
+
+def test_a_plan_that_would_fail_is_named_in_the_reading_and_not_taken(host):
+    from ansible_collections.gpufabric.stack.plugins.action import sriov_vf as action
+    host["iommu"] = False
+    params = Module(layout()).params
+    plan = sriov_host.planned(Module(layout()), dict(params), lambda module: Backend())
+    assert plan["failed"] is True and "no IOMMU is active" in plan["msg"]
+    assert action.judged(_reading(params, plan), dict(params), "4242:1234567") is None
+    assert host["writes"] == []

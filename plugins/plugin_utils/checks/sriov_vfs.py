@@ -17,7 +17,8 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import resu
 
 LAYER = 6
 INTENT = ("sriov_vfs_nics", "sriov_vfs_sysfs_root", "sriov_vfs_persist", "sriov_vfs_unit_name",
-          "sriov_vfs_nm_unmanaged", "sriov_vfs_udev_rule_path")
+          "sriov_vfs_nm_unmanaged", "sriov_vfs_udev_rule_path", "sriov_vfs_wait_timeout", "sriov_vfs_passthrough_dir",
+          "sriov_vfs_protected_addresses", "sriov_vfs_boot_paths", "sriov_vfs_boot_units")
 
 
 def _passthrough(nics):
@@ -25,12 +26,36 @@ def _passthrough(nics):
                for e in nics or [] for d in e.get("vf_drivers") or [] if isinstance(d, dict))
 
 
+def module_options(intent):
+    """The sriov_vf module's options (but sysfs_root and the inspected files)
+    as the role's task gives them (roles/sriov_vfs/tasks/main.yml), with the
+    module's defaults for those the task leaves out."""
+    return {"pfs": [sriov.module_pfs(e) for e in intent.get("sriov_vfs_nics") or []],
+            "wait_timeout": int(intent.get("sriov_vfs_wait_timeout") or 120), "ip_command": "ip",
+            "nm_unmanaged_rule": intent["sriov_vfs_udev_rule_path"] if intent.get("sriov_vfs_nm_unmanaged", True) else None,
+            "protected_addresses": list(intent.get("sriov_vfs_protected_addresses") or []),
+            "passthrough_dir": intent.get("sriov_vfs_passthrough_dir"), "modprobe_command": "modprobe"}
+
+
 def reads(intent, host):
-    return {"nic_facts": {"sysfs_root": intent["sriov_vfs_sysfs_root"], "vf_settings": True,
-                          "units": [intent["sriov_vfs_unit_name"] + ".service"],
-                          "files": [intent["sriov_vfs_udev_rule_path"]],
-                          "probe_modules": [sriov.PASSTHROUGH_DRIVER] if _passthrough(intent.get("sriov_vfs_nics"))
-                          else []}}
+    """The NICs, the VF settings, the boot unit, the udev rule, modprobe -D
+    vfio-pci; also what the role's VF call would do (nic_facts' vfs: the
+    module's own run in check mode) and the boot files it inspects, so that
+    a site run whose first read carries this layer's (also_layers) answers
+    the role's call (plugins/action/sriov_vf.py). The check itself judges
+    from the NICs and the VF settings."""
+    want = {"sysfs_root": intent["sriov_vfs_sysfs_root"], "vf_settings": True,
+            "units": [intent["sriov_vfs_unit_name"] + ".service"],
+            "files": [intent["sriov_vfs_udev_rule_path"]],
+            "probe_modules": [sriov.PASSTHROUGH_DRIVER] if _passthrough(intent.get("sriov_vfs_nics")) else []}
+    try:
+        want["vfs"] = module_options(intent)
+    except sriov.SriovError:
+        pass  # the check names the bad entry; the role's call fails on it
+    if intent.get("sriov_vfs_persist", True):
+        want["inspect_files"] = list(intent.get("sriov_vfs_boot_paths") or [])
+        want["inspect_units"] = list(intent.get("sriov_vfs_boot_units") or [])
+    return {"nic_facts": want}
 
 
 def check(reading, intent, host):

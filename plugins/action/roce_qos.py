@@ -13,30 +13,22 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading
+from ansible_collections.gpufabric.stack.plugins.plugin_utils.judged_action import JudgedAction, inspected_of, task_wish
 
 # roce_qos' options that nic_facts' qos option takes, with the module's defaults
 QOS_OPTIONS = {"node": "host", "pfs": [], "config": None, "roce_mode": None, "tos": None, "config_name": "",
                "rdma_port": 1, "firmware_query": True, "qos_tool": "auto"}
-# what the module's merged run takes beyond them, each answered by the reading as nic_facts reads it
-READ_OPTIONS = ("sysfs_root", "inspect_files", "inspect_units", "state")
 
 
 def wish(args):
     """The nic_facts options whose reading answers a roce_qos run of
     ``args`` (the task's), or None when the run takes an option a reading
     does not answer (another state, the driver of rendered)."""
-    if args.get("state", "merged") != "merged" or set(args) - set(QOS_OPTIONS) - set(READ_OPTIONS):
+    if args.get("state", "merged") != "merged":
         return None
-    want = {"sysfs_root": args.get("sysfs_root") or "/sys",
-            "qos": dict((k, args.get(k, default)) for k, default in QOS_OPTIONS.items())}
-    for name in ("inspect_files", "inspect_units"):
-        if args.get(name):
-            want[name] = list(args[name])
-    return want
+    return task_wish(dict((k, v) for k, v in args.items() if k != "state"), "qos", QOS_OPTIONS)
 
 
 def judged(reading, args, run):
@@ -49,27 +41,10 @@ def judged(reading, args, run):
     result = roce_qos_host.merged_from_gathered(reading.get("qos"), want["qos"]["node"])
     if result is None:
         return None
-    inspected = reading.get("inspected") or {}
-    result["inspected"] = {
-        "files": dict((path, (inspected.get("files") or {}).get(path)) for path in want.get("inspect_files") or []),
-        "units": dict((unit, (inspected.get("units") or {}).get(unit)) for unit in want.get("inspect_units") or [])}
+    result["inspected"] = inspected_of(reading, want)
     return result
 
 
-class ActionModule(ActionBase):
-    TRANSFERS_FILES = False
-
-    def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        del tmp
-        task_vars = task_vars or {}
-        reading = (task_vars.get("ansible_facts") or {}).get(nic_reading.FACT)
-        answer = judged(reading, dict(self._task.args), nic_reading.run_id()) if reading else None
-        if answer is not None:
-            result.update(answer)
-            result.update(judged_from_reading=True, module_executions=0)
-            return result
-        result.update(self._execute_module(module_name="gpufabric.stack.roce_qos", module_args=dict(self._task.args),
-                                           task_vars=task_vars))
-        result.update(judged_from_reading=False, module_executions=1)
-        return result
+class ActionModule(JudgedAction):
+    MODULE = "gpufabric.stack.roce_qos"
+    judged = staticmethod(judged)

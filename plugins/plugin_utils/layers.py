@@ -168,6 +168,7 @@ SHARED = {
     "plugins/plugin_utils/doctor.py": "the doctor's result record",
     "plugins/plugin_utils/doctor_report.py": "the doctor's reports",
     "plugins/plugin_utils/nic_reading.py": "the play's reading of a node",
+    "plugins/plugin_utils/judged_action.py": "the actions of layers 6 and 8 that judge a node from its reading",
     "plugins/plugin_utils/role_intent.py": "a role's intent read outside it: the doctor, nic_facts' also_layers",
     "plugins/plugin_utils/plain_data.py": "Ansible's lazy containers made plain for the checks",
     "plugins/module_utils/host/host_files.py": "the layers' boot files",

@@ -392,7 +392,7 @@ def test_layers_5_6_8_and_9_take_layer_3s_reading_unless_something_changed(lab):
     rc, stdout, by_role = counted("qos")
     assert {h: r["changed"] for h, r in rc.items()} == {"node01": 0, "node02": 1, "leaf1": 0, "leaf2": 0}, stdout[-4000:]
     assert by_role == {"node01": {"kernel": 2, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0, "rdma_check": 1},
-                       "node02": {"kernel": 2, "rdma_drivers": 0, "roce_host": 1, "rdma_check": 2}}, by_role
+                       "node02": {"kernel": 2, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 1, "rdma_check": 2}}, by_role
     t.fault("node02", "clear")
     qos = t.sh("node02", "mlnx_qos -i enp59s0f0np0").stdout
     assert [line.split()[1:] for line in qos.splitlines() if line.split()[:1] == ["enabled"]] == \

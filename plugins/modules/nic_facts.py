@@ -572,14 +572,17 @@ def read_vf_settings(module, nics):
     return out
 
 
-def read_vfs(module, options, found):
+def read_vfs(module, options, found, vf_settings=None):
     """What a run of the sriov_vf module with ``options`` would do here: its
     own run in check mode (sriov_host.planned), {failed, msg} when the options
-    are not the module's or the run would fail."""
+    are not the module's or the run would fail. The VF settings read in this
+    call (``vf_settings``) are not read again."""
     checked = ArgumentSpecValidator(sriov_host.OPTIONS).validate(options)
     if checked.error_messages:
         return {"failed": True, "msg": "vfs: %s" % "; ".join(checked.error_messages)}
+    known = vf_settings if isinstance(vf_settings, dict) and not vf_settings.get("failed") else {}
     return sriov_host.planned(module, dict(checked.validated_parameters, sysfs_root=module.params["sysfs_root"]),
+                              backend=lambda check: sriov_host.KnownVfs(sriov_host.IpBackend(check), known),
                               found=found)
 
 
@@ -679,7 +682,7 @@ def main():
     if module.params["firmware"] is not None:
         extra["firmware"] = read_firmware(module, nics, module.params["firmware"])
     if module.params["vfs"] is not None:
-        extra["vfs"] = read_vfs(module, module.params["vfs"], found)
+        extra["vfs"] = read_vfs(module, module.params["vfs"], found, extra.get("vf_settings"))
     qos = module.params["qos"]
     if qos is not None and all(set(pf) <= set(roce_qos_host.PF_SPEC) for pf in qos["pfs"]):
         extra["qos_options"] = dict(qos, pfs=[dict((k, v) for k, v in pf.items() if v is not None)

@@ -433,3 +433,23 @@ def test_a_plan_that_would_fail_is_named_in_the_reading_and_not_taken(host):
     assert plan["failed"] is True and "no IOMMU is active" in plan["msg"]
     assert action.judged(_reading(params, plan), dict(params), "4242:1234567") is None
     assert host["writes"] == []
+
+
+def test_the_vf_settings_nic_facts_read_already_are_not_read_again(host):
+    """nic_facts plans the VF call with the VF settings it read in the same
+    call (vf_settings: {pf: {"index": vf}}); a PF it did not read goes to ip."""
+    asked = []
+
+    class Counting(Backend):
+        def get_vfs(self, name):
+            asked.append(name)
+            return Backend.get_vfs(self, name)
+
+    params = Module(layout(vf_drivers=None)).params
+    known = {"enp1s0": dict((str(i), v) for i, v in Backend().get_vfs("enp1s0").items())}
+    plan = sriov_host.planned(Module(layout(vf_drivers=None)), dict(params),
+                              lambda module: sriov_host.KnownVfs(Counting(), known))
+    assert asked == [] and plan["changed"] is False, plan
+    assert plan == sriov_host.planned(Module(layout(vf_drivers=None)), dict(params),
+                                      lambda module: sriov_host.KnownVfs(Counting(), {}))
+    assert asked == ["enp1s0"]

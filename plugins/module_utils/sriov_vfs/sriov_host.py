@@ -105,6 +105,26 @@ class IpBackend(object):
         return sriov.carriers(addrs, [r["dev"] for r in routes if r.get("dev")], masters, protected)
 
 
+class KnownVfs(object):
+    """A backend whose per-VF settings of some PFs were read already
+    (``known``: {pf: {index: vf}}, as nic_facts' vf_settings has them, the
+    same ``ip -j link show`` parse); the rest goes to ``backend``."""
+
+    def __init__(self, backend, known):
+        self.backend, self.known = backend, known or {}
+
+    def get_vfs(self, pf_name):
+        if pf_name in self.known:
+            return dict((int(k), v) for k, v in self.known[pf_name].items())
+        return self.backend.get_vfs(pf_name)
+
+    def set_vf(self, args):
+        return self.backend.set_vf(args)
+
+    def carriers(self, protected):
+        return self.backend.carriers(protected)
+
+
 def run(module, backend, found=None):
     """The module's run: (changed, pfs, commands, before, after,
     passthrough). ``found``: the NICs of the sysfs root as a caller that

@@ -9,7 +9,8 @@ changed what sysfs shows: firmware, VFs, QoS, a boot); ``also`` adds the
 options a later layer reads with, so that its read in the run is this one;
 ``also_layers`` adds what the doctor's check of each of those layers reads
 (its check file's reads, against its role's intent), so that the layer's own
-task can judge the node from this reading (roce_qos' action does). The
+task can judge the node from this reading (the sriov_vf and roce_qos
+actions do). The
 rules are plugin_utils/nic_reading.py's."""
 
 from __future__ import absolute_import, division, print_function

@@ -87,7 +87,7 @@ def with_also(options, also):
     if not isinstance(also, dict):
         raise ValueError("takes a dict of nic_facts options, got %r" % (also,))
     for name in also:
-        if name in ACTION_OPTIONS or name == "also":
+        if name in ACTION_OPTIONS:
             raise ValueError("%s is not a reading option" % name)
     out = join(dict(), options, "the task")
     try:

@@ -48,9 +48,7 @@ def test_a_converged_node_is_answered_as_the_module_answers_it(host):
     args = task_args(host)
     assert roce_qos_host.online(module, dict(args))["changed"] is True  # converge first
     reading = reading_of(host, module, args)
-    ran = len(module.ran)
     got = action.judged(reading, args, RUN)
-    assert len(module.ran) == ran  # judged on the controller: nothing run on the host
     module_run = roce_qos_host.online(module, dict(args))
     assert module_run["changed"] is False and module_run["commands"] == []
     inspected = got.pop("inspected")

@@ -2,7 +2,9 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """gpufabric.stack.nic_facts with the play's reading of the host: every
-execution keeps its answer as the host fact gpufabric_nic_reading; with
+execution keeps its answer as the play's reading (the answer the task
+registers, named by the host fact gpufabric_nic_reading; a task that does not
+register its answer leaves no reading); with
 ``reuse`` a task takes that reading instead of reading again when it was
 taken with the options the task gives; ``forget`` drops it (a layer that
 changed what sysfs shows: firmware, VFs, QoS, a boot); ``also`` adds the
@@ -18,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import importlib
+import uuid
 
 from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -54,11 +57,13 @@ class ActionModule(ActionBase):
             result.update(changed=False, forgotten=True, module_executions=0,
                           ansible_facts={nic_reading.FACT: None})
             return result
-        facts = task_vars.get("ansible_facts") or {}
-        current = facts.get(nic_reading.FACT)
+        current = nic_reading.current(task_vars)
         run = nic_reading.run_id()
         if reuse and nic_reading.answers(current, options, run):
             result.update(dict((k, v) for k, v in current.items() if k not in ("options", "run")))
+            # the same reading: a task registering this answer over the one the fact names keeps it
+            result[nic_reading.READ_WITH] = current["options"]
+            result[nic_reading.READING_ID] = task_vars["ansible_facts"][nic_reading.FACT]["id"]
             result.update(changed=False, reused=True, module_executions=0)
             return result
         answer = self._execute_module(module_name="gpufabric.stack.nic_facts", module_args=options,
@@ -69,7 +74,16 @@ class ActionModule(ActionBase):
             result["also_layers_left"] = left
         keep = nic_reading.kept(answer, options, run)
         if keep is not None:
-            result["ansible_facts"] = {nic_reading.FACT: keep}
+            # a read stands for the node from now on: kept when the task
+            # registers it, and an older reading dropped when it does not
+            var = self._task.register
+            if var and not (self._task.loop or self._task.loop_with):
+                reading_id = uuid.uuid4().hex
+                result[nic_reading.READ_WITH] = keep["options"]
+                result[nic_reading.READING_ID] = reading_id
+                result["ansible_facts"] = {nic_reading.FACT: nic_reading.pointer(keep, var, reading_id)}
+            else:
+                result["ansible_facts"] = {nic_reading.FACT: None}
         return result
 
     def _with_layers(self, options, numbers, task_vars, host):

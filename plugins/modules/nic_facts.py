@@ -26,15 +26,17 @@ description:
     reads what M(gpufabric.stack.container_runtime_facts) reads, so the doctor (validate.yml) reads all of a GPU
     node's layers in one call.
   - Read-only; safe in check mode.
-  - The action of the same name keeps every answer as the host fact C(gpufabric_nic_reading), the play's reading
-    of the host's NICs. With I(reuse) a task takes that reading, without executing anything on the host, when it
+  - The action of the same name keeps every answer as the play's reading of the host's NICs when the task registers
+    it (the host fact C(gpufabric_nic_reading) names the registered variable, not the reading: a fact is copied for
+    every task and host, a registered variable is not); a read whose task registers nothing drops the play's reading.
+    With I(reuse) a task takes that reading, without executing anything on the host, when it
     was read with the options the task gives (the same I(sysfs_root) and I(vendor) in any case); a task after a
     change to what sysfs shows drops it with I(forget).
 options:
   reuse:
     description:
-      - Answer from the play's reading of the host (the fact C(gpufabric_nic_reading)) when it was read with every
-        option this task gives and the same I(sysfs_root) and I(vendor); read the host otherwise. The answer then
+      - Answer from the play's reading of the host (the registered answer the fact C(gpufabric_nic_reading) names)
+        when it was read with every option this task gives and the same I(sysfs_root) and I(vendor); read the host otherwise. The answer then
         says RV(reused).
       - Handled by the action; the module itself always reads.
     type: bool
@@ -302,6 +304,14 @@ reused:
   description: Whether the answer is the play's reading of the host (I(reuse)) rather than a new read.
   returned: always, except with I(forget)
   type: bool
+read_with:
+  description: The options the reading was taken with, the module's defaults included.
+  returned: when the answer is the play's reading (a registered read, or I(reuse))
+  type: dict
+reading_id:
+  description: The id of the play's reading this answer is; the fact C(gpufabric_nic_reading) names it.
+  returned: when the answer is the play's reading (a registered read, or I(reuse))
+  type: str
 forgotten:
   description: True when I(forget) dropped the play's reading.
   returned: with I(forget)

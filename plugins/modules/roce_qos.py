@@ -26,8 +26,8 @@ description:
     them as notes, and as warnings when they differ from the intent; it never fails on them.
   - Every value is validated, and every PF is found, bound, Ethernet and has an RDMA device, before anything changes.
     After applying, the module reads the state again and fails naming the PF and the field when it still differs.
-  - "The action plugin answers a I(state=merged) run from the play's reading of the node (the fact
-    C(gpufabric_nic_reading), kept by M(gpufabric.stack.nic_facts)) without executing this module when that reading
+  - "The action plugin answers a I(state=merged) run from the play's reading of the node (kept by
+    M(gpufabric.stack.nic_facts), named by the fact C(gpufabric_nic_reading)) without executing this module when that reading
     was taken in this ansible-playbook run with this task's options (the QoS ones, I(sysfs_root), I(inspect_files) and
     I(inspect_units): nic_facts' I(also_layers) puts layer 8's there) and drifts in nothing: it returns what this
     module would, RV(judged_from_reading) true. Anything else executes the module."

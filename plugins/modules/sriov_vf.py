@@ -22,8 +22,8 @@ description:
     firmware, a PF without a bound driver and MMIO exhaustion (ENOMEM) are reported as different causes, naming
     the PF and the value.
   - Defaults are the safe ones for NICs shared by tenants, spoof-check on and trust off.
-  - "The action plugin answers a run from the play's reading of the node (the fact C(gpufabric_nic_reading), kept by
-    M(gpufabric.stack.nic_facts)) without executing this module when that reading was taken in this ansible-playbook
+  - "The action plugin answers a run from the play's reading of the node (kept by M(gpufabric.stack.nic_facts), named by the
+    fact C(gpufabric_nic_reading)) without executing this module when that reading was taken in this ansible-playbook
     run with this task's options (its I(vfs) option, this module's own run in check mode, and I(sysfs_root),
     I(inspect_files), I(inspect_units); nic_facts' I(also_layers) puts layer 6's there) and that run changes
     nothing: it returns that run's answer, RV(judged_from_reading) true. Anything else executes the module."

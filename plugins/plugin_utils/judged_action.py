@@ -2,7 +2,7 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The action of a layer's module that is judged from the play's reading of
-the node (the fact nic_facts keeps, plugin_utils/nic_reading.py) when that
+the node (kept by nic_facts, plugin_utils/nic_reading.py) when that
 reading answers the task: the subclass's ``judged`` returns the module's
 result from it, or None, and the module is executed then. sriov_vf's and
 roce_qos' actions (layers 6 and 8) are such."""
@@ -59,7 +59,7 @@ class JudgedAction(ActionBase):
         result = super(JudgedAction, self).run(tmp, task_vars)
         del tmp
         task_vars = task_vars or {}
-        reading = (task_vars.get("ansible_facts") or {}).get(nic_reading.FACT)
+        reading = nic_reading.current(task_vars)
         answer = self.judged(reading, dict(self._task.args), nic_reading.run_id()) if reading else None
         if answer is not None:
             result.update(answer)

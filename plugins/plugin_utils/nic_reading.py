@@ -2,9 +2,16 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The play's reading of a host's NICs, kept by the gpufabric.stack.nic_facts
-action as the host fact ``gpufabric_nic_reading``: which reading a task that
-asks for one may take instead of reading again. Plain Python; the action
-(plugins/action/nic_facts.py) is the only writer of the fact."""
+action: which reading a task that asks for one may take instead of reading
+again. Plain Python; the action (plugins/action/nic_facts.py) is the only
+writer of the fact.
+
+The reading itself is the answer the reading task registered; the host fact
+``gpufabric_nic_reading`` only names it (``pointer``: the run, the variable,
+an id the answer carries). Ansible copies every host fact for every task and
+host (and a fact cache decodes them from JSON each time), so a reading of
+some 50 kB kept as a fact cost more than the module runs it saved; a
+registered variable is handed to tasks as it is."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,6 +25,10 @@ ACTION_OPTIONS = ("reuse", "forget", "also", "also_layers")
 # what the module's answer carries that is not part of the reading (ansible_facts: the
 # interpreter Ansible discovered)
 NOT_READING = ("invocation", "ansible_facts", "changed", "failed", "msg")
+# what the action adds to an answer it keeps: the options it was read with and its id,
+# and how it was come by
+READ_WITH, READING_ID = "read_with", "reading_id"
+BOOKKEEPING = (READ_WITH, READING_ID, "reused", "module_executions", "also_layers_left")
 
 
 # options a read takes several values of: two wishes for one read join them,
@@ -112,6 +123,32 @@ def kept(answer, options, run):
     given.update(options)
     reading["options"] = given
     reading["run"] = run
+    return reading
+
+
+def pointer(reading, var, reading_id):
+    """The host fact for ``reading`` (as ``kept`` returns it) registered by
+    its task as ``var``: the run, the variable and the id the registered
+    answer carries (``READING_ID``), nothing of the reading itself."""
+    return {"run": reading["run"], "var": var, "id": reading_id}
+
+
+def current(task_vars):
+    """The play's reading as ``kept`` returned it, from a task's variables:
+    the registered answer the fact names, when it is still the answer that
+    fact was kept for (its id); None when there is no fact, or the variable
+    was registered again by another task since (a skipped or failed run of
+    the task, a loop, another role's task by the same name): a read then."""
+    fact = (task_vars.get("ansible_facts") or {}).get(FACT)
+    if not isinstance(fact, dict) or not fact.get("var") or not fact.get("id"):
+        return None
+    answer = task_vars.get(fact["var"])
+    if not isinstance(answer, dict) or answer.get(READING_ID) != fact["id"] or "nics" not in answer:
+        return None
+    reading = dict((k, v) for k, v in answer.items()
+                   if k not in NOT_READING and k not in BOOKKEEPING and not k.startswith("_ansible"))
+    reading["options"] = answer.get(READ_WITH) or {}
+    reading["run"] = fact.get("run")
     return reading
 
 

@@ -61,7 +61,9 @@ def test_the_plays_reading_of_the_nics_is_taken_until_forgotten(twin, tmp_path):
                                 "option, got sysfs_root"
     assert got["forgot"]["forgotten"] is True and got["kept"] is None
     assert after["reused"] is False and after["nics"] == first["nics"]
-    assert got["fact"]["options"]["sysfs_root"] == SYSFS and "invocation" not in got["fact"]
+    # the fact names the registered answer, the reading stays there
+    assert got["fact"] == {"run": got["fact"]["run"], "var": "after", "id": after["reading_id"]}
+    assert after["read_with"]["sysfs_root"] == SYSFS and second["reading_id"] == first["reading_id"]
 
 
 def test_sriov_vf_module_check_mode_apply_idempotence_and_errors(twin):

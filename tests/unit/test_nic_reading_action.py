@@ -186,3 +186,77 @@ def test_also_layers_adds_what_the_doctors_check_of_the_layer_reads():
     assert options == dict(mine, sysfs_root="/sys") and "sysfs_root" in left[8]
     with pytest.raises(AnsibleActionFail, match="node01: nic_facts also_layers: 16 is not a layer"):
         action._with_layers(dict(mine), [16], task_vars, "node01")
+
+
+class _Task(object):
+    def __init__(self, args, register=None, loop=None):
+        self.args, self.register, self.loop, self.loop_with = args, register, loop, None
+        self.async_val, self.check_mode, self.action = 0, False, "gpufabric.stack.nic_facts"
+
+
+def _run(task, task_vars, executed):
+    """The nic_facts action's run of ``task`` with ``task_vars``; each module
+    execution is appended to ``executed`` and answers ANSWER."""
+    from types import SimpleNamespace
+    action = _nic_facts_action()
+    action._task = task
+    action._connection = SimpleNamespace(_shell=SimpleNamespace(tmpdir="/tmp/x"))
+    action._supports_async = action._supports_check_mode = True
+
+    def execute(module_name, module_args, task_vars):
+        executed.append(module_args)
+        return dict(ANSWER, invocation={"module_args": dict(ANSWER["invocation"]["module_args"], **module_args)})
+    action._execute_module = execute
+    return action.run(task_vars=task_vars)
+
+
+def _register(host_vars, task, result):
+    """What the strategy does with an action's result: the fact, the
+    registered variable."""
+    if "ansible_facts" in result:
+        host_vars.setdefault("ansible_facts", {}).update(result["ansible_facts"])
+    if task.register:
+        host_vars[task.register] = result
+
+
+def test_the_fact_names_the_registered_answer_and_holds_nothing_of_the_reading():
+    """A fact is copied for every task and host (and a fact cache decodes it
+    from JSON each time): the reading stays in the answer the task
+    registers, the fact names that variable. A later task with reuse takes
+    it without executing; once the variable holds another answer, or a read
+    registers nothing, the next task reads again."""
+    import json
+    host, executed = {"inventory_hostname": "node01"}, []
+    read = {"sysfs_root": "/run/simlab/sys", "proc_root": "/run/simlab/proc"}
+    first = _Task(dict(read, reuse=True), register="kernel_read")
+    result = _run(first, dict(host), executed)
+    _register(host, first, result)
+    fact = host["ansible_facts"][R.FACT]
+    assert set(fact) == {"run", "var", "id"} and fact["var"] == "kernel_read" and len(json.dumps(fact)) < 200
+    assert result[R.READING_ID] == fact["id"] and result[R.READ_WITH]["proc_root"] == "/run/simlab/proc"
+    assert R.current(host)["nics"] == ANSWER["nics"] and R.current(host)["options"] == result[R.READ_WITH]
+    assert len(executed) == 1
+    # layer 5 asks for less: answered from the registered answer, nothing executed
+    later = _Task({"sysfs_root": "/run/simlab/sys", "reuse": True}, register="rdma_drivers_read")
+    reused = _run(later, dict(host), executed)
+    _register(host, later, reused)
+    assert reused["reused"] is True and reused["nics"] == ANSWER["nics"] and len(executed) == 1
+    assert reused[R.READING_ID] == fact["id"]
+    # the same variable registered again with that answer is still the reading
+    _register(host, first, dict(reused))
+    assert R.current(host) is not None
+    # ... but not once it holds another answer (a skipped run of the task)
+    host["kernel_read"] = {"skipped": True, "changed": False}
+    assert R.current(host) is None
+    again = _run(later, dict(host), executed)
+    assert again["reused"] is False and len(executed) == 2
+    # a read whose task registers nothing drops the reading: it is not the node's any more
+    _register(host, first, _run(first, dict(host), executed))
+    assert R.current(host) is not None
+    unregistered = _Task(dict(read))
+    _register(host, unregistered, _run(unregistered, dict(host), executed))
+    assert host["ansible_facts"][R.FACT] is None and R.current(host) is None
+    # an answer of a loop is a list of answers: no reading
+    looped = _Task(dict(read), register="each", loop=["a"])
+    _register(host, looped, _run(looped, dict(host), executed))
+    assert host["ansible_facts"][R.FACT] is None

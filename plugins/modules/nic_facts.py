@@ -27,7 +27,7 @@ description:
     node's layers in one call.
   - Read-only; safe in check mode.
   - The action of the same name keeps every answer as the play's reading of the host's NICs when the task registers
-    it (the host fact C(gpufabric_nic_reading) names the registered variable, not the reading: a fact is copied for
+    it (the host fact C(gpufabric_nic_reading) names the registered variable, not the reading, since a fact is copied for
     every task and host, a registered variable is not); a read whose task registers nothing drops the play's reading.
     With I(reuse) a task takes that reading, without executing anything on the host, when it
     was read with the options the task gives (the same I(sysfs_root) and I(vendor) in any case); a task after a

@@ -118,12 +118,20 @@ def kept(answer, options, run):
     if not isinstance(answer, dict) or answer.get("failed") or answer.get("unreachable") or answer.get("skipped") \
             or "nics" not in answer:
         return None
-    reading = dict((k, v) for k, v in answer.items() if k not in NOT_READING and not k.startswith("_ansible"))
+    reading = _of_answer(answer)
     given = dict(((answer.get("invocation") or {}).get("module_args") or {}))
     given.update(options)
     reading["options"] = given
     reading["run"] = run
     return reading
+
+
+def _of_answer(answer):
+    """What of a nic_facts answer (the module's, or the action's as a task
+    registered it) is the reading: not the module's or the action's
+    bookkeeping."""
+    return dict((k, v) for k, v in answer.items()
+                if k not in NOT_READING and k not in BOOKKEEPING and not k.startswith("_ansible"))
 
 
 def pointer(reading, var, reading_id):
@@ -145,8 +153,7 @@ def current(task_vars):
     answer = task_vars.get(fact["var"])
     if not isinstance(answer, dict) or answer.get(READING_ID) != fact["id"] or "nics" not in answer:
         return None
-    reading = dict((k, v) for k, v in answer.items()
-                   if k not in NOT_READING and k not in BOOKKEEPING and not k.startswith("_ansible"))
+    reading = _of_answer(answer)
     reading["options"] = answer.get(READ_WITH) or {}
     reading["run"] = fact.get("run")
     return reading

@@ -256,7 +256,9 @@ def test_the_fact_names_the_registered_answer_and_holds_nothing_of_the_reading()
     unregistered = _Task(dict(read))
     _register(host, unregistered, _run(unregistered, dict(host), executed))
     assert host["ansible_facts"][R.FACT] is None and R.current(host) is None
-    # an answer of a loop is a list of answers: no reading
+    # an answer of a loop is a list of answers: no reading, and the one before is dropped
+    _register(host, first, _run(first, dict(host), executed))
+    assert R.current(host) is not None
     looped = _Task(dict(read), register="each", loop=["a"])
     _register(host, looped, _run(looped, dict(host), executed))
-    assert host["ansible_facts"][R.FACT] is None
+    assert host["ansible_facts"][R.FACT] is None and R.current(host) is None

@@ -596,68 +596,27 @@ def read_vfs(module, options, found, vf_settings=None):
                               found=found)
 
 
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            sysfs_root=dict(type="path", default="/sys"),
-            vendor=dict(type="str", default=""),
-            proc_root=dict(type="path", default="/proc"),
-            units=dict(type="list", elements="str", default=[]),
-            files=dict(type="list", elements="path", default=[]),
-            contents=dict(type="list", elements="path", default=[]),
-            modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
-            probe_modules=dict(type="list", elements="str", default=[]),
-            vf_settings=dict(type="bool", default=False),
-            lldp=dict(type="bool", default=False),
-            firmware=dict(type="dict", options=dict(
-                match=dict(type="list", elements="dict", required=True),
-                tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
-                flint_tool=dict(type="str", default="mstflint"),
-                vendor=dict(type="str", default="15b3"),
-            )),
-            vfs=dict(type="dict"),
-            qos=dict(type="dict", options=dict(
-                node=dict(type="str", default="host"),
-                pfs=dict(type="list", elements="dict", required=True),
-                config=dict(type="dict"),
-                roce_mode=dict(type="int"),
-                tos=dict(type="raw"),
-                config_name=dict(type="str", default=""),
-                rdma_port=dict(type="int", default=1),
-                firmware_query=dict(type="bool", default=True),
-                qos_tool=dict(type="str", choices=["auto", "mlnx_qos", "dcb"], default="auto"),
-            )),
-            stack=dict(type="dict", options=dict(
-                module=dict(type="str", default="mlx5_core"),
-                flavor=dict(type="str", choices=list(driver_stack.FLAVORS)),
-            )),
-            gpudirect=dict(type="dict", options=dict(
-                mode=dict(type="str", choices=list(gpudirect.MODES), default="auto"),
-            )),
-            pcie=dict(type="dict", options=dict(topo=dict(type="bool", default=True))),
-            acs=dict(type="dict", options=dict(
-                p2p=dict(type="str", choices=list(pcie.P2P_MODES), default="auto"),
-                vfio=dict(type="bool", default=False),
-                gpudirect_off=dict(type="bool", default=False),
-            )),
-            runtime=dict(type="dict", options=runtime_facts.OPTIONS),
-            # the action's (plugins/action/nic_facts.py); a module run always reads
-            reuse=dict(type="bool", default=False),
-            forget=dict(type="bool", default=False),
-            also=dict(type="dict"),
-            also_layers=dict(type="list", elements="int", default=[]),
-            **host_files.INSPECT_ARGS
-        ),
-        supports_check_mode=True,
-    )
-    for option in ("files", "contents"):
-        bad = [f for f in module.params[option] if not f.startswith("/")]
-        if bad:
-            module.fail_json(msg="%s: %s is not an absolute path" % (option, bad[0]))
-    if not module.params["modules_load_dir"].startswith("/"):
-        module.fail_json(msg="modules_load_dir: %s is not an absolute path" % module.params["modules_load_dir"])
+def read(module):
+    """Everything the options ask for, as the module answers it."""
+    # One `systemctl show` answers both the units asked for and the boot
+    # files' units (inspect_units), which are then not asked one by one.
+    units, units_error, units_active, states = {}, "", {}, {}
+    asked = list(dict.fromkeys(module.params["units"] + module.params["inspect_units"]))
+    if asked:
+        systemctl = module.get_bin_path("systemctl")
+        if systemctl:
+            active = {}
+            states, units_error = boot_state.unit_file_states(
+                lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C", "SYSTEMD_PAGER": ""}),
+                asked, systemctl, active=active)
+            units = dict((u, states[u]) for u in module.params["units"] if u in states)
+            units_active = dict((u, active[u]) for u in module.params["units"] if u in active)
+        else:
+            units_error = "systemctl not found"
+    if not module.params["units"]:
+        units_error = ""
     try:
-        inspected = host_files.inspected(module)
+        inspected = host_files.inspected(module, unit_states=states)
         modules_load = host_files.inspect_dir(module.params["modules_load_dir"])
         found = sysfs_nic.discover(module.params["sysfs_root"])
     except (sysfs_nic.SysfsError, host_files.HostFilesError) as exc:
@@ -665,15 +624,6 @@ def main():
     vendor = module.params["vendor"].lower().replace("0x", "")
     nics = [n for n in found if n["vendor"] == vendor] if vendor else found
     iommus = sysfs_nic.iommus(module.params["sysfs_root"])
-    units, units_error, units_active = {}, "", {}
-    if module.params["units"]:
-        systemctl = module.get_bin_path("systemctl")
-        if systemctl:
-            units, units_error = boot_state.unit_file_states(
-                lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C", "SYSTEMD_PAGER": ""}),
-                module.params["units"], systemctl, active=units_active)
-        else:
-            units_error = "systemctl not found"
     extra = {"module_probe": {}}
     if module.params["probe_modules"]:
         modprobe = module.get_bin_path("modprobe")  # PATH first, then the sbin directories
@@ -739,13 +689,80 @@ def main():
         extra["runtime_options"] = module.params["runtime"]
         extra["runtime"] = runtime_facts.gather(runtime_facts.module_runner(module),
                                                 sysfs_root=module.params["sysfs_root"], **module.params["runtime"])
-    module.exit_json(changed=False, nics=nics, iommu_active=bool(iommus), iommus=iommus,
-                     modules=sysfs_nic.modules(module.params["sysfs_root"]),
-                     cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
-                     units=units, units_error=units_error, units_active=units_active, files=boot_state.files_present(module.params["files"]),
-                     contents=boot_state.file_contents(module.params["contents"]),
-                     inspected=inspected, modules_load=modules_load,
-                     sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"], **extra)
+    return dict(nics=nics, iommu_active=bool(iommus), iommus=iommus,
+                modules=sysfs_nic.modules(module.params["sysfs_root"]),
+                cmdline=sysfs_nic.cmdline(module.params["proc_root"]),
+                units=units, units_error=units_error, units_active=units_active,
+                files=boot_state.files_present(module.params["files"]),
+                contents=boot_state.file_contents(module.params["contents"]),
+                inspected=inspected, modules_load=modules_load,
+                sysfs_root=module.params["sysfs_root"], proc_root=module.params["proc_root"], **extra)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            sysfs_root=dict(type="path", default="/sys"),
+            vendor=dict(type="str", default=""),
+            proc_root=dict(type="path", default="/proc"),
+            units=dict(type="list", elements="str", default=[]),
+            files=dict(type="list", elements="path", default=[]),
+            contents=dict(type="list", elements="path", default=[]),
+            modules_load_dir=dict(type="path", default="/etc/modules-load.d"),
+            probe_modules=dict(type="list", elements="str", default=[]),
+            vf_settings=dict(type="bool", default=False),
+            lldp=dict(type="bool", default=False),
+            firmware=dict(type="dict", options=dict(
+                match=dict(type="list", elements="dict", required=True),
+                tool=dict(type="str", choices=["mlxconfig", "mstconfig"], default="mstconfig"),
+                flint_tool=dict(type="str", default="mstflint"),
+                vendor=dict(type="str", default="15b3"),
+            )),
+            vfs=dict(type="dict"),
+            qos=dict(type="dict", options=dict(
+                node=dict(type="str", default="host"),
+                pfs=dict(type="list", elements="dict", required=True),
+                config=dict(type="dict"),
+                roce_mode=dict(type="int"),
+                tos=dict(type="raw"),
+                config_name=dict(type="str", default=""),
+                rdma_port=dict(type="int", default=1),
+                firmware_query=dict(type="bool", default=True),
+                qos_tool=dict(type="str", choices=["auto", "mlnx_qos", "dcb"], default="auto"),
+            )),
+            stack=dict(type="dict", options=dict(
+                module=dict(type="str", default="mlx5_core"),
+                flavor=dict(type="str", choices=list(driver_stack.FLAVORS)),
+            )),
+            gpudirect=dict(type="dict", options=dict(
+                mode=dict(type="str", choices=list(gpudirect.MODES), default="auto"),
+            )),
+            pcie=dict(type="dict", options=dict(topo=dict(type="bool", default=True))),
+            acs=dict(type="dict", options=dict(
+                p2p=dict(type="str", choices=list(pcie.P2P_MODES), default="auto"),
+                vfio=dict(type="bool", default=False),
+                gpudirect_off=dict(type="bool", default=False),
+            )),
+            runtime=dict(type="dict", options=runtime_facts.OPTIONS),
+            # the action's (plugins/action/nic_facts.py); a module run always reads
+            reuse=dict(type="bool", default=False),
+            forget=dict(type="bool", default=False),
+            also=dict(type="dict"),
+            also_layers=dict(type="list", elements="int", default=[]),
+            **host_files.INSPECT_ARGS
+        ),
+        supports_check_mode=True,
+    )
+    for option in ("files", "contents"):
+        bad = [f for f in module.params[option] if not f.startswith("/")]
+        if bad:
+            module.fail_json(msg="%s: %s is not an absolute path" % (option, bad[0]))
+    if not module.params["modules_load_dir"].startswith("/"):
+        module.fail_json(msg="modules_load_dir: %s is not an absolute path" % module.params["modules_load_dir"])
+    # one reading: a sysfs file read by several parts is read once (sysfs_nic.snapshot)
+    with sysfs_nic.snapshot():
+        answer = read(module)
+    module.exit_json(changed=False, **answer)
 
 
 if __name__ == "__main__":

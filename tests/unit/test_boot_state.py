@@ -129,6 +129,21 @@ def test_nic_facts_reads_the_boot_units_and_files_in_the_same_call(tmp_path):
     assert r["files"] == {str(rule): True, str(tmp_path / "gone.rules"): False}
 
 
+def test_nic_facts_asks_the_boot_files_units_in_the_same_call(tmp_path):
+    # inspect_units (the boot files' units) ride on the one `systemctl show`;
+    # no `is-enabled` per unit follows it
+    r, calls = run_nic_facts(tmp_path, {"units": UNITS[:1], "inspect_units": UNITS[::-1]})
+    assert calls == ["show -p Id -p UnitFileState -p ActiveState -- " + " ".join(UNITS)]
+    assert r["units"] == {"gpufabric-sriov.service": "enabled"}
+    assert list(r["units_active"]) == ["gpufabric-sriov.service"]
+    assert r["inspected"]["units"] == {"gpufabric-roce-qos.service": False, "gpufabric-sriov.service": True}
+    (tmp_path / "only").mkdir()
+    r, calls = run_nic_facts(tmp_path / "only", {"inspect_units": UNITS[:1]})
+    assert calls == ["show -p Id -p UnitFileState -p ActiveState -- gpufabric-sriov.service"]
+    assert r["units"] == {} and r["units_error"] == ""
+    assert r["inspected"]["units"] == {"gpufabric-sriov.service": True}
+
+
 def test_nic_facts_without_units_does_not_ask_systemd(tmp_path):
     r, calls = run_nic_facts(tmp_path, {})
     assert calls == []

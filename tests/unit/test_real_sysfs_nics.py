@@ -137,7 +137,6 @@ def test_a_soft_roce_device_is_the_rdma_device_of_its_netdev(vm):
     assert nics["0000:01:00.0"]["rdma_device"] == "rxe0"
 
 
-
 def test_an_unbound_igb_pf_is_told_to_bind_its_own_driver_not_mlx5_core(tmp_path):
     t = RealSysfs(tmp_path / "sys")
     t.sriov_pf("0000:01:00.0", "enp1s0", driver=None)
@@ -148,3 +147,30 @@ def test_an_unbound_igb_pf_is_told_to_bind_its_own_driver_not_mlx5_core(tmp_path
     assert "mlx5_core" not in str(err.value)
     exc = OSError(2, "No such file or directory")
     assert "(the driver of 8086:10c9, layer 5)" in str(sriov.numvfs_error(nics[0], 4, exc))
+
+
+def test_a_snapshot_reads_each_file_once_and_only_inside_its_block(vm, tmp_path, monkeypatch):
+    root = str(tmp_path / "sys")
+    opened = []
+    real_open = open
+
+    def counting_open(path, *args, **kwargs):
+        opened.append(path)
+        return real_open(path, *args, **kwargs)
+    monkeypatch.setattr("builtins.open", counting_open)
+    fresh = sysfs_nic.discover(root)
+    files = set(opened)
+    numvfs = os.path.join(root, "bus/pci/devices/0000:01:00.0/sriov_numvfs")
+    assert numvfs in files and len(opened) > len(files)  # discover alone reads some twice
+    del opened[:]
+    with sysfs_nic.snapshot():
+        first = sysfs_nic.discover(root)
+        assert sorted(opened) == sorted(files)
+        with sysfs_nic.snapshot():  # an inner block keeps the outer's answers
+            assert sysfs_nic.discover(root) == first
+        with real_open(numvfs, "w") as fh:
+            fh.write("1\n")
+        # the file changed, the kept answer did not: a snapshot is for reads only
+        assert sysfs_nic.discover(root) == first == fresh
+        assert sorted(opened) == sorted(files)
+    assert by_address(sysfs_nic.discover(root))["0000:01:00.0"]["sriov"]["numvfs"] == 1

@@ -336,9 +336,21 @@ INSPECT_ARGS = dict(
 )
 
 
-def inspected(module):
+# The UnitFileStates for which ``systemctl is-enabled`` exits 0 and says
+# neither indirect, disabled nor masked (systemctl(1), is-enabled's table).
+_ENABLED_STATES = ("enabled", "enabled-runtime", "alias", "static", "generated", "transient")
+
+
+def state_enabled(state):
+    """is_enabled's answer from a unit's UnitFileState (``systemctl show``)."""
+    return state in _ENABLED_STATES
+
+
+def inspected(module, unit_states=None):
     """``{"files": inspect(...), "units": {unit: enabled}}`` for a module with
-    INSPECT_ARGS among its options; raises HostFilesError on a relative path."""
+    INSPECT_ARGS among its options; raises HostFilesError on a relative path.
+    A unit whose UnitFileState the caller already read (``unit_states``,
+    boot_state.unit_file_states) is not asked again."""
     p = module.params
     relative = [path for path in p["inspect_files"] if not path.startswith("/")]
     if relative:
@@ -347,5 +359,8 @@ def inspected(module):
     if p["inspect_units"]:
         systemctl = module.get_bin_path("systemctl")
         for unit in p["inspect_units"]:
-            units[unit] = bool(systemctl) and is_enabled(module.run_command, systemctl, unit)
+            if unit in (unit_states or {}):
+                units[unit] = state_enabled(unit_states[unit])
+            else:
+                units[unit] = bool(systemctl) and is_enabled(module.run_command, systemctl, unit)
     return {"files": inspect(p["inspect_files"]), "units": units}

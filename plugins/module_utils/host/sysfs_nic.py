@@ -32,12 +32,52 @@ class SysfsError(Exception):
     pass
 
 
-def _read(path, default=None):
+# A read-only run (nic_facts) reads the same sysfs files several times: the
+# NIC discovery, the VF plan, the QoS and the PCIe reads each walk the PFs and
+# their VFs. Within ``snapshot()`` each file, directory and link is read once
+# and the answer kept for the rest of the block. Never around a write or a
+# wait: a kept answer does not change (sriov.wait_vfs would wait in vain).
+_KEPT = None
+_MISSING = object()
+
+
+class snapshot(object):
+    """``with snapshot():`` keeps every answer of _read, _listdir and
+    _link_base until the outermost block ends."""
+
+    def __enter__(self):
+        global _KEPT
+        self._outer = _KEPT
+        if _KEPT is None:
+            _KEPT = {}
+        return self
+
+    def __exit__(self, *exc):
+        global _KEPT
+        _KEPT = self._outer
+        return False
+
+
+def _kept(kind, path, read):
+    if _KEPT is None:
+        return read(path)
+    key = (kind, path)
+    if key not in _KEPT:
+        _KEPT[key] = read(path)
+    return _KEPT[key]
+
+
+def _read_text(path):
     try:
         with open(path, "rb") as fh:
             return fh.read().decode("utf-8", "replace").strip()
     except (IOError, OSError):
-        return default
+        return _MISSING
+
+
+def _read(path, default=None):
+    text = _kept("read", path, _read_text)
+    return default if text is _MISSING else text
 
 
 def _int(value, default=None):
@@ -47,18 +87,26 @@ def _int(value, default=None):
         return default
 
 
-def _listdir(path):
+def _list_entries(path):
     try:
-        return sorted(os.listdir(path))
+        return tuple(sorted(os.listdir(path)))
     except (IOError, OSError):
-        return []
+        return ()
 
 
-def _link_base(path):
+def _listdir(path):
+    return list(_kept("listdir", path, _list_entries))
+
+
+def _link_target_base(path):
     try:
         return os.path.basename(os.readlink(path))
     except (IOError, OSError):
         return None
+
+
+def _link_base(path):
+    return _kept("link", path, _link_target_base)
 
 
 def _virtfn_index(name):

@@ -20,7 +20,9 @@ description:
     C(udevadm control --reload) (a changed C(.rules) file under a udev rules directory, and udevd running);
     then enables I(enable_units) that are not enabled.
   - One round trip where a directory, several templates, a handler and a C(systemd_service) task took one each.
-    The roles render the contents on the controller (the C(template) lookup) and pass them in.
+    A file's content is given, or rendered on the controller from a template of the role (O(files[].template)).
+  - With O(inspected), a reading of these files and units taken earlier in the play, nothing is executed on the
+    host when every file and unit is as that reading shows; the action plugin compares and the task is skipped.
   - Every file is checked (absolute normalized path, mode, existing owner and group) before anything is written.
   - Check mode and diff mode show what would change.
 options:
@@ -31,7 +33,14 @@ options:
     required: true
     suboptions:
       path: {description: Absolute path of the file., type: path, required: true}
-      content: {description: Whole content of the file., type: str, required: true}
+      content:
+        description: Whole content of the file; this or O(files[].template).
+        type: str
+      template:
+        description:
+          - Name of a template of the role (its C(templates/) directory), rendered on the controller with the
+            task's variables as the file's content, instead of O(files[].content).
+        type: str
       mode: {description: Octal mode., type: raw, default: "0644"}
       owner: {description: Owner name; null leaves it as it is., type: str, default: root}
       group: {description: Group name; null leaves it as it is., type: str, default: root}
@@ -44,6 +53,13 @@ options:
     type: list
     elements: str
     default: []
+  inspected:
+    description:
+      - A reading of the files and units on the host, as C(gpufabric.stack.nic_facts) returns it under
+        C(inspected) (C({files, units})). When every file and unit is as it shows, the module is not executed and
+        the task is skipped.
+      - A reading that did not read a file or unit counts as a difference. Not set always executes the module.
+    type: dict
   root:
     description: Prefix of every path, for a fake tree in tests. systemd and udev are told about changes as usual.
     type: path
@@ -78,11 +94,13 @@ EXAMPLES = r"""
   gpufabric.stack.host_files:
     files:
       - path: /usr/local/libexec/gpufabric/sriov-vfs.sh
-        content: "{{ lookup('ansible.builtin.template', 'sriov-vfs.sh.j2') }}"
+        template: sriov-vfs.sh.j2
         mode: "0755"
       - path: /etc/systemd/system/gpufabric-sriov.service
-        content: "{{ lookup('ansible.builtin.template', 'sriov-vfs.service.j2') }}"
+        template: sriov-vfs.service.j2
     enable_units: [gpufabric-sriov.service]
+    # nothing is executed on the node when the play's reading shows them as wanted
+    inspected: "{{ sriov_vfs_result.inspected }}"
 """
 
 RETURN = r"""
@@ -134,7 +152,9 @@ def main():
         argument_spec=dict(
             files=dict(type="list", elements="dict", required=True, options=dict(
                 path=dict(type="path", required=True),
-                content=dict(type="str", required=True),
+                content=dict(type="str"),
+                # rendered into content by the action plugin
+                template=dict(type="str"),
                 mode=dict(type="raw", default="0644"),
                 owner=dict(type="str", default="root"),
                 group=dict(type="str", default="root"),
@@ -145,10 +165,16 @@ def main():
             systemctl=dict(type="path", default="systemctl"),
             udevadm=dict(type="path", default="udevadm"),
             udev_control=dict(type="path", default="/run/udev/control"),
+            # the action plugin's (plugins/action/host_files.py): compared there
+            inspected=dict(type="dict"),
         ),
         supports_check_mode=True,
     )
     p = module.params
+    for i, entry in enumerate(p["files"]):
+        if entry["content"] is None:
+            module.fail_json(msg="files[%d] (%s): no content (a template is rendered by the action plugin)"
+                             % (i, entry["path"]))
     try:
         files = host_files.normalize(p["files"])
         directory_mode = host_files.parse_mode(p["directory_mode"], "directory_mode")

@@ -277,7 +277,6 @@ def test_pending_agrees_with_the_module_in_every_state(tools):
     assert seen[8] == ("file removed", [SCRIPT + ": absent"])
 
 
-
 MODULES_LOAD = "/etc/modules-load.d/gpufabric-rdma.conf"
 
 
@@ -320,6 +319,7 @@ def test_pending_over_a_directory_listing_agrees_with_the_module(tools):
     assert seen == [[MODULES_LOAD + ": not read"], [], [MODULES_LOAD + ": content"], [], [MODULES_LOAD + ": mode"], [],
                     [MODULES_LOAD + ": not read"]]
 
+
 def test_pending_counts_what_was_not_read_as_a_change():
     files = [{"path": UNIT, "content": "x\n", "mode": "0644"}]
     assert hf.pending(files, {}, [], {}) == [UNIT + ": not read"]
@@ -333,15 +333,67 @@ def test_pending_counts_what_was_not_read_as_a_change():
         hf.pending([{"path": "/etc/x", "content": "", "mode": "rw"}], {"/etc/x": same[UNIT]})
 
 
-def test_the_filter_takes_a_missing_inspection_as_a_change():
-    from ansible.errors import AnsibleFilterError
-    from ansible_collections.gpufabric.stack.plugins.filter.host_files import FilterModule
-    pending = FilterModule().filters()["host_files_pending"]
-    files = [{"path": UNIT, "content": "x\n", "mode": "0644"}]
-    assert pending(files, None) == [UNIT + ": not read"]
-    assert pending(files, {"files": {UNIT: None}, "units": {"u.service": True}}, ["u.service"]) == [UNIT + ": absent"]
-    with pytest.raises(AnsibleFilterError, match="the files must be a list"):
-        pending("nope", None)
+def _action_run(tmp_path, name, files, inspected="absent", wanted=7, units=()):
+    """The host_files task in a local play (check mode) beside a templates/
+    directory; its registered answer and the systemctl calls it made."""
+    from local_playbook import run_check, stand_ins, write_play
+    play_dir = tmp_path / name
+    (play_dir / "templates").mkdir(parents=True)
+    (play_dir / "templates" / "x.conf.j2").write_text("value={{ wanted }}\n")
+    bindir = stand_ins(play_dir / "bin", {"systemctl": 'echo "$*" >> %s/systemctl.calls' % (play_dir / "bin")})
+    args = {"files": files, "systemctl": str(bindir / "systemctl"), "enable_units": list(units)}
+    if inspected != "absent":
+        args["inspected"] = inspected
+    out = play_dir / "out.json"
+    run_check(write_play(play_dir / "pb.yml", """\
+    - name: Install
+      gpufabric.stack.host_files: %s
+      vars: {wanted: %d}
+      register: put
+      ignore_errors: true
+    - name: Save it
+      ansible.builtin.copy: {content: "{{ put | to_json }}", dest: %s, mode: "0644"}
+      check_mode: false
+""" % (json.dumps(args), wanted, out)), bindir)
+    calls = bindir / "systemctl.calls"
+    return json.loads(out.read_text()), calls.read_text().splitlines() if calls.exists() else []
+
+
+def test_the_action_renders_templates_and_runs_nothing_when_the_reading_agrees(tmp_path):
+    conf = tmp_path / "etc" / "x.conf"
+    conf.parent.mkdir()
+    conf.write_text("value=7\n")
+    conf.chmod(0o644)
+    files = [{"path": str(conf), "template": "x.conf.j2", "mode": "0644", "owner": ME, "group": MYGROUP}]
+    reading = {"files": hf.inspect([str(conf)]), "units": {}}
+    same, calls = _action_run(tmp_path, "same", files, reading)
+    assert same["skipped"] is True and same["changed"] is False and same["module_executions"] == 0, same
+    assert same["skip_reason"] == "every file and unit is as the reading of the host shows"
+    assert same["files"] == [{"path": str(conf), "state": "unchanged", "changes": []}] and calls == []
+    # another value renders another content: the module runs (check mode) and names it
+    other, _ = _action_run(tmp_path, "other", files, reading, wanted=8)
+    assert "skipped" not in other and other["module_executions"] == 1, other
+    assert other["changed"] is True and other["written"] == [str(conf)]
+    assert other["files"] == [{"path": str(conf), "state": "updated", "changes": ["content"]}]
+    # a unit the reading did not read, or no reading at all: the module runs
+    enabled, calls = _action_run(tmp_path, "enabled", files, dict(reading, units={"x.service": True}),
+                                 units=["x.service"])
+    assert enabled["module_executions"] == 0 and calls == []
+    unit, calls = _action_run(tmp_path, "unit", files, reading, units=["x.service"])
+    assert unit["module_executions"] == 1 and calls == ["is-enabled x.service"], unit
+    unread, _ = _action_run(tmp_path, "unread", [dict(files[0], path=str(conf) + ".new")], reading)
+    assert unread["module_executions"] == 1 and unread["written"] == [str(conf) + ".new"], unread
+    none, _ = _action_run(tmp_path, "none", files)
+    assert none["module_executions"] == 1 and none["changed"] is False and "skipped" not in none, none
+
+
+def test_the_action_names_a_file_with_both_or_a_bad_template(tmp_path):
+    both, _ = _action_run(tmp_path, "both", [{"path": "/etc/x.conf", "template": "x.conf.j2", "content": "a"}])
+    assert both["failed"] is True and both["msg"] == "files[0] (/etc/x.conf): give content or template, not both"
+    gone, _ = _action_run(tmp_path, "gone", [{"path": "/etc/x.conf", "template": "missing.j2"}])
+    assert gone["failed"] is True and gone["msg"].startswith("template missing.j2: "), gone
+    empty, _ = _action_run(tmp_path, "empty", [{"path": "/etc/x.conf", "template": ""}])
+    assert empty["failed"] is True and "template must be a template's name" in empty["msg"]
 
 
 def test_inspected_names_the_option_of_a_relative_path():
@@ -349,3 +401,24 @@ def test_inspected_names_the_option_of_a_relative_path():
         params = {"inspect_files": ["/etc/ok", "etc/x"], "inspect_units": []}
     with pytest.raises(hf.HostFilesError, match=r"^inspect_files: 'etc/x' is not an absolute path$"):
         hf.inspected(FakeModule())
+
+
+def test_inspected_takes_the_units_already_read_and_asks_the_others():
+    asked = []
+
+    class FakeModule:
+        params = {"inspect_files": [], "inspect_units": ["a.service", "b.service", "c.service"]}
+
+        def get_bin_path(self, tool):
+            return "/bin/" + tool
+
+        def run_command(self, argv):
+            asked.append(argv[-1])
+            return 0, "enabled\n", ""
+    got = hf.inspected(FakeModule(), unit_states={"a.service": "static", "b.service": "disabled"})
+    assert got["units"] == {"a.service": True, "b.service": False, "c.service": True}
+    assert asked == ["c.service"]
+    # is-enabled's exit status and answer, per UnitFileState (systemctl(1))
+    assert [s for s in ("enabled", "enabled-runtime", "linked", "alias", "masked", "static", "indirect",
+                        "disabled", "generated", "transient", "bad", "") if hf.state_enabled(s)] == [
+        "enabled", "enabled-runtime", "alias", "static", "generated", "transient"]

@@ -101,6 +101,7 @@ FILES = {
     3: {"filters": ("plugins/filter/kernel.py",),
         "twin": ("simlab/tools/grub.py", "simlab/tools/grubby.py", "simlab/node/boot.py")},
     4: {"modules": ("plugins/modules/mlx_config.py",),
+        "actions": ("plugins/action/mlx_config.py",),
         "module_utils": ("plugins/module_utils/nic_firmware/mlx_config.py", "plugins/module_utils/nic_firmware/mlx_tools.py"),
         "filters": ("plugins/filter/nic_firmware.py",),
         "twin": ("simlab/tools/mlxconfig.py", "simlab/tools/mstflint.py", "simlab/tools/mstfwreset.py")},

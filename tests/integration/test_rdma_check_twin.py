@@ -341,21 +341,22 @@ def test_a_plan_that_gives_a_nic_to_a_gpu_of_the_other_socket_fails_that_pf(lab)
     assert doctor["node01"]["status"] == "pass", doctor["node01"]
 
 
-def test_layers_5_6_8_and_9_take_layer_3s_reading_unless_something_changed(lab):
-    """site.yml layers 3, 5, 6, 7, 8 and 9: layer 3 reads the node with what
+def test_layers_4_5_6_8_and_9_take_layer_3s_reading_unless_something_changed(lab):
+    """site.yml layers 3 to 9: layer 3 reads the node with what
     layer 5 asks, layer 5 with what layer 9 asks (each GPU's rail, the LLDP
-    neighbours) and with what the doctor's layer 6 and 8 checks read
-    (also_layers: the VF module's own run in check mode, the host QoS, the
-    boot files), so in a run where nothing changed the node is read once, by
-    layer 3, layers 6 and 8 execute nothing (the sriov_vf and roce_qos actions
-    judge the node from that reading) and layer 9 only its round on each
+    neighbours) and with what the doctor's layer 4, 6 and 8 checks read
+    (also_layers: the firmware queries, the VF module's own run in check mode,
+    the host QoS, the boot files), so in a run where nothing changed the node
+    is read once, by layer 3, layers 4, 6 and 8 execute nothing (the
+    mlx_config, sriov_vf and roce_qos actions judge the node from that
+    reading) and layer 9 only its round on each
     node; a leaf that changed in the run (its MTU put back) makes layer 9 read
     the nodes again; a node whose host PFC drifted gets layer 8's module,
     which repairs it, and then layer 9 reads that node again."""
     from simlab.lab import lab_dir
     from simlab.switches import load_switch, save_switch
     t, play = lab
-    tags = ("--tags", "layer03,layer05,layer06,layer07,layer08,layer09")
+    tags = ("--tags", "layer03,layer04,layer05,layer06,layer07,layer08,layer09")
     first = t.playbook("playbooks/site.yml", *tags)
     assert all(r["failed"] == 0 for r in recap(first.stdout).values()), first.stdout[-4000:]
 
@@ -368,13 +369,14 @@ def test_layers_5_6_8_and_9_take_layer_3s_reading_unless_something_changed(lab):
         assert all(r["failed"] == 0 for r in rc.values()), proc.stdout[-4000:]
         hosts = json.loads(counts.read_text())["hosts"]
         return rc, proc.stdout, {n: dict((role, hosts[n]["by_role"].get(role, 0)) for role in
-                                         ("kernel", "rdma_drivers", "sriov_vfs", "roce_host", "rdma_check"))
+                                         ("kernel", "nic_firmware", "rdma_drivers", "sriov_vfs", "roce_host",
+                                          "rdma_check"))
                                  for n in ("node01", "node02")}
 
     rc, stdout, by_role = counted("same")
     assert {h: r["changed"] for h, r in rc.items()} == {"node01": 0, "node02": 0, "leaf1": 0, "leaf2": 0}, stdout[-4000:]
     # one read of the node (layer 3's; its other run is setup for the OS family, no fact cache here), then one round
-    assert by_role == dict.fromkeys(("node01", "node02"), {"kernel": 2, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0,
+    assert by_role == dict.fromkeys(("node01", "node02"), {"kernel": 2, "nic_firmware": 0, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0,
                                                            "rdma_check": 1}), by_role
 
     sw = lab_dir(t.name) / "switches"
@@ -385,14 +387,14 @@ def test_layers_5_6_8_and_9_take_layer_3s_reading_unless_something_changed(lab):
     rc, stdout, by_role = counted("switch")
     assert rc["leaf1"]["changed"] == 1 and rc["leaf2"]["changed"] == 0, stdout[-4000:]
     # layer 9 reads the nodes again: the read and the round
-    assert by_role == dict.fromkeys(("node01", "node02"), {"kernel": 2, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0,
+    assert by_role == dict.fromkeys(("node01", "node02"), {"kernel": 2, "nic_firmware": 0, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0,
                                                            "rdma_check": 2}), by_role
 
     t.fault("node02", "host-pfc-mismatch")
     rc, stdout, by_role = counted("qos")
     assert {h: r["changed"] for h, r in rc.items()} == {"node01": 0, "node02": 1, "leaf1": 0, "leaf2": 0}, stdout[-4000:]
-    assert by_role == {"node01": {"kernel": 2, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0, "rdma_check": 1},
-                       "node02": {"kernel": 2, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 1, "rdma_check": 2}}, by_role
+    assert by_role == {"node01": {"kernel": 2, "nic_firmware": 0, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 0, "rdma_check": 1},
+                       "node02": {"kernel": 2, "nic_firmware": 0, "rdma_drivers": 0, "sriov_vfs": 0, "roce_host": 1, "rdma_check": 2}}, by_role
     t.fault("node02", "clear")
     qos = t.sh("node02", "mlnx_qos -i enp59s0f0np0").stdout
     assert [line.split()[1:] for line in qos.splitlines() if line.split()[:1] == ["enabled"]] == \

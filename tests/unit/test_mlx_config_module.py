@@ -188,3 +188,40 @@ def test_where_present_is_checked_before_any_device_is_read(agent):
     r = _call({"devices": _devices(8, 4), "where_present": {"LLDP_NB_RX_MODE_P1": "off-ish"}}, check=True)
     assert r["failed"] and "LLDP_NB_RX_MODE_P1='off-ish' is not a number" in r["msg"]
     assert agent.calls == []
+
+
+# --- the action: the module's answer judged from the play's reading ---------
+
+def _reading(agent, run="run-1", devices=(PF0, PF1)):
+    """nic_facts' firmware reading of the twin's PFs, as the kernel layer's
+    read carries it for layer 4 (mlx_config.read_device per PF)."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config as mc
+    return {"run": run, "nics": [], "firmware": [mc.read_device(lambda argv: module._run(None, argv), "mstconfig",
+                                                                "mstflint", d) for d in devices]}
+
+
+def test_the_action_answers_from_the_reading_only_what_the_module_would(agent):
+    from ansible_collections.gpufabric.stack.plugins.action import mlx_config as action
+    args = {"devices": _devices(8, 4), "at_least": ["NUM_OF_VFS"], "tool": "mstconfig", "flint_tool": "mstflint"}
+    # factory firmware: values to set, so the module runs
+    assert action.judged(_reading(agent), args, "run-1") is None
+    _call(args)
+    # staged: nothing to set, a reboot pending; the same answer as the module's own run
+    staged = action.judged(_reading(agent), args, "run-1")
+    again = _call(args)
+    assert again["changed"] is False and again["reboot_required"] is True
+    assert staged == dict((k, again[k]) for k in ("changed", "reboot_required", "command", "devices"))
+    # where_present: a parameter this firmware lacks is left alone; one it has and differs is set
+    assert action.judged(_reading(agent), dict(args, where_present={"LLDP_NB_DCBX_P1": 0}), "run-1") == staged
+    assert action.judged(_reading(agent), dict(args, where_present={"ATS_ENABLED": 1}), "run-1") is None
+    # more VFs wanted than the firmware has: the module runs
+    assert action.judged(_reading(agent), dict(args, devices=_devices(8, 32)), "run-1") is None
+    # a reading of another run, another tool, a device it lacks, a failed query, the one-device form
+    assert action.judged(_reading(agent), args, "run-2") is None
+    assert action.judged(_reading(agent), dict(args, tool="mlxconfig"), "run-1") is None
+    assert action.judged(_reading(agent, devices=(PF0,)), args, "run-1") is None
+    failed = _reading(agent)
+    failed["firmware"][1] = {"device": PF1, "tool": "mstconfig", "flint_tool": "mstflint", "msg": PF1 + ": gone"}
+    assert action.judged(failed, args, "run-1") is None
+    assert action.judged(_reading(agent), {"device": PF0, "params": {"NUM_OF_VFS": 8}}, "run-1") is None
+    assert action.judged(None, args, "run-1") is None

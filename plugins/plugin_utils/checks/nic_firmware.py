@@ -41,12 +41,13 @@ def check(reading, intent, host):
 
 
 def checked_from_reading(reading, devices, tool="mstconfig", flint_tool="mstflint", at_least=(), max_num_of_vfs=None,
-                         min_fw_version=""):
+                         min_fw_version="", where_present=None):
     """What mlx_config with ``devices`` ([{device, params}]) returns in check
     mode ({devices: [...]}, plus failed and msg when a device failed), judged
     from the firmware queries of ``reading`` (nic_facts taken with its
     firmware option); a device the reading lacks, or read with other tools,
-    is a failed device naming it."""
+    is a failed device naming it. ``where_present``: mlx_config's option of
+    that name, normalized (mlx_config.normalize_params)."""
     held = dict((r.get("device"), r) for r in (reading or {}).get("firmware") or [])
     try:
         plan = mlx_config.plan_devices(devices, int(mlx_config.MAX_NUM_OF_VFS if max_num_of_vfs is None
@@ -63,6 +64,7 @@ def checked_from_reading(reading, devices, tool="mstconfig", flint_tool="mstflin
                 device, got.get("tool"), got.get("flint_tool"), tool, flint_tool))
         if "msg" in got:
             raise mlx_config.MlxConfigError(got["msg"])
+        wanted = mlx_config.with_present(device, wanted, got, where_present or {})
         checked = mlx_config.check_reading(got, wanted, at_least=list(at_least or []), min_fw_version=min_fw_version)
         checked.pop("parsed")
         entry.update(checked)

@@ -177,10 +177,16 @@ def test_roles_converge_idempotent_and_doctor(tmp_path):
                                            "PcieAcsControl")} == {
         "SriovGlobalEnable": "Enabled", "ProcVirtualization": "Enabled",
         "PcieAcsControl": "Disabled"}
-    # the node the role powered on was waited for; the other one was not
+    # the node the role powered on was waited for; the other one (on, its boot
+    # order as wanted) did not even include the power tasks, nor did either
+    # node in the second run
     wait = "gpufabric.stack.bmc : Wait until the powered-on node answers"
-    assert _task_hosts(first.stdout, wait) == {"dell1": "ok", "smc1": "skipping"}
-    assert _task_hosts(second.stdout, wait) == {"dell1": "skipping", "smc1": "skipping"}
+    power = "gpufabric.stack.bmc : Power the node on and set its boot order"
+    assert _task_hosts(first.stdout, wait) == {"dell1": "ok"}
+    assert _task_hosts(first.stdout, power) == {"smc1": "skipping"}
+    assert re.search(r"^included: \S+/power\.yml for dell1$", first.stdout, re.M), first.stdout[-4000:]
+    assert f"TASK [{wait}]" not in second.stdout
+    assert _task_hosts(second.stdout, power) == {"dell1": "skipping", "smc1": "skipping"}
     # second run: nothing changed
     recap = _recap(second.stdout)
     assert set(recap) == {"dell1", "smc1"}

@@ -38,7 +38,8 @@ MODULE = "gpufabric.stack.host_files"
 def rendered_files(files, render):
     """``files`` with every ``template`` entry turned into its ``content``
     (``render(name)``); raises AnsibleActionFail naming the entry when it has
-    both or neither."""
+    both or its template is not a name. One with neither is the module's to
+    name."""
     if not isinstance(files, list):
         raise AnsibleActionFail("files: a list is wanted, not %s" % type(files).__name__)
     out = []

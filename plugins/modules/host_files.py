@@ -171,10 +171,6 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    for i, entry in enumerate(p["files"]):
-        if entry["content"] is None:
-            module.fail_json(msg="files[%d] (%s): no content (a template is rendered by the action plugin)"
-                             % (i, entry["path"]))
     try:
         files = host_files.normalize(p["files"])
         directory_mode = host_files.parse_mode(p["directory_mode"], "directory_mode")

@@ -79,7 +79,8 @@ def test_plan_names_what_differs(tmp_path):
     ({"path": "etc/x", "content": ""}, "absolute file path"),
     ({"path": "/etc/x/", "content": ""}, "absolute file path"),
     ({"path": "/etc/../x", "content": ""}, "normalized"),
-    ({"path": "/etc/x", "content": None}, "content must be a string"),
+    ({"path": "/etc/x", "content": None}, "(/etc/x): no content (give content, or a template"),
+    ({"path": "/etc/x", "content": 7}, "content must be a string"),
     ({"path": "/etc/x", "content": "", "mode": "rw-r--r--"}, "mode must be an octal string"),
     ({"path": "/etc/x", "content": "", "mode": "0999"}, "mode must be an octal string"),
     ({"path": "/etc/x", "content": "", "owner": "no-such-user-gpufabric"}, "owner 'no-such-user-gpufabric'"),
@@ -394,6 +395,9 @@ def test_the_action_names_a_file_with_both_or_a_bad_template(tmp_path):
     assert gone["failed"] is True and gone["msg"].startswith("template missing.j2: "), gone
     empty, _ = _action_run(tmp_path, "empty", [{"path": "/etc/x.conf", "template": ""}])
     assert empty["failed"] is True and "template must be a template's name" in empty["msg"]
+    # neither: the module's normalize names it, before anything is written
+    neither, _ = _action_run(tmp_path, "neither", [{"path": "/etc/x.conf"}])
+    assert neither["failed"] is True and neither["msg"].startswith("files[0] (/etc/x.conf): no content"), neither
 
 
 def test_inspected_names_the_option_of_a_relative_path():

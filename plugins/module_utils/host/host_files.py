@@ -95,6 +95,8 @@ def normalize(files):
             raise HostFilesError("%s: path given twice" % what)
         seen.add(path)
         content = f.get("content")
+        if content is None:
+            raise HostFilesError("%s: no content (give content, or a template that host_files' action renders)" % what)
         if not isinstance(content, str):
             raise HostFilesError("%s: content must be a string (is %s)" % (what, type(content).__name__))
         mode = parse_mode(f.get("mode", "0644"), what)

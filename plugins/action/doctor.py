@@ -90,10 +90,11 @@ class ActionModule(ActionBase):
                                       timeout=timeout, write=not self._task.check_mode)["fingerprint"]
             except bmc_trust.TrustError as exc:
                 return {"error": str(exc) if exc.unreachable else "BMC not trusted: %s" % exc}
-        get = redfish_bios.https_getter(address, intent.get("bmc_username") or "", intent.get("bmc_password") or "",
-                                        validate_certs=bool(intent.get("bmc_validate_certs")), timeout=timeout,
-                                        pin=pin, ca_path=intent.get("bmc_ca_path") or None)
-        return redfish_bios.read_bios(get, address, vendor=intent.get("bmc_vendor") or "auto")
+        return redfish_bios.facts({"baseuri": address, "username": intent.get("bmc_username"),
+                                   "password": intent.get("bmc_password"),
+                                   "validate_certs": bool(intent.get("bmc_validate_certs")), "timeout": timeout,
+                                   "pin": pin, "ca_path": intent.get("bmc_ca_path") or None,
+                                   "vendor": intent.get("bmc_vendor") or "auto"})
 
     def _prepare(self, todo, task_vars, host):
         """(modules, intents, wishes, errors) of the layers ``todo`` on

@@ -21,7 +21,9 @@ description:
     BIOS's per-version attribute keys.
   - community.general.redfish_info reads the current attributes but not the pending ones; this module reads
     both in one execution, so the bios role and the doctor's layer 2 cost one call per node.
-  - "Runs where the BMC is reachable, normally the controller (C(delegate_to: localhost))."
+  - "Runs where the BMC is reachable, normally the controller (C(delegate_to: localhost)). There (a C(local)
+    connection) its action plugin reads from the controller's own process, as the doctor does, and executes no
+    module; on any other connection the module runs on that host."
   - A BMC that does not answer, refuses the credentials or serves no BIOS is not a module failure; the
     result's C(error) says which, so the caller reports it per node.
   - An empty I(baseuri), I(username) or I(password) sends nothing; C(error) names each by the inventory variable it
@@ -164,31 +166,8 @@ from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfis
 
 
 def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            baseuri=dict(type="str", required=True),
-            username=dict(type="str", required=True),
-            password=dict(type="str", required=True, no_log=True),
-            validate_certs=dict(type="bool", default=False),
-            ca_path=dict(type="path"),
-            pin=dict(type="str"),
-            timeout=dict(type="int", default=30),
-            vendor=dict(type="str", default="auto", choices=["auto", "dell", "hpe", "supermicro", "lenovo"]),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    empty = redfish_bios.empty_credentials(p["baseuri"], p["username"], p["password"])
-    if empty:
-        module.exit_json(changed=False, error=empty, status=0, manufacturer="", vendor="", system_uri="", system={},
-                         bios_uri="", settings_uri="", current={}, pending={}, registry={},
-                         job_queue="", bios_jobs=[])
-    address = redfish_bios.bmc_address(p["baseuri"])
-    get = redfish_bios.https_getter(address, p["username"], p["password"],
-                                    validate_certs=p["validate_certs"], timeout=p["timeout"], pin=p["pin"],
-                                    ca_path=p["ca_path"])
-    result = redfish_bios.read_bios(get, address, vendor=p["vendor"])
-    module.exit_json(changed=False, **result)
+    module = AnsibleModule(argument_spec=redfish_bios.FACTS_ARGUMENT_SPEC, supports_check_mode=True)
+    module.exit_json(changed=False, **redfish_bios.facts(module.params))
 
 
 if __name__ == "__main__":

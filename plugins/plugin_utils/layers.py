@@ -95,6 +95,7 @@ FILES = {
         "twin": ("simlab/bmc/server.py", "simlab/bmc/power.py", "simlab/bmc/state.py", "simlab/bmc/vendors.py",
                  "simlab/bmc/faults.py", "simlab/vm/power.py")},
     2: {"modules": ("plugins/modules/bios_facts.py",),
+        "actions": ("plugins/action/bios_facts.py",),
         "module_utils": ("plugins/plugin_utils/bios/bios_attributes.py", "plugins/module_utils/bios/redfish_bios.py"),
         "filters": ("plugins/filter/bios.py",),
         "twin": ("simlab/bmc/server.py", "simlab/bmc/state.py", "simlab/bmc/vendors.py", "simlab/bmc/faults.py")},

@@ -49,6 +49,36 @@ def empty_credentials(baseuri, username, password):
     return "%s must not be empty" % ", ".join(empty) if empty else ""
 
 
+# bios_facts' options (the module's and its action's, which reads from the
+# controller's own process when the task runs there)
+FACTS_ARGUMENT_SPEC = dict(
+    baseuri=dict(type="str", required=True),
+    username=dict(type="str", required=True),
+    password=dict(type="str", required=True, no_log=True),
+    validate_certs=dict(type="bool", default=False),
+    ca_path=dict(type="path"),
+    pin=dict(type="str"),
+    timeout=dict(type="int", default=30),
+    vendor=dict(type="str", default="auto", choices=["auto", "dell", "hpe", "supermicro", "lenovo"]),
+)
+
+
+def facts(params):
+    """bios_facts' answer for its validated options ``params``: nothing sent
+    when a credential is empty (``error`` names it), else :func:`read_bios`
+    over :func:`https_getter`."""
+    empty = empty_credentials(params["baseuri"], params["username"], params["password"])
+    if empty:
+        return {"error": empty, "status": 0, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
+                "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
+                "job_queue": "", "bios_jobs": []}
+    address = bmc_address(params["baseuri"])
+    get = https_getter(address, params["username"], params["password"],
+                       validate_certs=params.get("validate_certs") or False, timeout=params.get("timeout") or 30,
+                       pin=params.get("pin"), ca_path=params.get("ca_path"))
+    return read_bios(get, address, vendor=params.get("vendor") or "auto")
+
+
 # DSP0266: the service root, the only URI of a Redfish service a client is
 # given; the rest come from its links
 SERVICE_ROOT = "/redfish/v1/"

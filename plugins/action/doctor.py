@@ -86,7 +86,7 @@ class ActionModule(ActionBase):
             # the BMC's certificate held to its pin before the password goes
             # out, on the very connections that carry it (bmc_trust)
             try:
-                pin = bmc_trust.trust(address, intent.get("bmc_known_certs") or "bmc_known_certs",
+                pin = bmc_trust.trust(address, intent.get("bmc_known_certs") or "bmc_known_certs.txt",
                                       timeout=timeout, write=not self._task.check_mode)["fingerprint"]
             except bmc_trust.TrustError as exc:
                 return {"error": str(exc) if exc.unreachable else "BMC not trusted: %s" % exc}

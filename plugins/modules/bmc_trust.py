@@ -59,7 +59,7 @@ EXAMPLES = r"""
 - name: Trust the BMC's certificate before sending its credentials
   gpufabric.stack.bmc_trust:
     address: "{{ bmc_address }}"
-    known_certs: "{{ inventory_dir }}/bmc_known_certs"
+    known_certs: "{{ inventory_dir }}/bmc_known_certs.txt"
   register: bmc_cert
 
 - name: Read the BIOS over connections held to the pin

@@ -315,7 +315,7 @@ def test_a_bmc_is_pinned_on_first_contact_and_a_changed_certificate_gets_no_cred
     from simlab.bmc.server import ensure_certificate
     lab, driver = boot_lab(tmp_path, initial="On")
     lab.start()
-    known = tmp_path / "bmc_known_certs"        # beside inv.json, the inventory
+    known = tmp_path / "bmc_known_certs.txt"       # beside inv.json, the inventory
     try:
         first = _run(tmp_path, lab, TRUST)
         assert first.returncode == 0, first.stdout[-4000:] + first.stderr[-2000:]

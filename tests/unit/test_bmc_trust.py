@@ -173,3 +173,29 @@ def test_an_unreachable_bmc_is_named():
             as err:
         bt.peer_certificate("127.0.0.1:1", 2)
     assert err.value.unreachable
+
+
+@pytest.mark.parametrize("defaults", ["roles/bmc/defaults/main.yml", "roles/bios/vars/main.yml"])
+def test_the_default_known_certs_file_beside_the_inventory_is_no_inventory_source(tmp_path, defaults):
+    """-i <inventory directory> (as a rack's inventory is given) reads every
+    file there as an inventory source but those inventory_ignore_extensions
+    names: the known-certificates file the roles write there by default is
+    not parsed (and warned about) on every run."""
+    import os
+    import re
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    text = (root / defaults).read_text()
+    name = re.search(r"bmc_known_certs\S*:.*/(bmc_known_certs[^'\"]*)['\"]", text).group(1)
+    inv = tmp_path / "rack"
+    inv.mkdir()
+    (inv / "hosts.yml").write_text("all:\n  hosts:\n    node01:\n")
+    (inv / name).write_text("10.0.0.5:443 %s\n" % FP_A)
+    command = Path(sys.executable).with_name("ansible-inventory")
+    env = dict(os.environ, ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(command) if command.exists() else "ansible-inventory", "-i", str(inv), "--list"],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "node01" in proc.stdout
+    assert name not in proc.stderr and "WARNING" not in proc.stderr, proc.stderr

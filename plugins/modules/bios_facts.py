@@ -100,6 +100,13 @@ error:
   description: Empty when the BIOS was read; otherwise why not (unreachable, wrong credentials, HTTP status).
   type: str
   returned: always
+system_error:
+  description:
+    - What layer 1 (the BMC) sees of the read, empty when the system was read (a BIOS that could not be read after
+      it is layer 2's C(error)); otherwise why not, led by C(wrong credentials), C(BMC unreachable) or
+      C(BMC not trusted). The bmc role fails on it, the doctor's layer 1 check names it.
+  type: str
+  returned: always
 status:
   description: HTTP status of the first request that failed, C(-1) when nothing answered, 200 on success.
   type: int
@@ -119,12 +126,18 @@ system_uri:
 system:
   description:
     - The system resource's C(Manufacturer), C(Model), C(SerialNumber), C(BiosVersion) and C(PowerState), those
-      it has; empty when the system was not read. The doctor judges layer 1 (the BMC) from it, so one call
-      serves layers 1 and 2.
+      it has; empty when the system was not read. The bmc role and the doctor judge layer 1 (the BMC) from it, so
+      one call serves layers 1 and 2.
   type: dict
   returned: always
   sample: {"Manufacturer": "Dell Inc.", "Model": "PowerEdge XE9680", "SerialNumber": "CN7016", "BiosVersion": "2.3.5",
            "PowerState": "On"}
+boot_order:
+  description: The system's C(Boot.BootOrder), its boot option references in boot order; empty when not read.
+  type: list
+  elements: str
+  returned: always
+  sample: ["Boot0001", "Boot0002"]
 bios_uri:
   description: Path of the system's Bios resource.
   type: str

@@ -187,6 +187,11 @@ def test_roles_converge_idempotent_and_doctor(tmp_path):
     assert re.search(r"^included: \S+/power\.yml for dell1$", first.stdout, re.M), first.stdout[-4000:]
     assert f"TASK [{wait}]" not in second.stdout
     assert _task_hosts(second.stdout, power) == {"dell1": "skipping", "smc1": "skipping"}
+    # one Redfish read per node for layers 1 and 2: the bios role takes the bmc
+    # role's unless layer 1 changed the node (dell1 powered on: read again)
+    read = "gpufabric.stack.bios : Read the current and pending BIOS attributes through Redfish"
+    assert _task_hosts(first.stdout, read) == {"dell1": "ok", "smc1": "skipping"}
+    assert _task_hosts(second.stdout, read) == {"dell1": "skipping", "smc1": "skipping"}
     # second run: nothing changed
     recap = _recap(second.stdout)
     assert set(recap) == {"dell1", "smc1"}

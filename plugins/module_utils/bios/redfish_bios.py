@@ -69,14 +69,30 @@ def facts(params):
     over :func:`https_getter`."""
     empty = empty_credentials(params["baseuri"], params["username"], params["password"])
     if empty:
-        return {"error": empty, "status": 0, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
-                "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
-                "job_queue": "", "bios_jobs": []}
+        return {"error": empty, "system_error": empty, "status": 0, "manufacturer": "", "vendor": "",
+                "system_uri": "", "system": {}, "boot_order": [], "bios_uri": "", "settings_uri": "", "current": {},
+                "pending": {}, "registry": {}, "job_queue": "", "bios_jobs": []}
     address = bmc_address(params["baseuri"])
     get = https_getter(address, params["username"], params["password"],
                        validate_certs=params.get("validate_certs") or False, timeout=params.get("timeout") or 30,
                        pin=params.get("pin"), ca_path=params.get("ca_path"))
-    return read_bios(get, address, vendor=params.get("vendor") or "auto")
+    answer = read_bios(get, address, vendor=params.get("vendor") or "auto")
+    answer["system_error"] = system_error(answer, address)
+    return answer
+
+
+def system_error(answer, address):
+    """What layer 1 sees of a read: '' when the BMC answered with its system
+    (a BIOS that could not be read after it is layer 2's), else what went
+    wrong, led by 'wrong credentials', 'BMC unreachable' or 'BMC not
+    trusted'."""
+    answer = answer or {}
+    err = str(answer.get("error") or "")
+    if answer.get("system") or not err:
+        return ""
+    if re.match(r"(wrong credentials|BMC unreachable|BMC not trusted)", err):
+        return err
+    return "BMC unreachable: no Redfish system from %s (%s)" % (address, err)
 
 
 # DSP0266: the service root, the only URI of a Redfish service a client is
@@ -174,12 +190,13 @@ def read_bios(get, address, vendor="auto"):
     ``vendor`` (``vendor`` when not ``auto``, else derived from the
     manufacturer, '' when unknown), ``system_uri``, ``system`` (the system
     resource's inventory and power state, as SYSTEM_FIELDS names them; empty
-    when it was not read), ``bios_uri``, ``settings_uri``, ``current``,
+    when it was not read), ``boot_order`` (its ``Boot.BootOrder``, the boot
+    option references in order), ``bios_uri``, ``settings_uri``, ``current``,
     ``pending``, ``registry``, ``job_queue`` (the job queue the settings
     object links, iDRAC's) and ``bios_jobs`` (its open BIOS configuration
     jobs, read where something is pending; None when unreadable)."""
     out = {"error": "", "status": 200, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
-           "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
+           "boot_order": [], "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
            "job_queue": "", "bios_jobs": []}
 
     def fetch(path, what):
@@ -214,6 +231,8 @@ def read_bios(get, address, vendor="auto"):
         return out
     out["manufacturer"] = str(system.get("Manufacturer") or "")
     out["system"] = dict((key, system[key]) for key in SYSTEM_FIELDS if key in system)
+    boot = system.get("Boot") if isinstance(system.get("Boot"), dict) else {}
+    out["boot_order"] = [str(ref) for ref in boot.get("BootOrder") or []]
     out["vendor"] = vendor if vendor and vendor != "auto" else manufacturer_vendor(out["manufacturer"])
     out["bios_uri"] = _odata(system, "Bios")
     if not out["bios_uri"]:

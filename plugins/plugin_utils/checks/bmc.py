@@ -9,8 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import re
-
+from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.doctor import result
 
 LAYER = 1
@@ -24,14 +23,9 @@ def reads(intent, host):
 
 def error(answer, address):
     """'' when the BMC answered with its system, else what went wrong, led by
-    'wrong credentials' or 'BMC unreachable'."""
-    answer = answer or {}
-    err = str(answer.get("error") or "")
-    if answer.get("system") or not err:
-        return ""
-    if re.match(r"(wrong credentials|BMC unreachable|BMC not trusted)", err):
-        return err
-    return "BMC unreachable: no Redfish system from %s (%s)" % (address, err)
+    'wrong credentials' or 'BMC unreachable' (redfish_bios.system_error, as
+    the bmc role reads it from bios_facts)."""
+    return redfish_bios.system_error(answer, address)
 
 
 def check(reading, intent, host):

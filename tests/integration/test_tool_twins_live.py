@@ -74,3 +74,13 @@ def test_mlnx_qos_and_mstflint():
     assert r.returncode == 0, r.stdout
     assert mlx_tools.parse_mlnx_qos(r.stdout)["pfc_enabled"] == [0, 0, 0, 1, 0, 0, 0, 0]
     assert mlx_tools.parse_mstflint_query(sh("mstflint", "-d", BDF, "q").stdout)["psid"]
+
+
+def test_a_tool_twin_keeps_its_compiled_code():
+    """The twin's code is mounted read-only: each tool twin's Python keeps
+    what it compiles under PYTHONPYCACHEPREFIX, so a call does not compile
+    the modules it imports again (the wrapper sets it)."""
+    from simlab.node import agent
+    assert sh("mstconfig", "-e", "-d", BDF, "q").returncode == 0
+    kept = sh("sh", "-c", "ls %s/opt/simlab/simlab/tools" % agent.PYCACHE).stdout
+    assert "mlxconfig." in kept and "formats." in kept, kept

@@ -270,3 +270,23 @@ def test_bios_facts_sends_nothing_without_credentials(monkeypatch):
         bios_facts.main()
     got = json.loads(out.getvalue())
     assert got["error"] == "bmc_password must not be empty" and got["current"] == {} and not got.get("failed")
+
+
+def test_an_empty_credential_is_layer_1s_wrong_credentials_and_nothing_is_sent(monkeypatch):
+    """The doctor's layer 1 and the bmc role read through facts(): an empty
+    bmc_username or bmc_password sends nothing and is named as what it is,
+    not as an unreachable BMC."""
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import bmc as bmc_check
+
+    def no_request(*args, **kwargs):
+        raise AssertionError("a request was about to be sent")
+
+    monkeypatch.setattr(redfish_bios, "https_getter", no_request)
+    params = dict((k, v.get("default")) for k, v in redfish_bios.FACTS_ARGUMENT_SPEC.items())
+    params.update(baseuri="10.0.0.5", username="", password="pw")
+    answer = redfish_bios.facts(params)
+    assert answer["error"] == "bmc_username must not be empty"
+    assert answer["system_error"] == "wrong credentials: bmc_username must not be empty (nothing was sent to the BMC)"
+    got = bmc_check.check({"bmc": answer}, {"bmc_address": "10.0.0.5"}, "node01")
+    assert (got["status"], got["reason"]) == ("fail", "wrong credentials"), got
+    assert "Fix bmc_username/bmc_password for node01" in got["remediation"]

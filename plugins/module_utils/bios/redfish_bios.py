@@ -69,9 +69,11 @@ def facts(params):
     over :func:`https_getter`."""
     empty = empty_credentials(params["baseuri"], params["username"], params["password"])
     if empty:
-        return {"error": empty, "system_error": empty, "status": 0, "manufacturer": "", "vendor": "",
-                "system_uri": "", "system": {}, "boot_order": [], "bios_uri": "", "settings_uri": "", "current": {},
-                "pending": {}, "registry": {}, "job_queue": "", "bios_jobs": []}
+        answer = {"error": empty, "status": 0, "manufacturer": "", "vendor": "", "system_uri": "", "system": {},
+                  "boot_order": [], "bios_uri": "", "settings_uri": "", "current": {}, "pending": {}, "registry": {},
+                  "job_queue": "", "bios_jobs": []}
+        answer["system_error"] = system_error(answer, params["baseuri"])
+        return answer
     address = bmc_address(params["baseuri"])
     get = https_getter(address, params["username"], params["password"],
                        validate_certs=params.get("validate_certs") or False, timeout=params.get("timeout") or 30,
@@ -90,6 +92,9 @@ def system_error(answer, address):
     err = str(answer.get("error") or "")
     if answer.get("system") or not err:
         return ""
+    if answer.get("status") == 0 and err.endswith("must not be empty"):
+        # an empty credential (empty_credentials): nothing was sent
+        return "wrong credentials: %s (nothing was sent to the BMC)" % err
     if re.match(r"(wrong credentials|BMC unreachable|BMC not trusted)", err):
         return err
     return "BMC unreachable: no Redfish system from %s (%s)" % (address, err)

@@ -5,6 +5,7 @@ and a Supermicro X13 SYS-821GE-TNHR: tests/unit/fixtures/bmc_real, README
 there), and the twin's BMC of each vendor held to its recording."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,10 @@ def test_the_read_follows_each_recorded_bmc_and_the_plan_names_its_attributes(ve
     assert out["system"]["Model"] == model and out["system_uri"] == system_uri
     assert out["settings_uri"] == settings_uri
     assert log[:2] == ["/redfish/v1/", "/redfish/v1/Systems"]      # from the service root, by its links
+    # layer 1's boot order is the recorded system's Boot.BootOrder, its references as the BMC spells them
+    recorded = replay(vendor)(system_uri)[1]["Boot"]["BootOrder"]
+    assert recorded and out["boot_order"] == recorded
+    assert all(re.match(r"^Boot[0-9A-F]{4}$", ref) for ref in out["boot_order"]), out["boot_order"]
     # nothing is pending on any of them (iLO and XCC answer every attribute)
     assert out["pending"] == {}
     assert len(out["current"]) > 250
@@ -117,6 +122,9 @@ def test_the_twins_bmc_reads_as_its_recording(vendor, tmp_path):
     finally:
         lab.stop()
     assert twin["error"] == "" and twin["vendor"] == real["vendor"]
+    # the boot order in the recorded form: UEFI Boot#### references (a BMC's own order, so not the same list)
+    assert twin["boot_order"] and real["boot_order"]
+    assert all(re.match(r"^Boot[0-9A-F]{4}$", ref) for ref in twin["boot_order"] + real["boot_order"])
     for key in ("system_uri", "bios_uri", "settings_uri"):
         # the same resources, as the service names them (iLO's links are lower case)
         assert twin[key].lower().rstrip("/").split("/")[-1] == real[key].lower().rstrip("/").split("/")[-1], key

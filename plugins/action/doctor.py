@@ -22,15 +22,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib
-
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers, nic_reading, role_intent
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
 
-CHECKS = role_intent.CHECKS
+role_intent.import_checks(layer.role for layer in layers.REGISTRY)
 
 ARGS = {
     "layers": {"type": "list", "elements": "int"},
@@ -103,7 +101,7 @@ class ActionModule(ActionBase):
         has the wrong type; the layers below it still are)."""
         modules, intents, wishes, errors = {}, {}, {}, {}
         for layer in todo:
-            module = modules[layer.number] = importlib.import_module(CHECKS + layer.role)
+            module = modules[layer.number] = role_intent.check(layer.role)
             try:
                 intents[layer.number] = self._role_intent(layer.role, module.INTENT, task_vars)
                 wishes[layer.number] = module.reads(intents[layer.number], host)
@@ -157,7 +155,7 @@ class ActionModule(ActionBase):
     def _fabric(self, result, layer, reading, task_vars, host):
         """A fabric layer: its role's coordination read across nodes; the
         check judges that reading against the role's intent."""
-        module = importlib.import_module(CHECKS + layer.role)
+        module = role_intent.check(layer.role)
         try:
             intent = self._role_intent(layer.role, module.INTENT, task_vars)
             res = doctor.record(module.check(reading, intent, host), "%s: the layer %d check" % (host, layer.number))
@@ -298,14 +296,14 @@ class ActionModule(ActionBase):
         cluster = [layer for layer in layers.select(scope=("cluster", "fabric"))
                    if (whole or (layer.scope == "fabric" and reads_nics)) and set(layer.hosts) & set(groups)
                    and layers.tag(layer.number) not in skip]
-        extra = [(layer.number, dict(importlib.import_module(CHECKS + layer.role).NODE_READS)) for layer in cluster
-                 if getattr(importlib.import_module(CHECKS + layer.role), "NODE_READS", None)]
+        extra = [(layer.number, dict(role_intent.check(layer.role).NODE_READS)) for layer in cluster
+                 if getattr(role_intent.check(layer.role), "NODE_READS", None)]
 
         readings = {}
         if any(w.get("bmc") for w in wishes.values()):
             # read with the bmc role's settings (address, credentials, timeout), whichever layer asks
             try:
-                bmc = importlib.import_module(CHECKS + "bmc")
+                bmc = role_intent.check("bmc")
                 readings["bmc"] = self._read_bmc(self._role_intent("bmc", bmc.INTENT, task_vars))
             except ERRORS as exc:
                 for n in [n for n in wishes if wishes[n].get("bmc")]:

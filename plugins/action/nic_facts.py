@@ -19,7 +19,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib
 import uuid
 
 from ansible.errors import AnsibleActionFail, AnsibleError
@@ -27,6 +26,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, nic_reading, role_intent
+
+role_intent.import_checks(layer.role for layer in layers.REGISTRY)
 
 
 class ActionModule(ActionBase):
@@ -103,7 +104,7 @@ class ActionModule(ActionBase):
                 layer = layers.get(number)
             except (TypeError, ValueError) as exc:
                 raise AnsibleActionFail("%s: nic_facts also_layers: %s" % (host, exc))
-            check = importlib.import_module(role_intent.CHECKS + layer.role)
+            check = role_intent.check(layer.role)
             try:
                 wish = check.reads(intents.intent(layer.role, check.INTENT, task_vars), host).get("nic_facts")
             except (AnsibleError, KeyError, TypeError, ValueError) as exc:

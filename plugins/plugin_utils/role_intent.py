@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
 import os
 
 from ansible.errors import AnsibleError
@@ -18,6 +19,22 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
+
+
+def check(role):
+    """The doctor's check file of a layer's role (plugin_utils/checks/<role>.py)."""
+    return importlib.import_module(CHECKS + role)
+
+
+def import_checks(roles):
+    """Import the check files of ``roles`` now. An action plugin that calls
+    checks does this when it is loaded: ansible's strategy loads the action's
+    class in the controller's main process before it forks a worker per host,
+    so the checks (and what they import) are compiled once per run and every
+    worker inherits them; imported in the worker, each host's worker compiles
+    them again (ansible's collection loader keeps no compiled code)."""
+    for role in roles:
+        check(role)
 
 
 class RoleIntents(object):

@@ -4,8 +4,10 @@
 """The action of a layer's module that is judged from the play's reading of
 the node (kept by nic_facts, plugin_utils/nic_reading.py) when that
 reading answers the task: the subclass's ``judged`` returns the module's
-result from it, or None, and the module is executed then. sriov_vf's and
-roce_qos' actions (layers 6 and 8) are such."""
+result from it, or None, and the module is executed then. sriov_vf's,
+mlx_config's and roce_qos' actions (layers 6, 4 and 8) are such. A run that
+changed the node drops that reading (nic_facts' forget), so the next layer of
+the play reads the node again."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -44,6 +46,18 @@ def inspected_of(reading, want):
             "units": dict((u, (inspected.get("units") or {}).get(u)) for u in want.get("inspect_units") or [])}
 
 
+def forget_when_changed(result):
+    """``result``, with the play's reading of the node dropped (the fact
+    nic_facts' ``forget`` clears) when the run changed the node: what the
+    module changed (VFs, firmware values, QoS, MTU) is no longer what that
+    reading shows."""
+    if result.get("changed"):
+        facts = dict(result.get("ansible_facts") or {})
+        facts[nic_reading.FACT] = None
+        result["ansible_facts"] = facts
+    return result
+
+
 class JudgedAction(ActionBase):
     """Subclasses name their ``MODULE`` and give ``judged(reading, args,
     run)``: the module's result for a run of ``args`` from ``reading`` in the
@@ -64,8 +78,8 @@ class JudgedAction(ActionBase):
         if answer is not None:
             result.update(answer)
             result.update(judged_from_reading=True, module_executions=0)
-            return result
+            return forget_when_changed(result)
         result.update(self._execute_module(module_name=self.MODULE, module_args=dict(self._task.args),
                                            task_vars=task_vars))
         result.update(judged_from_reading=False, module_executions=1)
-        return result
+        return forget_when_changed(result)

@@ -262,3 +262,16 @@ def test_the_fact_names_the_registered_answer_and_holds_nothing_of_the_reading()
     looped = _Task(dict(read), register="each", loop=["a"])
     _register(host, looped, _run(looped, dict(host), executed))
     assert host["ansible_facts"][R.FACT] is None and R.current(host) is None
+
+
+def test_a_judged_action_that_changed_the_node_drops_the_plays_reading():
+    """sriov_vf, mlx_config and roce_qos (plugin_utils/judged_action.py): a
+    run that changed the node clears the reading's fact, as nic_facts'
+    forget does, so the next layer of the play reads the node again; a run
+    that changed nothing keeps it."""
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import judged_action
+    changed = judged_action.forget_when_changed({"changed": True, "ansible_facts": {"other": 1}})
+    assert changed["ansible_facts"] == {"other": 1, R.FACT: None}
+    assert R.current({"ansible_facts": changed["ansible_facts"]}) is None
+    kept = judged_action.forget_when_changed({"changed": False})
+    assert "ansible_facts" not in kept

@@ -81,7 +81,7 @@ def test_factory_twin_converges_layers_3_to_6_and_is_idempotent(factory):
     assert "Reboot for kernel arguments intel_iommu=on iommu=pt pci=disable_acs_redir=pci:1000:c030" in first.stdout
     assert "Reboot for NIC firmware SR-IOV settings" in first.stdout
     # after each reboot the layer holds the node to the change (its own included tasks)
-    after_reboot = ("gpufabric.stack.kernel : Read the booted command line again after the reboot",
+    after_reboot = ("gpufabric.stack.kernel : Read the booted command line and the NICs again after the reboot",
                     "gpufabric.stack.nic_firmware : Read the firmware values again")
     for task in after_reboot:
         assert task_lines(first.stdout, task) == ["ok: [node01]", "ok: [node02]"], task

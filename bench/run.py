@@ -31,6 +31,7 @@ time and load average); logs and callback output to bench/scratch/.
 from __future__ import annotations
 
 import argparse
+import configparser
 import datetime as dt
 import hashlib
 import json
@@ -174,6 +175,22 @@ def snapshot(dest: Path) -> tuple[Path, str]:
 
 
 # ---------------------------------------------------------------- running commands
+EXAMPLE_CFG = REPO / "inventories" / "example" / "ansible.cfg"
+# The settings of the example inventory's ansible.cfg ([defaults]) a run on a
+# rack takes, as the environment variables that set them: the bench runs as a
+# rack set up from the example does (its fact cache in the rack's directory).
+FROM_EXAMPLE = {"fact_caching": "ANSIBLE_CACHE_PLUGIN", "fact_caching_timeout": "ANSIBLE_CACHE_PLUGIN_TIMEOUT",
+                "inject_facts_as_vars": "ANSIBLE_INJECT_FACT_VARS", "run_vars_plugins": "ANSIBLE_RUN_VARS_PLUGINS"}
+
+
+def example_settings(path: Path = EXAMPLE_CFG) -> dict:
+    """FROM_EXAMPLE's settings as ``path`` sets them: {env var: value}."""
+    cfg = configparser.ConfigParser(inline_comment_prefixes=("#",), interpolation=None)
+    if not cfg.read(path):
+        raise SystemExit(f"bench: cannot read {path}")
+    return {env: cfg.get("defaults", key) for key, env in FROM_EXAMPLE.items() if cfg.has_option("defaults", key)}
+
+
 def base_env(forks: int, facts_dir: Path) -> dict:
     env = dict(os.environ)
     env.update({
@@ -188,14 +205,13 @@ def base_env(forks: int, facts_dir: Path) -> dict:
         "ANSIBLE_FORKS": str(forks),
         "ANSIBLE_NOCOLOR": "1",
         "ANSIBLE_FORCE_COLOR": "0",
-        # Fact caching, as the example inventory's ansible.cfg sets it.
-        "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+        # the fact cache's directory is the rack's own (the rest of its settings: example_settings)
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts_dir),
-        "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400",
         "ANSIBLE_PIPELINING": "True",
         "ANSIBLE_CALLBACKS_ENABLED": "gpufabric.stack.task_counter,ansible.posix.profile_tasks",
         "PROFILE_TASKS_TASK_OUTPUT_LIMIT": "40",
     })
+    env.update(example_settings())
     env.pop("GPUFABRIC_TASK_COUNTER_FILE", None)
     return env
 

@@ -335,3 +335,18 @@ def test_report_names_the_commit_each_size_measured():
     assert report.versions_line(res) == "ansible_core 2.19, collection 0.1.0, git_commit bbbbbbb"
     # results written before sizes carried their versions: the run's commit
     assert report.versions_line({"versions": {"git_commit": "ccccccc"}, "sizes": {"8": {}}}) == "git_commit ccccccc"
+
+
+def test_the_bench_runs_with_the_example_inventorys_settings(tmp_path):
+    """The fact cache, facts not injected as variables and vars plugins at
+    inventory load come from inventories/example/ansible.cfg, the one place
+    that says how a rack's controller runs; the cache directory is the rack's."""
+    settings = bench_run.example_settings()
+    assert settings == {"ANSIBLE_CACHE_PLUGIN": "jsonfile", "ANSIBLE_CACHE_PLUGIN_TIMEOUT": "86400",
+                        "ANSIBLE_INJECT_FACT_VARS": "False", "ANSIBLE_RUN_VARS_PLUGINS": "start"}
+    env = bench_run.base_env(8, tmp_path / "facts")
+    assert {k: env[k] for k in settings} == settings
+    assert env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] == str(tmp_path / "facts")
+    cfg = tmp_path / "ansible.cfg"
+    cfg.write_text("[defaults]\nfact_caching = redis  # a comment\n")
+    assert bench_run.example_settings(cfg) == {"ANSIBLE_CACHE_PLUGIN": "redis"}

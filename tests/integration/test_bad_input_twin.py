@@ -53,8 +53,9 @@ CASES = {
                                             ["value of bmc_vendor must be one of: auto, dell, hpe, supermicro, lenovo, got: fujitsu"]),
     "unknown CPU vendor of the BIOS": ({"cpu_vendor": "arm"}, (),
                                        ["value of bios_cpu_vendor must be one of: intel, amd, got: arm"]),
-    # every role's argument spec is checked whatever --tags says; the BIOS
-    # reads cpu_vendor too, so the kernel's own variable is the one set here
+    # every GPU node layer's argument spec is checked at the start of site.yml
+    # (role_arguments) whatever --tags says; the BIOS reads cpu_vendor too,
+    # so the kernel's own variable is the one set here
     "unknown CPU vendor of the kernel": ({"kernel_cpu_vendor": "arm"}, ("--tags", "layer03"),
                                          ["value of kernel_cpu_vendor must be one of: intel, amd, got: arm"]),
     "NUM_OF_VFS above the firmware's maximum": (

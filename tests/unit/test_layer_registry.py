@@ -81,15 +81,20 @@ def test_no_layer_hands_its_result_over_in_a_fact_of_its_own():
 
 
 def _site_roles():
-    """{role: tags} of the roles site.yml applies: listed under roles:, or
-    included whole (include_role with no tasks_from), whose tags must reach
-    the role's tasks through apply as well."""
+    """{role: tags} of the roles site.yml applies: listed under roles:,
+    imported whole (import_role with no tasks_from, whose tags its tasks
+    inherit), or included whole (include_role with no tasks_from), whose tags
+    must reach the role's tasks through apply as well."""
     out = {}
     for play in yaml.safe_load((REPO / "playbooks" / "site.yml").read_text()):
         for entry in play.get("roles") or []:
             name = entry["role"].split(".")[-1]
             out.setdefault(name, set()).update(entry.get("tags") or [])
         for task in play.get("tasks") or []:
+            imported = task.get("ansible.builtin.import_role")
+            if imported and "tasks_from" not in imported:
+                out.setdefault(imported["name"].split(".")[-1], set()).update(task.get("tags") or [])
+                continue
             include = task.get("ansible.builtin.include_role")
             if not include or "tasks_from" in include:
                 continue

@@ -59,6 +59,7 @@ ARGS = {
     "switch_readings": {"type": "str", "default": ""},
     # the cabling phase's answer for this node, when the play ran it
     "cabled": {"type": "dict"},
+    "fail_on_errors": {"type": "bool", "default": False},
     # plan
     "pairs": {"type": "str", "default": "ring"},
     "port_base": {"type": "int", "default": 18515},
@@ -196,7 +197,11 @@ class ActionModule(ActionBase):
             # here, on each node, before any pair runs
             links["errors"] = list(links.get("errors") or []) + rdma_pairs.input_problems(
                 plain_data.plain(args["perftest"]), args["share"])
-        return {"links": links, "bandwidth": args["bandwidth"]}
+        answer = {"links": links, "bandwidth": args["bandwidth"]}
+        if args["fail_on_errors"] and links["errors"]:
+            # inventory problems stop the node before any pair runs
+            answer.update(failed=True, msg="layer 9 rdma_check: %s" % "; ".join(links["errors"]))
+        return answer
 
     def _phase_cabling(self, args, task_vars, host):
         """Every play host's cabling verdicts, for the links phase (run once

@@ -110,6 +110,11 @@ options:
   cabled:
     description: C(links). This node's entry of the C(cabling) phase's C(by_node) (C({pfs, errors})).
     type: dict
+  fail_on_errors:
+    description: C(links). Fail the node, naming them, when its links have inventory problems (C(links.errors)); the
+      answer is registered all the same.
+    type: bool
+    default: false
   pairs:
     description: C(plan). C(ring) (one round, every node the client of its successor) or C(all) (every ordered pair).
     type: str

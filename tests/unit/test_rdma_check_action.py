@@ -297,3 +297,41 @@ def test_the_cabling_is_judged_once_for_the_play_as_each_node_would_judge_its_ow
     moved = got["node02"]["linked"]["links"]["pfs"][0]["cabling"]
     assert "leaf1 swp9" in moved["message"], moved
     assert [p["cabling"]["status"] for p in got["node02"]["given"]["links"]["pfs"]] == ["ok", "ok"]
+
+
+FAIL_PLAY = """
+- hosts: all
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Links, failing the node on inventory problems
+      gpufabric.stack.rdma_check:
+        phase: links
+        reading: "{{ reading }}"
+        nics: "{{ nics }}"
+        cabling: "{{ cabling }}"
+        share: "{{ share | default(0.9) }}"
+        fail_on_errors: true
+      register: rdma_check_linked
+      ignore_errors: true
+
+    - name: Keep what it returned
+      ansible.builtin.copy:
+        content: "{{ rdma_check_linked | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+"""
+
+
+def test_links_fail_the_node_on_inventory_problems_and_keep_the_answer(tmp_path):
+    """fail_on_errors: a node whose inventory has problems fails in the links
+    phase, every problem named, its answer registered for the plan all the
+    same; the other nodes pass."""
+    proc = run(tmp_path, {}, text=FAIL_PLAY, node03_failed=False, extra={"node02": {"share": 1.5}})
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())) for n in NODES)
+    assert got["node02"]["failed"] is True
+    assert got["node02"]["msg"] == "layer 9 rdma_check: rdma_check_gate_share is 1.5, not a number in (0, 1]"
+    assert got["node02"]["links"]["errors"] == ["rdma_check_gate_share is 1.5, not a number in (0, 1]"]
+    for node in ("node01", "node03"):
+        assert not got[node].get("failed") and got[node]["links"]["errors"] == [], got[node]

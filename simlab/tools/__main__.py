@@ -1,4 +1,5 @@
-"""Entry point of the tool twins: ``python3 -m simlab.tools <tool> [args]``.
+"""Entry point of the tool twins: ``python3 -m simlab.tools <tool> [args]``
+(the wrappers call ``main()`` through ``python3 -S -c``, simlab.node.agent.ENTRY).
 
 The node agent installs a wrapper per tool in /usr/local/sbin, ahead of the
 real binaries in PATH; the wrappers land here."""

@@ -37,9 +37,10 @@ MODULE = "gpufabric.stack.host_files"
 
 def rendered_files(files, render):
     """``files`` with every ``template`` entry turned into its ``content``
-    (``render(name)``); raises AnsibleActionFail naming the entry when it has
-    both or its template is not a name. One with neither is the module's to
-    name."""
+    (``render(name, vars)``, the entry's ``vars`` over the task's variables);
+    raises AnsibleActionFail naming the entry when it has both, its template is
+    not a name or it has vars without a template. One with neither is the
+    module's to name."""
     if not isinstance(files, list):
         raise AnsibleActionFail("files: a list is wanted, not %s" % type(files).__name__)
     out = []
@@ -50,12 +51,17 @@ def rendered_files(files, render):
         if "template" in entry and "content" in entry:
             raise AnsibleActionFail("%s: give content or template, not both" % label)
         if "template" not in entry:
+            if "vars" in entry:
+                raise AnsibleActionFail("%s: vars go with a template" % label)
             out.append(entry)
             continue
         if not isinstance(entry["template"], str) or not entry["template"]:
             raise AnsibleActionFail("%s: template must be a template's name, not %r" % (label, entry["template"]))
-        done = dict((k, v) for k, v in entry.items() if k != "template")
-        done["content"] = render(entry["template"])
+        extra = entry.get("vars") or {}
+        if not isinstance(extra, dict):
+            raise AnsibleActionFail("%s: vars must be a mapping of variable names to values, not %r" % (label, extra))
+        done = dict((k, v) for k, v in entry.items() if k not in ("template", "vars"))
+        done["content"] = render(entry["template"], extra)
         out.append(done)
     return out
 
@@ -74,7 +80,7 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
 
     def _render(self, task_vars):
-        def render(name):
+        def render(name, extra=None):
             try:
                 source = self._find_needle("templates", name)
             except AnsibleError as exc:
@@ -88,6 +94,8 @@ class ActionModule(ActionBase):
             available = dict(task_vars)
             available.update(generate_ansible_template_vars(
                 path=name, fullpath=source, include_ansible_managed="ansible_managed" not in available))
+            # the entry's own variables, as a template task's vars
+            available.update(extra or {})
             templar = self._templar.copy_with_new_env(searchpath=searchpath, available_variables=available)
             return templar.template(data, escape_backslashes=False)
         return render

@@ -41,6 +41,11 @@ options:
           - Name of a template of the role (its C(templates/) directory), rendered on the controller with the
             task's variables as the file's content, instead of O(files[].content).
         type: str
+      vars:
+        description:
+          - With O(files[].template), variables for this file's template over the task's variables (as a template
+            task's C(vars)), so one task renders one template into several files.
+        type: dict
       mode: {description: Octal mode., type: raw, default: "0644"}
       owner: {description: Owner name; null leaves it as it is., type: str, default: root}
       group: {description: Group name; null leaves it as it is., type: str, default: root}
@@ -155,6 +160,7 @@ def main():
                 content=dict(type="str"),
                 # rendered into content by the action plugin
                 template=dict(type="str"),
+                vars=dict(type="dict"),
                 mode=dict(type="raw", default="0644"),
                 owner=dict(type="str", default="root"),
                 group=dict(type="str", default="root"),

@@ -334,7 +334,7 @@ def test_pending_counts_what_was_not_read_as_a_change():
         hf.pending([{"path": "/etc/x", "content": "", "mode": "rw"}], {"/etc/x": same[UNIT]})
 
 
-def _action_run(tmp_path, name, files, inspected="absent", wanted=7, units=()):
+def _action_run(tmp_path, name, files, inspected="absent", wanted=7, units=(), diff=False):
     """The host_files task in a local play (check mode) beside a templates/
     directory; its registered answer and the systemctl calls it made."""
     from local_playbook import run_check, stand_ins, write_play
@@ -350,12 +350,13 @@ def _action_run(tmp_path, name, files, inspected="absent", wanted=7, units=()):
     - name: Install
       gpufabric.stack.host_files: %s
       vars: {wanted: %d}
+      diff: %s
       register: put
       ignore_errors: true
     - name: Save it
       ansible.builtin.copy: {content: "{{ put | to_json }}", dest: %s, mode: "0644"}
       check_mode: false
-""" % (json.dumps(args), wanted, out)), bindir)
+""" % (json.dumps(args), wanted, json.dumps(diff), out)), bindir)
     calls = bindir / "systemctl.calls"
     return json.loads(out.read_text()), calls.read_text().splitlines() if calls.exists() else []
 
@@ -426,3 +427,23 @@ def test_inspected_takes_the_units_already_read_and_asks_the_others():
     assert [s for s in ("enabled", "enabled-runtime", "linked", "alias", "masked", "static", "indirect",
                         "disabled", "generated", "transient", "bad", "") if hf.state_enabled(s)] == [
         "enabled", "enabled-runtime", "alias", "static", "generated", "transient"]
+
+
+def test_one_template_renders_into_several_files_with_each_entrys_vars(tmp_path):
+    """An entry's vars go over the task's variables for its template only:
+    one task renders one template into several files (the render mode of the
+    Kubernetes layers: one object per file)."""
+    one, two = tmp_path / "out" / "one.conf", tmp_path / "out" / "sub" / "two.conf"
+    files = [{"path": str(one), "template": "x.conf.j2", "vars": {"wanted": 1}, "owner": None, "group": None},
+             {"path": str(two), "template": "x.conf.j2", "vars": {"wanted": 2}, "owner": None, "group": None},
+             {"path": str(tmp_path / "out" / "task.conf"), "template": "x.conf.j2", "owner": None, "group": None}]
+    got, _ = _action_run(tmp_path, "vars", files, diff=True)
+    assert got["module_executions"] == 1 and got["changed"] is True, got
+    # check mode: nothing written; the diff of each file shows what it would hold
+    assert not one.exists()
+    afters = dict((d["after_header"], d["after"]) for d in got["diff"])
+    assert afters == {str(one): "value=1\n", str(two): "value=2\n", str(tmp_path / "out" / "task.conf"): "value=7\n"}
+    bad, _ = _action_run(tmp_path, "bad", [{"path": "/etc/x.conf", "content": "a", "vars": {"wanted": 1}}])
+    assert bad["failed"] is True and bad["msg"] == "files[0] (/etc/x.conf): vars go with a template", bad
+    notmap, _ = _action_run(tmp_path, "notmap", [{"path": "/etc/x.conf", "template": "x.conf.j2", "vars": [1]}])
+    assert notmap["failed"] is True and "vars must be a mapping" in notmap["msg"], notmap

@@ -100,8 +100,9 @@ def normalize(files):
         if not isinstance(content, str):
             raise HostFilesError("%s: content must be a string (is %s)" % (what, type(content).__name__))
         mode = parse_mode(f.get("mode", "0644"), what)
-        owner = f.get("owner", "root")
-        group = f.get("group", "root")
+        # null (which the module's argument spec hands over as '') leaves it as it is
+        owner = f.get("owner", "root") or None
+        group = f.get("group", "root") or None
         out.append({"path": path, "content": content, "mode": mode, "owner": owner, "group": group,
                     "uid": _uid(owner, what), "gid": _gid(group, what)})
     return out
@@ -319,9 +320,9 @@ def pending(files, states, enable_units=None, units=None):
             changes.append("content")
         if parse_mode(f.get("mode", "0644"), what) != int(state["mode"], 8):
             changes.append("mode")
-        if f.get("owner", "root") not in (None, state["owner"]):
+        if f.get("owner", "root") not in (None, "", state["owner"]):
             changes.append("owner")
-        if f.get("group", "root") not in (None, state["group"]):
+        if f.get("group", "root") not in (None, "", state["group"]):
             changes.append("group")
         if changes:
             out.append("%s: %s" % (path, ", ".join(changes)))

@@ -106,3 +106,17 @@ def test_an_unknown_role_or_no_role_is_refused(tmp_path):
     assert got["failed"] is True and "no_such_role" in got["msg"] and "argument_specs.yml" in got["msg"]
     got = run(tmp_path, [])
     assert got["failed"] is True and "non-empty list" in got["msg"]
+
+
+def test_no_checked_option_is_set_in_a_roles_vars():
+    """The action layers a role's defaults under the host's variables, as
+    ansible does for the role's own check; a role's vars/main.yml, which
+    ansible puts above the inventory, is not layered in. That holds only while
+    no option of a checked role is set there."""
+    roles, _ = site_check_roles()
+    for role in roles:
+        spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        options = set((spec["main"].get("options") or {}))
+        path = REPO / "roles" / role / "vars" / "main.yml"
+        role_vars = set((yaml.safe_load(path.read_text()) or {}) if path.is_file() else {})
+        assert not options & role_vars, (role, sorted(options & role_vars))

@@ -143,6 +143,17 @@ def kube_object_file(obj):
     return "%s-%s%s.yaml" % (obj["kind"].lower(), (ns + "-") if ns else "", meta["name"])
 
 
+def kube_object_files(objects, directory, template, variable, listed=False):
+    """Render mode: the gpufabric.stack.host_files entries that write each
+    object to its own file in ``directory`` (named by kube_object_file),
+    rendered from the role's ``template`` with the object as ``variable``
+    (as a one-item list with ``listed``); owner and group as whoever renders."""
+    if not isinstance(objects, (list, tuple)):
+        raise AnsibleFilterError("kube_object_files: a list of objects is wanted, not %s" % type(objects).__name__)
+    return [{"path": "%s/%s" % (str(directory).rstrip("/"), kube_object_file(obj)), "template": template,
+             "vars": {variable: [obj] if listed else obj}, "owner": None, "group": None} for obj in objects]
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -158,4 +169,5 @@ class FilterModule(object):
             "kube_join_parse": kube_join_parse,
             "containerd_config_version": containerd_config_version,
             "kube_object_file": kube_object_file,
+            "kube_object_files": kube_object_files,
         }

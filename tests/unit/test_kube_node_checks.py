@@ -404,3 +404,16 @@ def test_layer11_pressure_cordon_and_version_warn():
     node["spec"]["unschedulable"] = False
     r = kc.check_kubeadm("gpu-a01", node, "v1.34.1", "1.34.2")
     assert r["status"] == "warn" and r["reason"] == "kubelet v1.34.1, the inventory wants 1.34.2"
+
+
+def test_kube_object_files_are_host_files_entries_one_per_object():
+    objs = [{"kind": "RuntimeClass", "metadata": {"name": "nvidia"}},
+            {"kind": "ConfigMap", "metadata": {"name": "a", "namespace": "kube-system"}}]
+    got = F.kube_object_files(objs, "/r/11-kubeadm/", "documents.yaml.j2", "kubeadm_documents", listed=True)
+    assert got == [{"path": "/r/11-kubeadm/runtimeclass-nvidia.yaml", "template": "documents.yaml.j2",
+                    "vars": {"kubeadm_documents": [objs[0]]}, "owner": None, "group": None},
+                   {"path": "/r/11-kubeadm/configmap-kube-system-a.yaml", "template": "documents.yaml.j2",
+                    "vars": {"kubeadm_documents": [objs[1]]}, "owner": None, "group": None}]
+    assert F.kube_object_files(objs[:1], "/r", "o.j2", "obj")[0]["vars"] == {"obj": objs[0]}
+    with pytest.raises(AnsibleFilterError, match="kube_object_files: a list of objects is wanted"):
+        F.kube_object_files({"kind": "x"}, "/r", "o.j2", "obj")

@@ -50,6 +50,13 @@ def parse_mode(value, what):
     raise HostFilesError("%s: mode must be an octal string such as '0644' (is %r)" % (what, value))
 
 
+def wanted_owner(f, key):
+    """The owner or group (``key``) a file entry wants: "root" when not given,
+    None when given as null (which the module's argument spec hands over as
+    ''), meaning left as it is."""
+    return f.get(key, "root") or None
+
+
 def _uid(owner, what):
     if owner is None:
         return None
@@ -100,9 +107,8 @@ def normalize(files):
         if not isinstance(content, str):
             raise HostFilesError("%s: content must be a string (is %s)" % (what, type(content).__name__))
         mode = parse_mode(f.get("mode", "0644"), what)
-        # null (which the module's argument spec hands over as '') leaves it as it is
-        owner = f.get("owner", "root") or None
-        group = f.get("group", "root") or None
+        owner = wanted_owner(f, "owner")
+        group = wanted_owner(f, "group")
         out.append({"path": path, "content": content, "mode": mode, "owner": owner, "group": group,
                     "uid": _uid(owner, what), "gid": _gid(group, what)})
     return out
@@ -320,10 +326,9 @@ def pending(files, states, enable_units=None, units=None):
             changes.append("content")
         if parse_mode(f.get("mode", "0644"), what) != int(state["mode"], 8):
             changes.append("mode")
-        if f.get("owner", "root") not in (None, "", state["owner"]):
-            changes.append("owner")
-        if f.get("group", "root") not in (None, "", state["group"]):
-            changes.append("group")
+        for key in ("owner", "group"):
+            if wanted_owner(f, key) not in (None, state[key]):
+                changes.append(key)
         if changes:
             out.append("%s: %s" % (path, ", ".join(changes)))
     for unit in enable_units or []:

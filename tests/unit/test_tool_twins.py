@@ -401,3 +401,26 @@ def test_dcb_twin_prints_pfc_in_the_shape_of_real_dcb(agent, capsys, real):
         return [re.sub(r"\d+", "N", re.sub(r"\b(on|off)\b", "B", line.strip())) for line in t.splitlines()]
     assert rc == 0 and shape(out) == shape(text)
     assert all(line.endswith(" ") for line in out.splitlines())
+
+
+def test_the_wrappers_entry_point_runs_every_tool_on_the_standard_library_alone(tmp_path):
+    """A wrapper starts the entry point with python3 -S -c (agent.ENTRY): no
+    site, so a tool twin that imported anything outside the standard library
+    and the twin's own code would fail in every node. Each tool's module
+    imports that way, and the entry point takes the tool's name and its
+    arguments as `python3 -m simlab.tools` does (an unknown tool: 127)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    from simlab.tools.__main__ import MODULES
+    repo = str(Path(__file__).resolve().parents[2])
+    env = {"PYTHONPATH": repo, "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    imports = "; ".join("import %s" % m for m in sorted(set(MODULES.values())))
+    proc = subprocess.run([sys.executable, "-S", "-c", imports], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    wrapper = agent_mod.wrapper("no-such-tool")
+    assert "python3 -S -c '%s' no-such-tool \"$@\"" % agent_mod.ENTRY in wrapper
+    for argv in ([sys.executable, "-S", "-c", agent_mod.ENTRY, "no-such-tool", "x"],
+                 [sys.executable, "-m", "simlab.tools", "no-such-tool", "x"]):
+        proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
+        assert (proc.returncode, proc.stdout, proc.stderr) == (127, "", "no-such-tool: not available in this twin node\n")

@@ -40,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
                        required=p is inv)
         p.add_argument("--nics", type=int, help="fabric PFs per node (default: 2 ConnectX twin, 1 igb vm)")
         p.add_argument("--memory", type=int, default=1536, help="vm: MiB of memory per node (default 1536)")
+        p.add_argument("--sushy-nodes", help="vm: comma-separated nodes whose BMC is sushy-tools' emulator over a "
+                                             "libvirt domain instead of the lab's own (docs/simlab.md)")
         p.add_argument("--model", default="cx7", choices=sorted(__import__("simlab.node.hardware").node.hardware.MODELS))
         p.add_argument("--totalvfs", type=int, default=16, help="NUM_OF_VFS the firmware is set to (default 16)")
         p.add_argument("--link-type", default="ETH", choices=["ETH", "IB"])

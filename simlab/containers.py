@@ -28,6 +28,9 @@ class ContainerBackend(Backend):
 
     def plan(self, name: str, args) -> dict:
         from .lab import plan
+        if getattr(args, "sushy_nodes", None):
+            raise ValueError("--sushy-nodes: sushy-tools' emulator drives libvirt domains, which only VM nodes "
+                             "(--kind vm) are")
         return plan(name, args.nodes or 4, 2 if args.switches is None else args.switches, nics=args.nics or 2,
                     model=args.model, driver=args.driver.split(","), preset=args.preset or "ready",
                     totalvfs=args.totalvfs, link_type=args.link_type, nos=args.nos.split(",") if args.nos else None)

@@ -206,22 +206,29 @@ class Lab:
         from .backend import of
         return of(doc.get("kind", "twin")).up(self, doc, inventory, log)
 
-    def _init_bmc_state(self, doc: dict) -> None:
-        """Factory BIOS per node; the 'ready' preset has SR-IOV and VT-d on,
-        as if someone had already set them up."""
+    @staticmethod
+    def factory_bios(hw: dict) -> dict:
+        """A node's factory BIOS (its vendor profile's defaults); the 'ready'
+        preset has SR-IOV and VT-d on, as if someone had already set them up."""
         from .bmc import server as bmc_server
-        from .bmc import state as bmc_state
         from .bmc import vendors
+        entry = {"name": hw["name"], "vendor": hw["bmc_vendor"], "cpu_vendor": hw["cpu_vendor"]}
+        data = bmc_server.initial_state(entry)
+        if hw["preset"] == "ready":
+            for switch in ("sriov", "iommu"):
+                attr = vendors.switch_attribute(data["vendor"], data["current"], switch)
+                if attr:
+                    off = vendors.off_value(data["vendor"], data["current"], attr)
+                    data["current"][attr] = "Enable" if off == "Disable" else "Enabled"
+        return data
+
+    def _init_bmc_state(self, doc: dict) -> None:
+        """Factory BIOS of every node behind the lab's own BMCs (a VM node
+        behind sushy-tools' emulator keeps its BIOS in its libvirt domain)."""
+        from .bmc import state as bmc_state
         for hw in doc["nodes"]:
-            entry = {"name": hw["name"], "vendor": hw["bmc_vendor"], "cpu_vendor": hw["cpu_vendor"]}
-            data = bmc_server.initial_state(entry)
-            if hw["preset"] == "ready":
-                for switch in ("sriov", "iommu"):
-                    attr = vendors.switch_attribute(data["vendor"], data["current"], switch)
-                    if attr:
-                        off = vendors.off_value(data["vendor"], data["current"], attr)
-                        data["current"][attr] = "Enable" if off == "Disable" else "Enabled"
-            bmc_state.save_bios(bmc_state.bios_path(self.dir, hw["name"]), data)
+            if hw.get("bmc", "twin") == "twin":
+                bmc_state.save_bios(bmc_state.bios_path(self.dir, hw["name"]), self.factory_bios(hw))
 
     def _service(self, module: str, spec: dict, ready: str, tag: str, log, state_dir: Path | None = None,
                  extra: tuple = ()) -> None:
@@ -245,11 +252,12 @@ class Lab:
             time.sleep(0.05)
 
     def _start_services(self, doc: dict, log, power_driver: str = "podman") -> None:
-        if (REPO / "simlab/bmc/server.py").exists():
+        own = [hw for hw in doc["nodes"] if hw.get("bmc", "twin") == "twin"]
+        if own and (REPO / "simlab/bmc/server.py").exists():
             spec = {"bmcs": [{"name": hw["name"], "port": hw["bmc_port"], "vendor": hw["bmc_vendor"],
                                "username": doc["bmc"]["username"], "password": doc["bmc"]["password"],
                                "container": container_name(self.name, hw["name"]),
-                               "cpu_vendor": hw["cpu_vendor"]} for hw in doc["nodes"]]}
+                               "cpu_vendor": hw["cpu_vendor"]} for hw in own]}
             self._service("simlab.bmc", spec, "bmc-ready", "bmc", log, extra=("--power-driver", power_driver))
         if doc["switches"] and (REPO / "simlab/switches/server.py").exists():
             spec = {"switches": [{"name": s["name"], "nos": s["nos"], "port": s["ssh_port"],
@@ -266,7 +274,7 @@ class Lab:
             self.backend.stop_nodes(self)
         for c in podman.containers(f"simlab.lab={self.name}"):
             podman.run("rm", "-f", "-t", "0", c["Names"][0], check=False)
-        pid_files = [self.dir / f"{tag}.pid" for tag in ("bmc", "switches", "fabric")]
+        pid_files = [self.dir / f"{tag}.pid" for tag in ("bmc", "sushy", "switches", "fabric")]
         pid_files = [f for f in pid_files if f.exists()]
         _stop_groups([f.read_text() for f in pid_files])
         for pid_file in pid_files:
@@ -276,10 +284,13 @@ class Lab:
         log(f"simlab: lab {self.name} removed")
 
     def services(self) -> dict:
-        """The state of the lab's host services (BMCs, switches, the VM fabric)."""
+        """The state of the lab's host services (BMCs, switches, the VM fabric;
+        sushy-tools' BMCs where the lab has them)."""
         services = {}
-        for tag in ("bmc", "switches", "fabric"):
+        for tag in ("bmc", "sushy", "switches", "fabric"):
             pid_file = self.dir / f"{tag}.pid"
+            if tag == "sushy" and not pid_file.exists():
+                continue
             alive = False
             if pid_file.exists():
                 try:

@@ -28,7 +28,8 @@ class VmBackend(Backend):
     def plan(self, name: str, args) -> dict:
         return vm_lab.plan(name, args.nodes or 2, nics=args.nics or 1, switches=args.switches or 0,
                            preset=args.preset or "factory", nos=args.nos.split(",") if args.nos else None,
-                           memory_mb=args.memory)
+                           memory_mb=args.memory,
+                           sushy_nodes=args.sushy_nodes.split(",") if getattr(args, "sushy_nodes", None) else None)
 
     def up(self, lab, doc: dict, inventory: Path | None, log=print) -> dict:
         return vm_lab.up(lab, doc, inventory, log)

@@ -82,6 +82,9 @@ def inject(lab, target: str, kind: str) -> str:
     hw = vm_lab.node_doc(lab, node)
     pf = hw["nics"][0]
     if kind in BMC_FAULTS:
+        if hw.get("bmc") == "sushy":
+            raise FaultError(f"{target}: {kind} is a fault of the lab's own BMCs; {node}'s BMC is "
+                             f"sushy-tools' emulator (set its BIOS through Redfish instead)")
         from simlab.bmc import faults as bmc_faults
         bmc_faults.inject(lab.dir, node, kind)
         _record(lab, node, kind)

@@ -35,10 +35,17 @@ BOOT_TIMEOUT = 420
 
 
 def plan(name: str, nodes: int, nics: int = 1, switches: int = 0, preset: str = "factory",
-         nos: list[str] | None = None, memory_mb: int = DEFAULT_MEMORY_MB, smp: int = 1) -> dict:
+         nos: list[str] | None = None, memory_mb: int = DEFAULT_MEMORY_MB, smp: int = 1,
+         sushy_nodes: list[str] | None = None) -> dict:
+    """``sushy_nodes``: the nodes whose BMC is sushy-tools' emulator over a
+    libvirt domain (:mod:`simlab.vm.sushy`) instead of the lab's own."""
     from simlab.lab import NOS_KINDS, node_names, switch_port_name
     if nodes < 1:
         raise ValueError("a VM lab needs at least one node")
+    unknown = sorted(set(sushy_nodes or []) - set(node_names(nodes)))
+    if unknown:
+        raise ValueError(f"--sushy-nodes names {', '.join(unknown)}, not a node of this lab "
+                         f"({', '.join(node_names(nodes))})")
     if not 1 <= nics <= 2:
         raise ValueError(f"--nics {nics}: a VM node has one or two igb fabric NICs")
     kinds = nos or [NOS_KINDS[i % len(NOS_KINDS)] for i in range(switches)]
@@ -50,6 +57,7 @@ def plan(name: str, nodes: int, nics: int = 1, switches: int = 0, preset: str = 
     used = {s["name"]: 0 for s in sw}
     for idx, node in enumerate(node_names(nodes), start=1):
         hw = {"name": node, "index": idx, "kind": "vm", "preset": preset, "cpu_vendor": "intel",
+              "bmc": "sushy" if node in (sushy_nodes or []) else "twin",
               "gpus": 0, "numa_nodes": 1, "memory_mb": memory_mb, "smp": smp,
               "bios_default": {"sriov": preset == "ready", "iommu": preset == "ready", "acs": False},
               "mgmt_mac": f"52:54:00:00:{idx >> 8:02x}:{idx & 0xff:02x}", "nics": []}
@@ -168,6 +176,9 @@ def up(lab, doc: dict, inventory: Path | None, log=print) -> dict:
         p = ports[i * nports:(i + 1) * nports]
         hw["bmc_port"], hw["ssh_port"] = p[0], p[1]
         hw["bmc_vendor"] = doc["vendors"][i % len(doc["vendors"])]
+        if hw.get("bmc") == "sushy":
+            from .sushy import domain_uuid
+            hw["sushy_uuid"] = domain_uuid(doc["name"], hw["name"])
         for r, nic in enumerate(hw["nics"]):
             nic["hub_port"], nic["vm_port"] = p[2 + 2 * r], p[3 + 2 * r]
         nd = machine.node_dir(lab.dir, hw["name"])
@@ -193,6 +204,7 @@ def up(lab, doc: dict, inventory: Path | None, log=print) -> dict:
     lab._service("simlab.vm.hub", {"rails": [{"name": f"rail{r}", "ports": p} for r, p in sorted(rails.items())]},
                  "fabric-ready", "fabric", log)
     lab._start_services(doc, log, power_driver="qemu")
+    _start_sushy(lab, doc, log)
     log(f"simlab: booting {len(doc['nodes'])} VM nodes ({machine.accel()}) ...")
     _power_on_all(lab, doc)
     wait_ssh(lab, [hw["name"] for hw in doc["nodes"]])
@@ -205,12 +217,33 @@ def up(lab, doc: dict, inventory: Path | None, log=print) -> dict:
     return doc
 
 
+def _start_sushy(lab, doc: dict, log) -> None:
+    """sushy-tools' emulator for the nodes that have it as their BMC."""
+    from . import sushy
+    nodes = [hw for hw in doc["nodes"] if hw.get("bmc") == "sushy"]
+    if not nodes:
+        return
+    lacking = sushy.missing()
+    if lacking:
+        raise RuntimeError(f"VM nodes behind sushy-tools ({', '.join(hw['name'] for hw in nodes)}) need "
+                           f"{'; '.join(lacking)}: run 'make setup'")
+    accel_name = machine.accel()
+    spec = {"lab": doc["name"], "username": doc["bmc"]["username"], "password": doc["bmc"]["password"],
+            "nodes": [{"name": hw["name"], "port": hw["bmc_port"], "uuid": hw["sushy_uuid"], "accel": accel_name,
+                       "bios": lab.factory_bios(hw)} for hw in nodes]}
+    lab._service("simlab.vm.sushy", spec, "sushy-ready", "sushy", log)
+
+
 def _power_on_all(lab, doc: dict) -> None:
     """Through each node's BMC, as the bmc role would (Redfish ``On``)."""
+    from . import sushy
     from .power import QemuPowerDriver
     driver = QemuPowerDriver(lab.dir)
     for hw in doc["nodes"]:
-        driver.on(hw["name"])
+        if hw.get("bmc") == "sushy":
+            sushy.power_on(lab.dir, hw, doc["bmc"]["username"], doc["bmc"]["password"])
+        else:
+            driver.on(hw["name"])
 
 
 def down(lab) -> None:

@@ -80,20 +80,38 @@ def probe_kvm(seconds: float = 25.0) -> bool:
 
 def argv(lab_name: str, lab_dir: Path, hw: dict, iommu: bool, accel_name: str = "tcg") -> list[str]:
     d = node_dir(lab_dir, hw["name"])
-    maker, product = SMBIOS.get(hw.get("bmc_vendor", "dell"), SMBIOS["dell"])
     args = [*image.qemu_argv(), *image.firmware_args(),
             "-name", f"{lab_name}-{hw['name']},process=simlab-{lab_name}-{hw['name']}",
             "-machine", "q35,kernel-irqchip=split" if accel_name == "kvm" else "q35",
             "-accel", "kvm" if accel_name == "kvm" else "tcg,thread=multi",
             "-cpu", "max", "-smp", str(hw.get("smp", 2)), "-m", str(hw.get("memory_mb", 1536))]
     if iommu:
-        args += ["-device", "intel-iommu,intremap=on" + (",caching-mode=on" if accel_name == "kvm" else "")]
+        args += iommu_args(accel_name)
+    args += board_args(lab_dir, hw)
+    args += ["-display", "none", "-vga", "none", "-monitor", "none",
+             "-serial", f"file:{d / 'console.log'}",
+             "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off",
+             "-pidfile", str(d / "qemu.pid"), "-daemonize"]
+    return args
+
+
+def iommu_args(accel_name: str = "tcg") -> list[str]:
+    """The emulated VT-d IOMMU, on the machine while the BIOS has VT-d enabled."""
+    return ["-device", "intel-iommu,intremap=on" + (",caching-mode=on" if accel_name == "kvm" else "")]
+
+
+def board_args(lab_dir: Path, hw: dict) -> list[str]:
+    """The node's devices and SMBIOS identity, whoever starts its QEMU: this
+    module (:func:`argv`) or libvirt under sushy-tools' emulator
+    (:mod:`simlab.vm.sushy`, which passes them through the domain)."""
+    d = node_dir(lab_dir, hw["name"])
+    maker, product = SMBIOS.get(hw.get("bmc_vendor", "dell"), SMBIOS["dell"])
     # a hardware RNG, as servers have: without one, early-boot key generation
     # waits for entropy that an emulated machine gathers slowly
-    args += ["-device", "virtio-rng-pci",
-             "-drive", f"file={d / 'disk.qcow2'},if=virtio,format=qcow2,cache=unsafe,discard=unmap",
-             "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:{LOOPBACK}:{hw['ssh_port']}-:22",
-             "-device", f"virtio-net-pci,netdev=mgmt,mac={hw['mgmt_mac']},addr=0x3"]
+    args = ["-device", "virtio-rng-pci",
+            "-drive", f"file={d / 'disk.qcow2'},if=virtio,format=qcow2,cache=unsafe,discard=unmap",
+            "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:{LOOPBACK}:{hw['ssh_port']}-:22",
+            "-device", f"virtio-net-pci,netdev=mgmt,mac={hw['mgmt_mac']},addr=0x3"]
     for nic in hw["nics"]:
         r = nic["index"] + 1
         args += ["-device", f"pcie-root-port,id=rp{r},chassis={r},slot={r}",
@@ -101,11 +119,7 @@ def argv(lab_name: str, lab_dir: Path, hw: dict, iommu: bool, accel_name: str = 
                              f"local.port={nic['vm_port']},remote.type=inet,remote.host={LOOPBACK},"
                              f"remote.port={nic['hub_port']}"),
                  "-device", f"igb,netdev=fab{nic['index']},mac={nic['mac']},bus=rp{r}"]
-    args += ["-smbios", f"type=1,manufacturer={maker},product={product},serial={hw['name']}",
-             "-display", "none", "-vga", "none", "-monitor", "none",
-             "-serial", f"file:{d / 'console.log'}",
-             "-qmp", f"unix:{d / 'qmp.sock'},server=on,wait=off",
-             "-pidfile", str(d / "qemu.pid"), "-daemonize"]
+    args += ["-smbios", f"type=1,manufacturer={maker},product={product},serial={hw['name']}"]
     return args
 
 

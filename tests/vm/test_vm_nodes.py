@@ -124,6 +124,39 @@ def test_site_converges_layers_1_to_6_9_and_10_from_the_factory_image(vmlab):
         assert all(v["pci_address"] in nova for v in read["vfs"]), nova
 
 
+def test_node02s_bios_was_set_through_sushy_tools_and_took_effect_at_its_power_on(vmlab):
+    """node02's BMC is sushy-tools' emulator over a libvirt domain: the bmc
+    and bios roles staged the BIOS through its Redfish service and reset the
+    node through it (its own access log), it keeps the attributes in the
+    domain (libvirt's configuration of it), and the QEMU libvirt started at
+    that reset has the VT-d IOMMU (the board's firmware reads the BIOS at
+    power-on)."""
+    from simlab.vm import sushy
+    doc = vmlab.lab.doc
+    hw = next(h for h in doc["nodes"] if h["name"] == "node02")
+    assert hw["bmc"] == "sushy" and next(h for h in doc["nodes"] if h["name"] == "node01")["bmc"] == "twin"
+    user, pw = doc["bmc"]["username"], doc["bmc"]["password"]
+    status, systems = sushy.request(hw["bmc_port"], "GET", "/redfish/v1/Systems", user, pw)
+    assert status == 200 and [m["@odata.id"] for m in systems["Members"]] == \
+        [f"/redfish/v1/Systems/{hw['sushy_uuid']}"], systems          # this BMC's server only
+    status, system = sushy.request(hw["bmc_port"], "GET", f"/redfish/v1/Systems/{hw['sushy_uuid']}", user, pw)
+    assert (system["Manufacturer"], system["PowerState"]) == ("Sushy Emulator", "On"), system
+    assert sushy.request(hw["bmc_port"], "GET", "/redfish/v1/Systems", user, "wrong")[0] == 401
+    _, bios = sushy.request(hw["bmc_port"], "GET", f"/redfish/v1/Systems/{hw['sushy_uuid']}/BIOS", user, pw)
+    wanted = {"Sriov": "Enabled", "IntelProcVtd": "Enabled", "ProcVirtualization": "Enabled"}
+    assert {k: bios["Attributes"].get(k) for k in wanted} == wanted, bios["Attributes"]
+    kept = (sushy.libvirt_dir(vmlab.lab.dir) / "etc" / "qemu" / f"{sushy.domain_name(doc['name'], 'node02')}.xml")
+    assert sushy.post_args(kept.read_text()) == ["-device", "intel-iommu,intremap=on"]
+    access = (vmlab.lab.dir / "logs" / "sushy-node02.log").read_text()
+    assert re.search(r'"PATCH /redfish/v1/Systems/[-0-9a-f]+/BIOS/Settings HTTP/1.1" 20[04]', access), access[-2000:]
+    assert re.search(r'"POST /redfish/v1/Systems/[-0-9a-f]+/Actions/ComputerSystem.Reset HTTP/1.1" 20[04]',
+                     access), access[-2000:]
+    pid = (vmlab.lab.dir / "nodes" / "node02" / "qemu.pid").read_text().strip()
+    cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    assert b"intel-iommu,intremap=on" in cmdline, cmdline
+    assert f"guest={sushy.domain_name(doc['name'], 'node02')},debug-threads=on".encode() in cmdline, cmdline
+
+
 def test_a_rerun_changes_nothing(vmlab):
     proc, rc = site(vmlab)
     assert proc.returncode == 0, tail(proc)
@@ -162,6 +195,8 @@ def test_the_doctor_passes_the_layers_and_says_4_and_8_do_not_apply_to_igb(vmlab
         assert ok, (node, bad)
         r = rows(report, node)
         assert {n: r[n]["status"] for n in (1, 2, 3, 5, 6, 9, 10)} == dict.fromkeys((1, 2, 3, 5, 6, 9, 10), "pass")
+        # layers 1-2 read from each node's own BMC: node02's is sushy-tools' emulator
+        assert r[1]["evidence"][0].startswith({"node01": "Dell Inc. ", "node02": "Sushy Emulator "}[node]), r[1]
         # the VFs handed to VMs are in the report, with their IOMMU group and NUMA node
         assert [e for e in r[6]["evidence"] if "vfio-pci" in e and "IOMMU group" in e][:2] and \
             len([e for e in r[6]["evidence"] if " on vfio-pci, IOMMU group " in e]) == 2, r[6]["evidence"]

@@ -35,6 +35,7 @@ BMC logs it in its event log.  The in-memory driver acts before the answer.
 from __future__ import annotations
 
 import base64
+import hashlib
 import hmac
 import json
 import logging
@@ -56,6 +57,67 @@ from simlab.bmc.power import PowerError
 log = logging.getLogger("simlab.bmc")
 
 R = "/redfish/v1"
+# Redfish's predefined roles and their privileges (DSP0266 13.2.7; Role schema)
+ROLES = {"Administrator": ["Login", "ConfigureManager", "ConfigureUsers", "ConfigureComponents", "ConfigureSelf"],
+         "Operator": ["Login", "ConfigureComponents", "ConfigureSelf"],
+         "ReadOnly": ["Login", "ConfigureSelf"]}
+# The resource types the BMC serves, by the DSP8010 CSDL file that defines each
+# (the OData metadata document references them: /redfish/v1/$metadata)
+METADATA_REFERENCES = {
+    "ServiceRoot": "ServiceRoot.v1_15_0", "ComputerSystemCollection": None, "ComputerSystem": "ComputerSystem.v1_20_0",
+    "ActionInfo": "ActionInfo.v1_3_0", "BootOptionCollection": None, "BootOption": "BootOption.v1_0_4",
+    "Bios": "Bios.v1_2_0", "Settings": "Settings.v1_3_5", "MessageRegistryFileCollection": None,
+    "MessageRegistryFile": "MessageRegistryFile.v1_1_3", "AttributeRegistry": "AttributeRegistry.v1_3_6",
+    "ManagerCollection": None, "Manager": "Manager.v1_15_0", "ChassisCollection": None,
+    "Chassis": "Chassis.v1_23_0", "SessionService": "SessionService.v1_1_8", "SessionCollection": None,
+    "Session": "Session.v1_6_0", "AccountService": "AccountService.v1_18_1", "ManagerAccountCollection": None,
+    "ManagerAccount": "ManagerAccount.v1_14_1", "RoleCollection": None, "Role": "Role.v1_3_3",
+    "Message": "Message.v1_1_1",
+}
+
+
+def metadata_document() -> str:
+    """The OData metadata document (DSP0266 8.4.1): a reference to the
+    DSP8010 schema of every resource type served, and the service's entity
+    container."""
+    refs = []
+    for name, version in METADATA_REFERENCES.items():
+        includes = [f'    <edmx:Include Namespace="{name}"/>']
+        if version:
+            includes.append(f'    <edmx:Include Namespace="{version}"/>')
+        refs.append(f'  <edmx:Reference Uri="http://redfish.dmtf.org/schemas/v1/{name}_v1.xml">\n'
+                    + "\n".join(includes) + "\n  </edmx:Reference>")
+    return ('<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<edmx:Edmx xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx" Version="4.0">\n'
+            + "\n".join(refs) + "\n"
+            '  <edmx:DataServices>\n'
+            '    <Schema xmlns="http://docs.oasis-open.org/odata/ns/edm" Namespace="Service">\n'
+            f'      <EntityContainer Name="Service" Extends="{METADATA_REFERENCES["ServiceRoot"]}.ServiceContainer"/>\n'
+            '    </Schema>\n'
+            '  </edmx:DataServices>\n'
+            '</edmx:Edmx>\n')
+
+
+def service_document(root: dict) -> dict:
+    """The OData service document (DSP0266 8.4.2): the service root and the
+    resources it links at its top level."""
+    value = [{"name": "Service", "kind": "Singleton", "url": f"{R}/"}]
+    value += [{"name": k, "kind": "Singleton", "url": v["@odata.id"]} for k, v in root.items()
+              if isinstance(v, dict) and set(v) == {"@odata.id"}]
+    return {"@odata.context": f"{R}/$metadata", "value": value}
+
+
+def described_by(body) -> str | None:
+    """The Link header naming the JSON schema of a resource (DSP0266 8.2:
+    rel=describedby), from its @odata.type."""
+    typ = (body or {}).get("@odata.type") if isinstance(body, dict) else None
+    if not typ:
+        return None
+    parts = typ.lstrip("#").split(".")
+    name = ".".join(parts[:2]) if len(parts) == 3 else parts[0]
+    return f"<http://redfish.dmtf.org/schemas/v1/{name}.json>; rel=describedby"
+
+
 RESET_TYPES = ["On", "ForceOn", "ForceOff", "GracefulShutdown", "GracefulRestart",
                "ForceRestart", "PowerCycle", "PushPowerButton", "Nmi"]
 BOOT_TARGETS = ["None", "Pxe", "Hdd", "Cd", "BiosSetup", "UefiHttp", "UefiTarget"]
@@ -216,6 +278,7 @@ class Bmc:
             "Chassis": {"@odata.id": f"{R}/Chassis"},
             "Registries": {"@odata.id": f"{R}/Registries"},
             "SessionService": {"@odata.id": f"{R}/SessionService"},
+            "AccountService": {"@odata.id": f"{R}/AccountService"},
             "Links": {"Sessions": {"@odata.id": f"{R}/SessionService/Sessions"}},
             **vendors.service_root_oem(self.vendor, self.load()["system"]),
         }
@@ -384,7 +447,42 @@ class Bmc:
             if path == f"{R}/SessionService/Sessions/{sid}":
                 return {"@odata.id": path, "@odata.type": "#Session.v1_6_0.Session",
                         "Id": sid, "Name": "User Session", "UserName": self.username}
+        if path == f"{R}/AccountService":
+            return {"@odata.id": path, "@odata.type": "#AccountService.v1_18_1.AccountService",
+                    "Id": "AccountService", "Name": "Account Service", "ServiceEnabled": True,
+                    "Accounts": {"@odata.id": f"{path}/Accounts"}, "Roles": {"@odata.id": f"{path}/Roles"}}
+        if path == f"{R}/AccountService/Accounts":
+            return self.collection(path, "ManagerAccountCollection", "Accounts Collection", [f"{path}/1"])
+        if path == f"{R}/AccountService/Accounts/1":
+            # the one account of the lab's credentials (read-only here: accounts are not managed)
+            return {"@odata.id": path, "@odata.type": "#ManagerAccount.v1_14_1.ManagerAccount",
+                    "Id": "1", "Name": "User Account", "UserName": self.username, "Password": None,
+                    "RoleId": "Administrator", "Enabled": True, "Locked": False, "AccountTypes": ["Redfish"],
+                    "Links": {"Role": {"@odata.id": f"{R}/AccountService/Roles/Administrator"}}}
+        if path == f"{R}/AccountService/Roles":
+            return self.collection(path, "RoleCollection", "Roles Collection",
+                                   [f"{path}/{role}" for role in ROLES])
+        for role, privileges in ROLES.items():
+            if path == f"{R}/AccountService/Roles/{role}":
+                return {"@odata.id": path, "@odata.type": "#Role.v1_3_3.Role", "Id": role, "Name": role,
+                        "RoleId": role, "IsPredefined": True, "AssignedPrivileges": privileges}
         raise RedfishError(404, "ResourceMissingAtURI", f"The resource at the URI {path} was not found.")
+
+    def allowed(self, path: str) -> str:
+        """The methods a resource takes (the Allow header, DSP0266 7.5):
+        every resource is read with GET and HEAD; the system and the BIOS
+        settings object take PATCH, the sessions collection and actions POST,
+        a session DELETE."""
+        sys_base = f"{R}/Systems/{self.sid}"
+        methods = ["GET", "HEAD"]
+        if path in (sys_base, f"{sys_base}/Bios/{self.profile['settings_id']}"):
+            methods.append("PATCH")
+        if path == f"{R}/SessionService/Sessions" or "/Actions/" in path or \
+                (self.bios_jobs and path in (self.jobs_uri, f"{R}/Managers/{self.mid}/Jobs")):
+            methods = ["POST"] if "/Actions/" in path else methods + ["POST"]
+        if path.startswith(f"{R}/SessionService/Sessions/"):
+            methods.append("DELETE")
+        return ", ".join(methods)
 
     @staticmethod
     def job(path: str, j: dict) -> dict:
@@ -612,11 +710,14 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         log.debug("%s %s", self.bmc.name, fmt % args)
 
-    def _send(self, status: int, body=None, headers=None):
-        data = b"" if body is None else json.dumps(body, indent=1).encode()
+    def _send(self, status: int, body=None, headers=None, content_type="application/json; charset=utf-8"):
+        if isinstance(body, str):
+            data = body.encode()
+        else:
+            data = b"" if body is None else json.dumps(body, indent=1).encode()
         self.send_response(status)
         if body is not None:
-            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Type", content_type)
         self.send_header("OData-Version", "4.0")
         self.send_header("Content-Length", str(len(data)))
         for k, v in (headers or {}).items():
@@ -644,13 +745,31 @@ class Handler(BaseHTTPRequestHandler):
             p = p[:-1]
         return p
 
+    def _read(self, status: int, path: str, body, content_type="application/json; charset=utf-8"):
+        """A GET or HEAD answer with the headers DSP0266 asks of one (7.5):
+        the methods the resource takes, no caching, its schema."""
+        headers = {"Allow": self.bmc.allowed(path), "Cache-Control": "no-cache"}
+        link = described_by(body)
+        if link:
+            headers["Link"] = link
+        if path.startswith(f"{R}/AccountService/Accounts/"):
+            headers["ETag"] = '"%s"' % hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:16]
+        return self._send(status, body, headers, content_type)
+
     def _dispatch(self):
         path, m, b = self._path(), self.command, self.bmc
         try:
-            public = (m in ("GET", "HEAD") and path in ("/redfish", R)) or \
-                     (m == "POST" and path == f"{R}/SessionService/Sessions")
+            # the service root, the version document and the OData documents are read without
+            # credentials, and a session is made without them (DSP0266 13.3.3)
+            public = (m in ("GET", "HEAD") and path in ("/redfish", R, f"{R}/odata", f"{R}/$metadata")) or \
+                     (m == "POST" and path in (f"{R}/SessionService/Sessions", f"{R}/SessionService/Sessions/Members"))
             if self.headers.get("Authorization") or self.headers.get("X-Auth-Token"):
                 faults.count_credentials(b.state_dir, b.name)
+            odata_version = self.headers.get("OData-Version")
+            if odata_version is not None and odata_version.strip() != "4.0":
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raise RedfishError(412, "PreconditionFailed",
+                                   f"OData-Version {odata_version} is not supported; this service speaks 4.0.")
             if not public and not b.check_auth(self.headers):
                 # drain the body so the connection stays usable
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -661,10 +780,18 @@ class Handler(BaseHTTPRequestHandler):
             sys_base = f"{R}/Systems/{b.sid}"
             if m in ("GET", "HEAD"):
                 if path == "/redfish":
-                    return self._send(200, {"v1": f"{R}/"})
+                    return self._read(200, path, {"v1": f"{R}/"})
                 if path == R:
-                    return self._send(200, b.service_root())
-                return self._send(200, b.get(path))
+                    return self._read(200, path, b.service_root())
+                if path == f"{R}/odata":
+                    return self._read(200, path, service_document(b.service_root()))
+                if path == f"{R}/$metadata":
+                    return self._read(200, path, metadata_document(), "application/xml")
+                return self._read(200, path, b.get(path))
+            if path in ("/redfish", R, f"{R}/odata", f"{R}/$metadata"):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raise RedfishError(405, "OperationNotAllowed", f"{m} is not allowed on {path}.",
+                                   {"Allow": "GET, HEAD"})
             if m == "POST":
                 body = self._body()
                 if path == f"{sys_base}/Actions/ComputerSystem.Reset":
@@ -678,11 +805,12 @@ class Handler(BaseHTTPRequestHandler):
                 if b.bios_jobs and path in (b.jobs_uri, f"{R}/Managers/{b.mid}/Jobs"):
                     loc = b.create_job(body)
                     return self._send(200, None, {"Location": loc})
-                if path == f"{R}/SessionService/Sessions":
+                if path in (f"{R}/SessionService/Sessions", f"{R}/SessionService/Sessions/Members"):
                     token, loc = b.create_session(body)
                     return self._send(201, b.get(loc), {"X-Auth-Token": token, "Location": loc})
                 b.get(path)  # 404 for unknown resources
-                raise RedfishError(405, "ActionNotSupported", f"POST is not allowed on {path}.")
+                raise RedfishError(405, "ActionNotSupported", f"POST is not allowed on {path}.",
+                                   {"Allow": b.allowed(path)})
             if m == "PATCH":
                 body = self._body()
                 if path == sys_base:
@@ -693,14 +821,16 @@ class Handler(BaseHTTPRequestHandler):
                 b.get(path)
                 msg = (f"{path} is read-only; PATCH {sys_base}/Bios/{b.profile['settings_id']} to stage BIOS "
                        f"settings." if path == f"{sys_base}/Bios" else f"PATCH is not allowed on {path}.")
-                raise RedfishError(405, "PropertyNotWritable", msg)
+                raise RedfishError(405, "PropertyNotWritable", msg, {"Allow": b.allowed(path)})
             if m == "DELETE":
                 if path.startswith(f"{R}/SessionService/Sessions/"):
                     b.delete_session(path)
                     return self._send(204)
                 b.get(path)
-                raise RedfishError(405, "ActionNotSupported", f"DELETE is not allowed on {path}.")
-            raise RedfishError(405, "ActionNotSupported", f"{m} is not supported.")
+                raise RedfishError(405, "ActionNotSupported", f"DELETE is not allowed on {path}.",
+                                   {"Allow": b.allowed(path)})
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            raise RedfishError(405, "ActionNotSupported", f"{m} is not supported.", {"Allow": b.allowed(path)})
         except RedfishError as e:
             log.info("%s: %s %s -> %s %s", b.name, m, path, e.status, e.message_id)
             return self._send(e.status, e.body(), e.headers)

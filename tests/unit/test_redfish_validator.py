@@ -52,9 +52,10 @@ def test_the_twins_bmc_passes_dmtfs_service_validator(vendor, tmp_path):
     problems = [line for line in log.splitlines() if re.search(r" - (WARN|FAIL) - ", line)]
     assert failed == 0 and proc.returncode == 0, "\n".join(problems) or proc.stdout[-3000:]
     # every resource the twin links was reached: the service root, the system, its Bios and settings,
-    # the attribute registry (through the Registries collection), managers, chassis, sessions
+    # the attribute registry (through the Registries collection), managers, chassis, sessions, accounts and roles
     walked = re.findall(r"^Validating (\S+?)\.\.\.$", proc.stdout, re.M)
-    for resource in ("/redfish/v1/Systems/", "/Bios", "/Registries/", "/Managers/", "/Chassis/", "/SessionService"):
+    for resource in ("/redfish/v1/Systems/", "/Bios", "/Registries/", "/Managers/", "/Chassis/", "/SessionService",
+                     "/AccountService/Roles/"):
         assert any(resource in uri for uri in walked), (resource, walked)
     assert passed > 250
     oem = OEM_TYPES.get(vendor)

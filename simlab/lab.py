@@ -146,6 +146,19 @@ def ensure_inotify(nodes: int, log=print) -> None:
                          f"run 'sysctl -w fs.inotify.max_user_instances={need}' as root") from None
 
 
+def wait_ready(proc: subprocess.Popen, ready, what: str, log_path, timeout: float = 30.0,
+               interval: float = 0.05) -> None:
+    """Wait until ``ready()`` is true for a service ``proc`` started; fail
+    naming ``what`` and its log when it exits first or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited ({proc.returncode}); see {log_path}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not become ready in {timeout:.0f}s; see {log_path}")
+        time.sleep(interval)
+
+
 def _stop_groups(pid_texts: list[str], grace: float = 10.0) -> None:
     """SIGTERM the services' process groups, all first, then wait until each
     has gone (SIGKILL after ``grace`` seconds): a service writes into the lab
@@ -243,13 +256,7 @@ class Lab:
                                 cwd=str(REPO), env={**os.environ, "PYTHONPATH": str(REPO)},
                                 start_new_session=True)
         (self.dir / f"{tag}.pid").write_text(str(proc.pid))
-        deadline = time.monotonic() + 30
-        while not ready_path.exists():
-            if proc.poll() is not None:
-                raise RuntimeError(f"{module} exited ({proc.returncode}); see {self.dir / 'logs' / (tag + '.log')}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{module} did not become ready; see {self.dir / 'logs' / (tag + '.log')}")
-            time.sleep(0.05)
+        wait_ready(proc, ready_path.exists, module, self.dir / "logs" / f"{tag}.log")
 
     def _start_services(self, doc: dict, log, power_driver: str = "podman") -> None:
         own = [hw for hw in doc["nodes"] if hw.get("bmc", "twin") == "twin"]

@@ -38,11 +38,14 @@ import ssl
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
+
+from simlab.lab import wait_ready
 
 from . import image, machine
 
@@ -245,14 +248,7 @@ def _start_libvirtd(lab_dir: Path, log_file) -> subprocess.Popen:
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"}
     proc = subprocess.Popen(["unshare", "--mount", "sh", "-c", "\n".join(script)], stdout=log_file,
                             stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    sock = d / "run" / "libvirt-sock"
-    deadline = time.monotonic() + 30
-    while not sock.exists():
-        if proc.poll() is not None:
-            raise RuntimeError(f"libvirtd exited ({proc.returncode}); see {log_file.name}")
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"libvirtd did not open {sock}; see {log_file.name}")
-        time.sleep(0.1)
+    wait_ready(proc, (d / "run" / "libvirt-sock").exists, "libvirtd", log_file.name, interval=0.1)
     return proc
 
 
@@ -310,6 +306,14 @@ def request(port: int, method: str, path: str, username: str, password: str, bod
         return exc.code, {}
 
 
+def _answers(port: int, username: str, password: str) -> bool:
+    """Does the sushy-emulator on ``port`` serve its Systems collection yet?"""
+    try:
+        return request(port, "GET", "/redfish/v1/Systems", username, password, timeout=2)[0] == 200
+    except OSError:
+        return False
+
+
 def power_on(lab_dir: Path, hw: dict, username: str, password: str) -> None:
     """Redfish ``On`` through the node's sushy-emulator, as the bmc role would."""
     status, _ = request(hw["bmc_port"], "POST",
@@ -357,20 +361,9 @@ def serve(state_dir: Path, spec: dict) -> None:
                 stdout=open(logs / f"sushy-{entry['name']}.log", "ab"), stderr=subprocess.STDOUT,
                 env={**os.environ, "PYTHONPATH": str(binding_path(state_dir))}, start_new_session=True))
         for entry, proc in zip(spec["nodes"], procs[1:]):
-            deadline = time.monotonic() + 30
-            while True:
-                if proc.poll() is not None:
-                    raise RuntimeError(f"sushy-emulator of {entry['name']} exited ({proc.returncode}); "
-                                       f"see {logs / ('sushy-' + entry['name'] + '.log')}")
-                try:
-                    if request(entry["port"], "GET", "/redfish/v1/Systems", spec["username"], spec["password"],
-                               timeout=2)[0] == 200:
-                        break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"sushy-emulator of {entry['name']} did not answer on port {entry['port']}")
-                time.sleep(0.2)
+            wait_ready(proc, lambda port=entry["port"]: _answers(port, spec["username"], spec["password"]),
+                       f"sushy-emulator of {entry['name']} (port {entry['port']})",
+                       logs / f"sushy-{entry['name']}.log", interval=0.2)
         (Path(state_dir) / "sushy-ready").write_text("ready\n")
         while not stop:
             time.sleep(0.5)
@@ -382,7 +375,10 @@ def serve(state_dir: Path, spec: dict) -> None:
                     dom.destroy()
             except libvirt.libvirtError:
                 pass
-        conn.close()
+        try:
+            conn.close()
+        except libvirt.libvirtError:
+            pass        # libvirtd has gone already
         for proc in reversed(procs):
             if proc.poll() is None:
                 proc.terminate()

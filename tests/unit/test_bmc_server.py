@@ -353,3 +353,43 @@ def test_state_survives_restart_and_is_atomic(tmp_path):
             "SriovGlobalEnable": "Enabled"}
     finally:
         lab2.stop()
+
+
+def test_the_metadata_document_references_the_dsp8010_schema_of_every_type_served(lab):
+    """$metadata (DSP0266 8.4.1) names, for every standard resource type the BMC serves
+    (every resource its links reach, for each vendor), a DSP8010 CSDL file that exists and
+    the namespaces of the type and its version; OEM types are the vendors' own CSDL."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from tests.reference import REDFISH_CSDL
+    edmx = "{http://docs.oasis-open.org/odata/ns/edmx}"
+    for name in ("dell1", "hpe1", "smc1"):
+        c = Client(lab, name)
+        conn = http.client.HTTPSConnection("127.0.0.1", c.port, context=CTX, timeout=10)
+        conn.request("GET", "/redfish/v1/$metadata")
+        r = conn.getresponse()
+        assert r.status == 200 and r.getheader("Content-Type") == "application/xml"
+        doc = ET.fromstring(r.read())
+        conn.close()
+        included = set()
+        for ref in doc.findall(f"{edmx}Reference"):
+            assert (REDFISH_CSDL / ref.get("Uri").rsplit("/", 1)[1]).is_file(), ref.get("Uri")
+            included |= {inc.get("Namespace") for inc in ref.findall(f"{edmx}Include")}
+        seen, todo, types = set(), ["/redfish/v1/"], set()
+        while todo:
+            path = todo.pop()
+            if path in seen or "/Actions/" in path:
+                continue
+            seen.add(path)
+            st, body, _ = c.req("GET", path)
+            assert st == 200, (name, path, st)
+            if body.get("@odata.type"):
+                types.add(body["@odata.type"].lstrip("#"))
+            todo += [m for m in re.findall(r'"@odata\.id": "([^"#]+)"', json.dumps(body)) if m not in seen]
+        standard = {t for t in types if (REDFISH_CSDL / (t.split(".")[0] + "_v1.xml")).is_file()}
+        assert len(standard) >= 15 and any(t.startswith("Role.") for t in standard), (name, types)
+        for t in standard:
+            namespace, version = t.split(".")[0], ".".join(t.split(".")[:2])
+            assert namespace in included and (version == namespace + "." + namespace or version in included), \
+                (name, t)

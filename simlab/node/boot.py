@@ -180,7 +180,7 @@ def boot_modules(root: Path = Path("/")) -> list[str]:
 def boot_sysctls(root: Path = Path("/")) -> list[tuple[str, str]]:
     """(key, value) from sysctl.d and /etc/sysctl.conf, in systemd-sysctl's
     order (later settings of a key win), for the keys the twin models."""
-    from .kernel import sysctl_key, sysctl_modelled
+    from .sysctls import sysctl_key, sysctl_modelled
     files = _conf_files(SYSCTL_DIRS, root)
     conf = root / "etc/sysctl.conf"
     if conf.is_file() and not any(f.resolve() == conf.resolve() for f in files):

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from .hardware import VENDOR, NicSpec, gpu_driver, nic_specs
+from .sysctls import BASE_SYSCTLS, BRIDGE_SYSCTLS, sysctl_key
 
 ZERO_GID = "0000:0000:0000:0000:0000:0000:0000:0000"
 GID_TABLE = 16
@@ -45,26 +46,6 @@ MAX_MTU = 9978
 VF_DRIVER = "mlx5_core"        # the kernel's own driver of a ConnectX PF and its VFs
 VFIO_DRIVER = "vfio-pci"       # PCI driver name; its module is vfio_pci
 VFIO_MODULE = "vfio_pci"
-
-
-# Kernel settings under /proc/sys that the twin models (a container's
-# /proc/sys is read-only and its modules are the host's): forwarding, and the
-# bridge-netfilter switches that exist only while br_netfilter is loaded
-# (brnf_call_* default to 1 when it loads).
-BASE_SYSCTLS = {"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0"}
-BRIDGE_SYSCTLS = {"net.bridge.bridge-nf-call-arptables": "1", "net.bridge.bridge-nf-call-ip6tables": "1",
-                  "net.bridge.bridge-nf-call-iptables": "1"}
-
-
-def sysctl_key(key: str) -> str:
-    """procps accepts net/ipv4/ip_forward as well as net.ipv4.ip_forward."""
-    return str(key).strip().replace("/", ".")
-
-
-def sysctl_modelled(key: str) -> bool:
-    key = sysctl_key(key)
-    return key in BASE_SYSCTLS or key.startswith("net.bridge.")
-
 
 
 # include/uapi/linux/pci_regs.h: SrcValid, ReqRedir, CmpltRedir, UpstreamFwd

@@ -216,6 +216,20 @@ def base_env(forks: int, facts_dir: Path) -> dict:
     return env
 
 
+def machine_busy_s(stat: str = "/proc/stat") -> float | None:
+    """CPU seconds the whole machine has been busy since boot (all CPUs:
+    /proc/stat's first line less idle and iowait), None where it cannot be read."""
+    try:
+        with open(stat) as f:
+            fields = f.readline().split()
+        ticks = [int(x) for x in fields[1:9]]
+    except (OSError, ValueError):
+        return None
+    if fields[:1] != ["cpu"] or len(ticks) < 5:
+        return None
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def run_measured(argv: list[str], env: dict, logfile: Path, counter: Path | None = None,
                  timeout: float = 6 * 3600) -> dict:
     """Run one command; wall time, peak memory, rc, load average, callback output."""
@@ -229,6 +243,9 @@ def run_measured(argv: list[str], env: dict, logfile: Path, counter: Path | None
     # processes under it used (a daemon it leaves behind, such as an SSH
     # ControlPersist master, is not counted); one command runs at a time
     cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # and what the whole machine spent meanwhile: the rest is the twin rack's
+    # nodes, BMCs and switches (and whatever else ran)
+    busy0 = machine_busy_s()
     with open(logfile, "w") as out:
         out.write("$ " + " ".join(argv) + "\n")
         out.flush()
@@ -246,10 +263,13 @@ def run_measured(argv: list[str], env: dict, logfile: Path, counter: Path | None
             raise
         seconds = time.monotonic() - t0
     cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    busy1 = machine_busy_s()
     rec = {"seconds": round(seconds, 3), "rc": rc, "loadavg": [round(x, 2) for x in load],
            "cpu_user_s": round(cpu1.ru_utime - cpu0.ru_utime, 3), "cpu_system_s": round(cpu1.ru_stime - cpu0.ru_stime, 3),
            "log": str(logfile.relative_to(REPO))}
     rec["cpu_s"] = round(rec["cpu_user_s"] + rec["cpu_system_s"], 3)
+    if busy0 is not None and busy1 is not None:
+        rec["machine_cpu_s"] = round(busy1 - busy0, 3)
     rec.update(sampler.stop())
     if counter is not None and counter.exists():
         doc = json.loads(counter.read_text())

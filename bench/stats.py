@@ -75,6 +75,10 @@ def summarise(runs: list[dict]) -> dict:
         "failed_runs": sum(1 for r in runs if r.get("rc") not in (0, None)),
         # user+system CPU seconds of the ansible process tree (None in results older than the field)
         "cpu_s": median(r.get("cpu_s") for r in runs),
+        # what the runs' rest of the machine spent: the twin rack (nodes, BMCs,
+        # switches), busy CPU of the whole machine less the ansible tree's
+        "rack_cpu_s": median(max(0.0, round(r["machine_cpu_s"] - r["cpu_s"], 3)) for r in runs
+                             if r.get("machine_cpu_s") is not None and r.get("cpu_s") is not None),
     }
 
 
@@ -90,8 +94,9 @@ def add_cpu_per_node(measurements: dict, nodes: int) -> dict:
     """Each measurement's median CPU seconds per GPU node of the rack: what a
     controller spends per node it manages (the switches ride along)."""
     for m in measurements.values():
-        cpu = m.get("cpu_s")
-        m["cpu_s_per_node"] = None if cpu is None or not nodes else round(cpu / nodes, 3)
+        for key in ("cpu_s", "rack_cpu_s"):
+            cpu = m.get(key)
+            m[key + "_per_node"] = None if cpu is None or not nodes else round(cpu / nodes, 3)
     return measurements
 
 
@@ -311,9 +316,9 @@ def _fmt(v, spec="{:.1f}", none="-"):
 
 def size_table(size: dict) -> str:
     """Markdown table of one rack size."""
-    rows = ["| measurement | runs | median s | min-max s | x ping | CPU-s / GPU node | peak MB (PSS) "
-            "| module executions / host | changed |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| measurement | runs | median s | min-max s | x ping | CPU-s / GPU node | rack CPU-s / GPU node "
+            "| peak MB (PSS) | module executions / host | changed |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in MEASUREMENTS:
         m = (size.get("measurements") or {}).get(name)
         if not m:
@@ -327,6 +332,7 @@ def size_table(size: dict) -> str:
         failed = f" ({m['failed_runs']} failed)" if m.get("failed_runs") else ""
         rows.append(f"| {SHORT[name]} | {len(m.get('runs') or [])}{failed} | {_fmt(m.get('median'))} | {spread} | "
                     f"{_fmt(m.get('ratio'), '{:.2f}')} | {_fmt(m.get('cpu_s_per_node'), '{:.2f}')} | "
+                    f"{_fmt(m.get('rack_cpu_s_per_node'), '{:.2f}')} | "
                     f"{_fmt(m.get('peak_pss_mb'), '{:.0f}')} | {execs_s} | {changed_s} |")
     return "\n".join(rows)
 

@@ -53,6 +53,44 @@ def test_run_measured_counts_the_cpu_of_the_whole_tree(tmp_path, monkeypatch):
     assert rec["cpu_s"] >= 0.3 and rec["cpu_s"] == round(rec["cpu_user_s"] + rec["cpu_system_s"], 3)
 
 
+def test_rack_cpu_seconds_per_gpu_node_are_the_machine_s_less_the_controller_s():
+    runs = [{"seconds": 10.0, "cpu_s": 40.0, "machine_cpu_s": 100.0}, {"seconds": 12.0, "cpu_s": 48.0},
+            {"seconds": 11.0, "cpu_s": 44.0, "machine_cpu_s": 124.0}]
+    ms = {"validate": stats.summarise(runs)}
+    stats.add_cpu_per_node(ms, 8)
+    # the run without the machine's figure is left out of the median
+    assert ms["validate"]["rack_cpu_s"] == 70.0 and ms["validate"]["rack_cpu_s_per_node"] == 8.75
+    assert "| 8.75 |" in stats.size_table({"measurements": ms})
+
+
+def test_machine_busy_seconds_leave_out_idle_and_iowait(tmp_path):
+    stat = tmp_path / "stat"
+    hz = __import__("os").sysconf("SC_CLK_TCK")
+    # user nice system idle iowait irq softirq steal
+    stat.write_text("cpu  %d %d %d %d %d %d %d %d 0 0\ncpu0 1 1 1 1 1 1 1 1 0 0\n"
+                    % (10 * hz, hz, 2 * hz, 500 * hz, 7 * hz, 0, hz, 0))
+    assert bench_run.machine_busy_s(str(stat)) == 14.0
+    stat.write_text("intr 1 2 3\n")
+    assert bench_run.machine_busy_s(str(stat)) is None
+    assert bench_run.machine_busy_s(str(tmp_path / "none")) is None
+
+
+def test_run_measured_records_what_the_machine_spent_meanwhile(tmp_path, monkeypatch):
+    """A process outside the command's tree (here: one started before it)
+    burns CPU while the command runs: the machine's figure holds it, the
+    tree's does not."""
+    import subprocess
+    monkeypatch.setattr(bench_run, "REPO", tmp_path)
+    outside = subprocess.Popen([sys.executable, "-c", "import time; t = time.time()\nwhile time.time() - t < 3: pass"])
+    try:
+        rec = bench_run.run_measured([sys.executable, "-c", "import time; time.sleep(1.5)"],
+                                     dict(__import__("os").environ), tmp_path / "sleep.log")
+    finally:
+        outside.kill()
+        outside.wait()
+    assert rec["cpu_s"] < 0.5 and rec["machine_cpu_s"] >= 1.0
+
+
 def test_summarise_runs():
     runs = [{"seconds": 10.0, "rc": 0, "peak_pss_mb": 100.0}, {"seconds": 12.0, "rc": 2, "peak_pss_mb": 140.0},
             {"seconds": 11.0, "rc": 0, "peak_pss_mb": 120.0}]
@@ -201,10 +239,10 @@ def test_size_table_rows():
         "ping": {"runs": [{}, {}, {}], "median": 4.0, "min": 3.5, "max": 4.5, "ratio": 1.0, "peak_pss_mb": 80.0},
         "rerun": {"runs": [{}, {}, {}], "median": 40.0, "min": 39.0, "max": 44.0, "ratio": 10.0, "peak_pss_mb": 300.4,
                   "module_executions": {"max": 31, "min": 1}, "changed": [0, 0, 0], "failed_runs": 1,
-                  "cpu_s_per_node": 2.5}}}
+                  "cpu_s_per_node": 2.5, "rack_cpu_s_per_node": 1.25}}}
     lines = stats.size_table(size).splitlines()
-    assert lines[2] == "| ping | 3 | 4.0 | 3.5-4.5 | 1.00 | - | 80 | - | - |"
-    assert lines[3] == "| no-change re-run | 3 (1 failed) | 40.0 | 39.0-44.0 | 10.00 | 2.50 | 300 | 1-31 | 0,0,0 |"
+    assert lines[2] == "| ping | 3 | 4.0 | 3.5-4.5 | 1.00 | - | - | 80 | - | - |"
+    assert lines[3] == "| no-change re-run | 3 (1 failed) | 40.0 | 39.0-44.0 | 10.00 | 2.50 | 1.25 | 300 | 1-31 | 0,0,0 |"
     assert len(lines) == 4
 
 

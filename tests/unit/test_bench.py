@@ -242,7 +242,8 @@ def test_size_table_rows():
                   "cpu_s_per_node": 2.5, "rack_cpu_s_per_node": 1.25}}}
     lines = stats.size_table(size).splitlines()
     assert lines[2] == "| ping | 3 | 4.0 | 3.5-4.5 | 1.00 | - | - | 80 | - | - |"
-    assert lines[3] == "| no-change re-run | 3 (1 failed) | 40.0 | 39.0-44.0 | 10.00 | 2.50 | 1.25 | 300 | 1-31 | 0,0,0 |"
+    assert lines[3] == ("| no-change re-run | 3 (1 failed) | 40.0 | 39.0-44.0 | 10.00 | 2.50 | 1.25 | 300 | 1-31 "
+                        "| 0,0,0 |")
     assert len(lines) == 4
 
 

@@ -140,7 +140,7 @@ FILES = {
                  "simlab/tools/lldpcli.py", "simlab/fabric/cables.py")},
     10: {"modules": ("plugins/modules/container_runtime_facts.py",),
          "module_utils": ("plugins/module_utils/container_runtime/runtime_facts.py",),
-         "twin": ("simlab/tools/sysctl.py",)},
+         "twin": ("simlab/tools/sysctl.py", "simlab/node/sysctls.py")},
     11: {"module_utils": ("plugins/plugin_utils/kubeadm/kube_intent.py", "plugins/plugin_utils/kube_checks.py"),
          "filters": ("plugins/filter/kube.py",)},
     12: {"module_utils": ("plugins/plugin_utils/cni/kube_net.py", "plugins/plugin_utils/kube_checks.py"),

@@ -92,7 +92,8 @@ def add_ratios(measurements: dict) -> dict:
 
 def add_cpu_per_node(measurements: dict, nodes: int) -> dict:
     """Each measurement's median CPU seconds per GPU node of the rack: what a
-    controller spends per node it manages (the switches ride along)."""
+    controller spends per node it manages (the switches ride along), and
+    what the rest of the machine, the twin rack, spent meanwhile."""
     for m in measurements.values():
         for key in ("cpu_s", "rack_cpu_s"):
             cpu = m.get(key)

@@ -81,14 +81,14 @@ def test_run_measured_records_what_the_machine_spent_meanwhile(tmp_path, monkeyp
     tree's does not."""
     import subprocess
     monkeypatch.setattr(bench_run, "REPO", tmp_path)
-    outside = subprocess.Popen([sys.executable, "-c", "import time; t = time.time()\nwhile time.time() - t < 3: pass"])
+    outside = subprocess.Popen([sys.executable, "-c", "import time; t = time.time()\nwhile time.time() - t < 2: pass"])
     try:
-        rec = bench_run.run_measured([sys.executable, "-c", "import time; time.sleep(1.5)"],
+        rec = bench_run.run_measured([sys.executable, "-c", "import time; time.sleep(0.8)"],
                                      dict(__import__("os").environ), tmp_path / "sleep.log")
     finally:
         outside.kill()
         outside.wait()
-    assert rec["cpu_s"] < 0.5 and rec["machine_cpu_s"] >= 1.0
+    assert rec["cpu_s"] < 0.3 and rec["machine_cpu_s"] >= 0.5
 
 
 def test_summarise_runs():

@@ -82,3 +82,42 @@ def test_agent_boot_config(agent, monkeypatch):  # noqa: F811
 @pytest.mark.parametrize("key", ["kernel.pid_max", "net.ipv4.conf.all.rp_filter"])
 def test_other_keys_are_not_the_twins(key):
     assert not sysctl.sysctl_modelled(key)
+
+
+# The real procps-ng sysctl of the machine running the tests (Debian 12's
+# procps 2:4.0.2) against the twin, on reads whose answers do not depend on
+# the machine's kernel settings: values are compared as "a number", every
+# message and exit code as is. A key under net.bridge that no kernel has is
+# absent for both, as the bridge keys are on a node without br_netfilter.
+REAL_SYSCTL = "/usr/sbin/sysctl"
+ABSENT = "net.bridge.no-such-key"
+
+
+def _real_sysctl_version():
+    import shutil
+    import subprocess
+    if not shutil.which(REAL_SYSCTL):
+        return None
+    out = subprocess.run([REAL_SYSCTL, "--version"], capture_output=True, text=True).stdout
+    return out.strip() if "procps-ng" in out else None
+
+
+def _numbers(text):
+    import re
+    return re.sub(r"(?m)(= |^)\d+$", r"\1N", text)
+
+
+@pytest.mark.skipif(not _real_sysctl_version(), reason="procps-ng's sysctl is not installed")
+@pytest.mark.parametrize("argv", [
+    ["net.ipv4.ip_forward"],
+    ["net/ipv4/ip_forward"],
+    ["-n", "net.ipv4.ip_forward", "net.ipv6.conf.all.forwarding"],
+    [ABSENT],
+    ["-e", ABSENT],
+    ["-n", ABSENT, "net.ipv4.ip_forward"],
+], ids=["name", "slashes", "values-only", "absent", "absent-ignored", "absent-then-present"])
+def test_the_twin_reads_as_procps_sysctl_does(agent, capsys, argv):  # noqa: F811
+    import subprocess
+    real = subprocess.run([REAL_SYSCTL, *argv], capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/bin"})
+    rc, out, err = run(capsys, sysctl, argv)
+    assert (rc, _numbers(out), err) == (real.returncode, _numbers(real.stdout), real.stderr), _real_sysctl_version()

@@ -13,6 +13,7 @@ import errno
 import json
 import os
 import socketserver
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 from . import boot
 from .kernel import VFIO_MODULE, Kernel, KernelError
 from .sysfs import Tree
+from ..tools import forkserver
 
 SOCK = boot.RUN / "agent.sock"
 MOUNT = boot.RUN / "sys"
@@ -326,17 +328,34 @@ def node_tools(hw: dict, faults: dict | None = None) -> list[str]:
 PYCACHE = "/var/cache/simlab-pycache"
 
 
-# How a wrapper starts the tool twins' entry point: -c and not -m (runpy and
-# the imports it needs cost about 5 ms of a 25 ms call), -S (no site: the
-# twins use the standard library and /opt/simlab only)
-ENTRY = "import sys; from simlab.tools.__main__ import main; sys.exit(main())"
+# How a wrapper starts a tool twin in an interpreter of its own: -c and not -m
+# (runpy and the imports it needs cost about 5 ms of a 25 ms call), -S (no
+# site: the twins use the standard library and /opt/simlab only)
+ENTRY = forkserver.ENTRY
+# The tool twins' fork server (simlab.tools.forkserver): a wrapper's call costs
+# a small client and a fork instead of an interpreter importing the twin
+TOOLS_SOCK = boot.RUN / "tools.sock"
+# Tools that keep a process of their own, started on ENTRY: the collection's
+# perftest round finds a running ib_write_bw by its session and command line,
+# and the NCCL launcher runs for as long as its test
+DIRECT_TOOLS = ("ib_write_bw", "mpirun", "all_reduce_perf")
 
 
 def wrapper(tool: str) -> str:
-    """The text of a tool twin's wrapper in TOOL_DIR."""
+    """The text of a tool twin's wrapper in TOOL_DIR: the fork server's
+    client, which runs ENTRY itself where no server answers."""
+    code = ENTRY if tool in DIRECT_TOOLS else forkserver.client(str(TOOLS_SOCK))
     return ("#!/bin/sh\n# simlab tool twin (see docs/simlab.md)\n"
             f"PYTHONPATH=/opt/simlab PYTHONPYCACHEPREFIX={PYCACHE} "
-            f"exec /usr/bin/python3 -S -c '{ENTRY}' {tool} \"$@\"\n")
+            f"exec /usr/bin/python3 -S -c '{code}' {tool} \"$@\"\n")
+
+
+def start_tool_server() -> subprocess.Popen:
+    """The fork server, as a child of this agent (it stops when the agent
+    is gone); its compiled code in PYCACHE as the wrappers' is."""
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=PYCACHE)
+    return subprocess.Popen([sys.executable, "-S", "-m", "simlab.tools.forkserver", str(TOOLS_SOCK), str(os.getpid())],
+                            env=env, stdin=subprocess.DEVNULL)
 
 
 def install_tools(hw: dict, faults: dict | None = None) -> None:
@@ -373,6 +392,7 @@ def main() -> int:
     state = boot.boot()
     agent = Agent(state)
     agent.apply_boot_config()
+    start_tool_server()
     install_tools(agent.kernel.hw, agent.kernel.faults)
     threading.Thread(target=publish_live, args=(agent, boot.LAB / "live.json"), daemon=True).start()
     try:

@@ -195,6 +195,7 @@ SHARED = {
     "simlab/tools/agentclient.py": "the tool twins' way to the node agent",
     "simlab/tools/twin.py": "the tool twins' lookups",
     "simlab/tools/formats.py": "the tool twins' output formats",
+    "simlab/tools/forkserver.py": "the tool twins' fork server and the wrappers' client",
 }
 # the kinds of file every one of which belongs to a layer or to SHARED
 INDEXED = ("plugins/modules/*.py", "plugins/action/*.py", "plugins/filter/*.py", "plugins/module_utils/**/*.py",

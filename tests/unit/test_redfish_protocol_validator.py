@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+import requests
+from redfish_protocol_validator import utils as validator_utils
 
 from simlab.bmc import vendors
 from simlab.bmc.power import FakePowerDriver
@@ -61,11 +63,33 @@ NOT_TESTED = {
 }
 
 
+# The validator judges the X-Auth-Token of one session with two statistical tests (monobit frequency and
+# runs, each failing at p < 0.01), so a token from a sound 128-bit random source WARNs about 2% of the
+# time; that WARN is held to more tokens of the same BMC instead, which a poor source fails
+TOKEN_WARN = "RESP_HEADERS_X_AUTH_TOKEN"
+MORE_TOKENS = 5
+
+
+def fresh_tokens(port, cert, n=MORE_TOKENS):
+    """``n`` X-Auth-Tokens of new sessions on the BMC at ``port`` (each session deleted again)."""
+    tokens = []
+    base = "https://127.0.0.1:%d" % port
+    for _ in range(n):
+        r = requests.post(base + "/redfish/v1/SessionService/Sessions", json={"UserName": "root",
+                          "Password": "calvin"}, verify=str(cert), timeout=30)
+        assert r.status_code == 201, (r.status_code, r.text)
+        tokens.append(r.headers["X-Auth-Token"])
+        requests.delete(base + r.headers["Location"] if r.headers["Location"].startswith("/")
+                        else r.headers["Location"], headers={"X-Auth-Token": tokens[-1]}, verify=str(cert),
+                        timeout=30)
+    return tokens
+
+
 def test_the_twins_bmc_passes_dmtfs_protocol_validator(tmp_path):
     assert VALIDATOR.exists(), "rf_protocol_validator not in the virtualenv (requirements.txt)"
     # the validator's own sessions take the CA bundle from the environment before --ca-bundle
     env = {k: v for k, v in os.environ.items() if k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE")}
-    labs, runs = {}, {}
+    labs, runs, tokens = {}, {}, {}
     try:
         for vendor in sorted(vendors.PROFILES):
             lab = labs[vendor] = BmcLab(tmp_path / vendor, [
@@ -80,6 +104,8 @@ def test_the_twins_bmc_passes_dmtfs_protocol_validator(tmp_path):
                  "--avoid-http-redirect"],
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path, env=env)
         outputs = {vendor: proc.communicate(timeout=600)[0] for vendor, proc in runs.items()}
+        for vendor, lab in labs.items():
+            tokens[vendor] = fresh_tokens(lab.bmcs["n1"].port, next((tmp_path / vendor).rglob("cert.pem")))
     finally:
         for proc in runs.values():
             if proc.poll() is None:
@@ -94,6 +120,9 @@ def test_the_twins_bmc_passes_dmtfs_protocol_validator(tmp_path):
         rows = [line.split("\t") for line in
                 next((tmp_path / vendor / "report").glob("*.tsv")).read_text().splitlines()[1:]]
         problems = [row for row in rows if row[4] in ("FAIL", "WARN")]
+        if [row[:1] + row[4:5] for row in problems] == [[TOKEN_WARN, "WARN"]]:
+            assert all(validator_utils.random_sequence(t) for t in tokens[vendor]), (vendor, problems, tokens[vendor])
+            problems, warned = [], warned - 1
         assert failed == 0 and warned == 0 and not problems, (vendor, problems)
         untested = {row[0] for row in rows if row[4] == "NOT_TESTED"}
         assert untested == expected_untested, (vendor, sorted(untested - expected_untested),

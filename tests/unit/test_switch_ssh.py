@@ -252,3 +252,50 @@ def test_sonic_community_sudo_push_and_config_save(tmp_path):
             c.disconnect()
         m = load_switch(tmp_path, "sc1")
         assert m.startup == m.running and m.port_view("Ethernet0")["mtu"] == 9216
+
+
+def test_the_transport_reads_up_to_onyxs_prompt_instead_of_waiting_for_a_quiet_channel(fleet, monkeypatch):
+    """netmiko's MLNX-OS class prepares the session as BaseConnection does,
+    waiting for the channel to stay quiet (a second's sleep, then two seconds
+    without data); the transport's class for Onyx reads up to the prompt and
+    ends in the same session: the same base prompt as netmiko's own class,
+    enable mode, a show that answers. A NOS whose netmiko class prepares the
+    session its own way, or whose driver names no prompt, keeps netmiko's."""
+    from netmiko.base_connection import BaseConnection
+    from netmiko.ssh_dispatcher import CLASS_MAPPER
+
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers, transport
+    s = fleet.servers["onyx1"]
+    quiet_reads = []
+    real = BaseConnection.read_channel_timing
+
+    def read_channel_timing(self, *a, **kw):
+        quiet_reads.append(type(self).__name__)
+        return real(self, *a, **kw)
+
+    own = connect(fleet, "onyx1")
+    try:
+        netmikos_prompt = own.base_prompt
+    finally:
+        own.disconnect()
+    monkeypatch.setattr(BaseConnection, "read_channel_timing", read_channel_timing)
+    sw = transport.Switch(drivers.get_driver("onyx", switch="onyx1"), "onyx1", "127.0.0.1", s.port, s.username,
+                          s.password, str(fleet.state_dir / "known_hosts"))
+    sw.connect()
+    try:
+        assert isinstance(sw.conn, CLASS_MAPPER["mellanox_mlnxos"])
+        assert type(sw.conn).__name__ == "MellanoxMlnxosSSHPromptPrepared"
+        # no wait for a quiet channel while connecting, enable included
+        assert quiet_reads == []
+        assert sw.conn.base_prompt == netmikos_prompt == "onyx1 [standalone: master] "
+        assert sw.conn.find_prompt() == "onyx1 [standalone: master] #"
+        assert "Priority Enabled List" in sw.show("show dcb priority-flow-control")
+    finally:
+        sw.close()
+    # the others: netmiko's classes as ConnectHandler picks them
+    for nos in ("eos", "nxos", "nvue", "sonic-dell", "sonic"):
+        assert transport.connection_class(drivers.get_driver(nos, switch="x")) is None, nos
+
+    class NoPrompt(type(drivers.get_driver("onyx", switch="x"))):
+        prompt_pattern = ""
+    assert transport.connection_class(NoPrompt()) is None

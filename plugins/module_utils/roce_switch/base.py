@@ -31,6 +31,9 @@ class Driver:
     save_command = ""  # the configuration command that saves, where netmiko's save_config does not
     save_exec = ""  # the exec-mode command that saves (NVUE: nv config save), where neither does
     enable = False  # enter privileged (enable) mode after login
+    # the end of the NOS's login prompt, where netmiko's class for device_type waits
+    # for the channel to go quiet after login instead (about 2.3 s of sleeps)
+    prompt_pattern = ""
     switch = "switch"  # the switch's name in messages (get_driver sets it)
 
     # -- lines a parser must understand ------------------------------------------

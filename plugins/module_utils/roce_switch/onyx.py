@@ -34,6 +34,7 @@ ROCE_ECN_KB = (150, 1500)
 class OnyxDriver(Driver):
     nos = "onyx"
     enable = True
+    prompt_pattern = r"[>#]"  # 'leaf1 [standalone: master] >' or '... #'
     label = "Onyx"
     device_type = "mellanox_mlnxos"
     min_mtu, max_mtu, default_mtu = 1500, 9216, 1500

@@ -20,7 +20,9 @@ from .model import RoceSwitchError
 
 try:
     from netmiko import ConnectHandler
+    from netmiko.base_connection import BaseConnection
     from netmiko.exceptions import ConfigInvalidException
+    from netmiko.ssh_dispatcher import CLASS_MAPPER
     HAS_NETMIKO = True
 except ImportError:  # reported by the module
     HAS_NETMIKO = False
@@ -57,7 +59,11 @@ class Switch:
     def connect(self):
         self.log = io.BytesIO()
         try:
-            self.conn = ConnectHandler(session_log=self.log, **self.params)
+            cls = connection_class(self.driver)
+            if cls is None:
+                self.conn = ConnectHandler(session_log=self.log, **self.params)
+            else:
+                self.conn = cls(session_log=self.log, **self.params)
             fail_fast_on_close(self.conn)
             if self.driver.enable:
                 self.conn.enable()
@@ -202,6 +208,33 @@ class Switch:
         if self.driver.save_command:
             return self.config([self.driver.save_command])
         return self.conn.save_config()
+
+
+def connection_class(driver):
+    """netmiko's class for the driver's device type with a session
+    preparation that reads up to the NOS's login prompt (driver.prompt_pattern),
+    as netmiko's own classes for most NOSes do; or None, for ConnectHandler's
+    class as it is. netmiko's class for MLNX-OS (Onyx) keeps BaseConnection's
+    preparation, which waits for the channel to stay quiet (a second's sleep,
+    then reads until two seconds pass without data): every connection to an
+    Onyx switch spent 2.3 s there. The steps after it are BaseConnection's;
+    a netmiko whose class prepares the session its own way keeps its own."""
+    if not driver.prompt_pattern:
+        return None
+    base = CLASS_MAPPER[driver.device_type]
+    if base.session_preparation is not BaseConnection.session_preparation:
+        return None
+    pattern = driver.prompt_pattern
+
+    class PromptPrepared(base):
+        def session_preparation(self):
+            self._test_channel_read(pattern=pattern)
+            self.set_base_prompt()
+            self.set_terminal_width()
+            self.disable_paging()
+
+    PromptPrepared.__name__ = base.__name__ + "PromptPrepared"
+    return PromptPrepared
 
 
 def fail_fast_on_close(conn):

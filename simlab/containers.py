@@ -148,6 +148,11 @@ class ContainerBackend(Backend):
             "gpufabric_proc_root": "/run/simlab/proc",
             "gpufabric_boot_time_command": "cut -d' ' -f22 /proc/1/stat",
             "gpufabric_reboot_timeout": 120,
+            # A twin node restarts in about a second where a real one POSTs for
+            # minutes: the BMC role's wait after a reset or power-on polls after
+            # 1 s, not 10 (a poll that still reaches the boot read before the
+            # reset polls again).
+            "bmc_reset_delay": 1,
             # No Kubernetes runs in the twin: cordon, drain and uncordon go to the
             # twin's stand-in (roles/node_maintenance, backend twin), which keeps
             # the node's state and a log of operations on the node.

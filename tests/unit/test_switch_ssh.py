@@ -299,3 +299,34 @@ def test_the_transport_reads_up_to_onyxs_prompt_instead_of_waiting_for_a_quiet_c
     class NoPrompt(type(drivers.get_driver("onyx", switch="x"))):
         prompt_pattern = ""
     assert transport.connection_class(NoPrompt()) is None
+
+
+def test_a_nos_that_shows_no_prompt_after_login_gets_netmikos_own_wait():
+    """Where the prompt does not come within PROMPT_WAIT seconds (a NOS that
+    shows it only when sent a return), the session falls back to netmiko's
+    own wait, which sends returns until the channel answers, and goes on as
+    netmiko's would; a prompt that comes skips that wait."""
+    from netmiko.exceptions import ReadTimeout
+
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers, transport
+    cls = transport.connection_class(drivers.get_driver("onyx", switch="onyx1"))
+
+    def prepared(prompt_comes):
+        calls = []
+        conn = object.__new__(cls)
+
+        def read_until_pattern(pattern, read_timeout):
+            calls.append(("read to", pattern, read_timeout))
+            if not prompt_comes:
+                raise ReadTimeout("no prompt")
+            return "onyx1 [standalone: master] >"
+        conn.read_until_pattern = read_until_pattern
+        conn._test_channel_read = lambda *a, **kw: calls.append(("netmiko's wait", a, kw)) or "onyx1 >"
+        for step in ("set_base_prompt", "set_terminal_width", "disable_paging"):
+            conn.__dict__[step] = (lambda step: lambda *a, **kw: calls.append(step))(step)
+        conn.session_preparation()
+        return calls
+
+    steps = ["set_base_prompt", "set_terminal_width", "disable_paging"]
+    assert prepared(True) == [("read to", "[>#]", transport.PROMPT_WAIT)] + steps
+    assert prepared(False) == [("read to", "[>#]", transport.PROMPT_WAIT), ("netmiko's wait", (), {})] + steps

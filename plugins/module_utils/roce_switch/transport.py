@@ -21,13 +21,16 @@ from .model import RoceSwitchError
 try:
     from netmiko import ConnectHandler
     from netmiko.base_connection import BaseConnection
-    from netmiko.exceptions import ConfigInvalidException
+    from netmiko.exceptions import ConfigInvalidException, ReadTimeout
     from netmiko.ssh_dispatcher import CLASS_MAPPER
     HAS_NETMIKO = True
 except ImportError:  # reported by the module
     HAS_NETMIKO = False
 
 CHECKPOINT = "gpufabric-rollback"
+# seconds a session waits for the NOS's prompt after login (driver.prompt_pattern)
+# before it falls back to netmiko's own wait, which sends returns until the channel answers
+PROMPT_WAIT = 5
 
 
 class PushFailed(RoceSwitchError):
@@ -217,8 +220,10 @@ def connection_class(driver):
     class as it is. netmiko's class for MLNX-OS (Onyx) keeps BaseConnection's
     preparation, which waits for the channel to stay quiet (a second's sleep,
     then reads until two seconds pass without data): every connection to an
-    Onyx switch spent 2.3 s there. The steps after it are BaseConnection's;
-    a netmiko whose class prepares the session its own way keeps its own."""
+    Onyx switch spent 2.3 s there. Where no prompt comes within PROMPT_WAIT
+    seconds (a NOS that shows it only when sent a return), netmiko's own wait
+    follows. The steps after it are BaseConnection's; a netmiko whose class
+    prepares the session its own way keeps its own."""
     if not driver.prompt_pattern:
         return None
     base = CLASS_MAPPER[driver.device_type]
@@ -228,7 +233,10 @@ def connection_class(driver):
 
     class PromptPrepared(base):
         def session_preparation(self):
-            self._test_channel_read(pattern=pattern)
+            try:
+                self.read_until_pattern(pattern=pattern, read_timeout=PROMPT_WAIT)
+            except ReadTimeout:
+                self._test_channel_read()
             self.set_base_prompt()
             self.set_terminal_width()
             self.disable_paging()

@@ -154,13 +154,29 @@ class Twin:
         proc = subprocess.run([sys.executable, "-m", "simlab", "up", "--name", name, *args,
                                "--inventory", str(t.inventory)], cwd=REPO, env=ENV, capture_output=True, text=True)
         if proc.returncode:
+            # the lab's logs name the process that stopped and why; down removes them
+            logs = _log_tails(name)
             t.down()
-            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}")
+            raise AssertionError(f"simlab up failed: {proc.stdout}\n{proc.stderr}\n{logs}")
         return t
 
     def down(self):
         subprocess.run([sys.executable, "-m", "simlab", "down", "--name", self.name], cwd=REPO, env=ENV,
                        capture_output=True, text=True)
+
+
+def _log_tails(name, lines=40):
+    """The last lines of each log of lab ``name`` (simlab's lab directory,
+    logs/*.log), for a failure message."""
+    from simlab.lab import lab_dir
+    out = []
+    for path in sorted((lab_dir(name) / "logs").glob("*.log")):
+        try:
+            tail = path.read_text(errors="replace").splitlines()[-lines:]
+        except OSError as e:
+            tail = [f"(unreadable: {e})"]
+        out.append(f"--- {path}\n" + "\n".join(tail))
+    return "\n".join(out) or f"(no logs under {lab_dir(name) / 'logs'})"
 
 
 # The switch and host side of the RoCE chain (layers 7 and 8) set by hand, for

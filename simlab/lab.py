@@ -16,8 +16,10 @@ State of a lab lives in ``$SIMLAB_HOME/<name>`` (default
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -49,15 +51,75 @@ def node_names(n: int) -> list[str]:
     return [f"node{i:0{width}d}" for i in range(1, n + 1)]
 
 
-def free_ports(count: int) -> list[int]:
-    socks, ports = [], []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
+# A port free_ports handed to a lab stays reserved from other labs this long:
+# the lab's servers bind it after the call, within seconds
+PORT_HOLD = 600.0
+# the lowest port free_ports hands out (below: well-known and common services)
+PORT_FLOOR = 10000
+
+
+def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tuple[int, int]:
+    """The kernel's range of local ports for outgoing connections."""
+    try:
+        lo, hi = (int(x) for x in Path(path).read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999     # the kernel's default
+    return lo, hi
+
+
+def _bindable(port: int) -> bool:
+    """Whether 127.0.0.1:port can be bound now, TCP (the BMCs, switches, SSH)
+    and UDP (the VM NICs' hub), with SO_REUSEADDR as the servers bind."""
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def free_ports(count: int, span: tuple[int, int] | None = None, home: Path | None = None,
+               now=time.time) -> list[int]:
+    """``count`` distinct ports on 127.0.0.1 for a lab's servers, which bind
+    them after this returns. Each is bindable now and lies outside the
+    kernel's ephemeral range (``span``, default: from PORT_FLOOR up to that
+    range, or above it where that leaves too few), so no outgoing connection
+    of any process takes it in between: the kernel picks an outgoing
+    connection's local port from that range only, and did take a port of the
+    range that a lab had been handed and not bound yet. A port handed to
+    another lab in the last PORT_HOLD seconds is not handed again (a record
+    under ``home``, default HOME, kept under a lock)."""
+    if span is None:
+        lo, hi = ephemeral_range()
+        span = (PORT_FLOOR, lo - 1) if lo - 1 - PORT_FLOOR >= 4 * count else (hi + 1, 65535)
+    first, last = span
+    home = HOME if home is None else home
+    home.mkdir(parents=True, exist_ok=True)
+    record = home / ".ports.json"
+    with open(home / ".ports.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            held = {int(k): v for k, v in json.loads(record.read_text()).items()}
+        except (OSError, ValueError, AttributeError):
+            held = {}
+        t = now()
+        held = {k: v for k, v in held.items() if t - v < PORT_HOLD}
+        candidates = [p for p in range(first, last + 1) if p not in held]
+        random.shuffle(candidates)
+        ports = []
+        for port in candidates:
+            if len(ports) == count:
+                break
+            if _bindable(port):
+                ports.append(port)
+        if len(ports) < count:
+            raise RuntimeError(f"simlab: only {len(ports)} of {count} free ports between {first} and {last}")
+        held.update((p, t) for p in ports)
+        tmp = record.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(held))
+        os.replace(tmp, record)
     return ports
 
 

@@ -26,8 +26,9 @@ description:
     and sends only the commands that differ. A converged switch gets no configuration command and
     two show commands at most.
   - Pushes inside the NOS's transaction (EOS and NX-OS configuration sessions, NVUE pending revision
-    applied with C(nv config apply -y)) or behind a rollback point (Onyx named configuration file;
-    on Dell and community SONiC, commands computed from the running config read before the push). A rejected
+    applied with C(nv config apply -y)); on Onyx, Dell and community SONiC, a failed push is undone by commands
+    computed from the running config read before it (on current Onyx releases C(configuration switch-to) reboots
+    the switch, so a named configuration file is no rollback point). A rejected
     command or a dropped connection restores the running config and fails naming switch, command
     and device error.
   - Saves to startup only after re-reading the running config and the PFC state and finding the intent.
@@ -328,7 +329,6 @@ def main():
                 lines = (M.drift(target, after) if state != "deleted" else []) + wd_left + bad_oper
                 module.fail_json(msg="%s: verification after the push found differences, not saved: %s"
                                  % (name, "; ".join(lines) or str(left)), **result)
-            sw.finish()
             if p["save"]:
                 sw.save()
             result["show_commands"] = sw.shows

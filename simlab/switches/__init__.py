@@ -42,9 +42,10 @@ Onyx (``mellanox_mlnxos``; ``>`` ``#`` ``(config) #`` ``(config interface ethern
 ``traffic-class T congestion-control ecn minimum-absolute KB maximum-absolute KB``/
 ``no traffic-class T congestion-control``, ``traffic-class T dcb ets strict``/
 ``no traffic-class T dcb ets``, ``[no] pfc-wd``.  Save: ``configuration write``
-(also ``write memory``).  Named configuration files as a rollback point:
+(also ``write memory``).  Named configuration files:
 ``configuration write to NAME [no-switch]``, ``configuration switch-to NAME``
-(replaces running and makes NAME the active file), ``configuration delete NAME``,
+(asks "Type 'yes' to confirm:", then reboots into NAME: running and startup
+become NAME, the active file, and the session ends), ``configuration delete NAME``,
 ``show configuration files``.  Shows: ``running-config``, ``roce``,
 ``dcb priority-flow-control``, ``dcb ets interface ethernet X``, ``qos interface ethernet X``,
 ``interfaces ethernet X [congestion-control|counters pfc prio P]``, ``version``.

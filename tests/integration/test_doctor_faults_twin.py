@@ -291,8 +291,8 @@ def test_switch_pfc_off_on_one_port_and_pushes_that_fail(fresh):
     assert f"leaf1: command '{line}' rejected: % Unrecognized command found at '^' position.; " \
            "running config restored" in said(proc), proc.stdout[-4000:]
     rack.fault("leaf1", "clear")
-    # the connection drops at the second configuration line: the PFC line
-    rack.switch_fault("leaf1", "switch-ssh-drops-mid-push", after=1)
+    # the connection drops at the push's first configuration line: the PFC line
+    rack.switch_fault("leaf1", "switch-ssh-drops-mid-push", after=0)
     proc, rc = rack.site("--tags", "layer07", "--limit", "leaf1")
     assert rc["leaf1"]["failed"] == 1, proc.stdout[-4000:]
     assert re.search(rf"leaf1: connection dropped while sending '{line}' \(.*\); running config restored", said(proc)), \

@@ -43,9 +43,9 @@ GLOBAL_OFF = {"onyx": "global PFC off on Onyx: 'dcb priority-flow-control enable
               # the doctor reads EOS's show priority-flow-control, which says it
               "eos": "global PFC off on Arista EOS: show priority-flow-control says 'Global PFC : Disabled' "
                      "(intent PFC on priority 3; fix: no priority-flow-control all off)"}
-# the MTU line is the push's first configuration line on NVUE and community
-# SONiC; on the others one line comes before it (rollback point, interface)
-DROP_AFTER = {"onyx": 1, "nvue": 0, "eos": 1, "nxos": 1, "sonic-dell": 1, "sonic-community": 0}
+# the MTU line is the push's first configuration line on Onyx, NVUE and
+# community SONiC; on the others the interface line comes before it
+DROP_AFTER = {"onyx": 0, "nvue": 0, "eos": 1, "nxos": 1, "sonic-dell": 1, "sonic-community": 0}
 TIMES = {}
 
 

@@ -185,6 +185,41 @@ def test_drift_lines():
     assert M.drift(want, have) == ["Ethernet1/2: PFC off (intent priority 3), MTU 1500 below 9216"]
 
 
+@pytest.mark.parametrize("changes", [
+    # what a push can change on a converged switch: values replaced, lines added and removed,
+    # on one port of a range and switch-wide
+    ["interface ethernet 1/1 mtu 1500 force", "interface ethernet 1/2 qos trust both",
+     "interface ethernet 1/4 no traffic-class 3 congestion-control",
+     "interface ethernet 1/1 traffic-class 3 congestion-control ecn minimum-absolute 200 maximum-absolute 2000",
+     "interface ethernet 1/2 traffic-class 5 dcb ets strict",
+     "interface ethernet 1/1 no dcb priority-flow-control mode force",
+     "no dcb priority-flow-control priority 3 enable", "dcb priority-flow-control priority 4 enable"],
+    ["no dcb priority-flow-control enable force", "interface ethernet 1/1-1/4 no traffic-class 6 dcb ets",
+     "interface ethernet 1/3 mtu 9000 force", "roce lossless"],
+])
+def test_onyx_undo_restores_running_config_exactly(changes):
+    d, _want, cli, _ = converge("onyx")
+    before = cli.text()
+    assert cli.run(changes) == []
+    assert cli.text() != before
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.base import assemble
+    undo = assemble(d.undo_commands(before, cli.text()), d.exit_word)
+    assert not any("configuration" in line for line in undo), undo
+    assert cli.run(undo) == []
+    assert cli.text() == before
+    assert d.undo_commands(before, cli.text()) == []
+
+
+def test_onyx_undo_of_a_first_converge_leaves_the_factory_config():
+    cli = Cli("onyx")
+    factory = cli.text()
+    d, _want, cli, cmds = converge("onyx", cli=cli)
+    assert cmds and cli.text() != factory
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch.base import assemble
+    assert cli.run(assemble(d.undo_commands(factory, cli.text()), d.exit_word)) == []
+    assert cli.text() == factory
+
+
 def test_sonic_undo_restores_running_config_exactly():
     d, want, cli, _ = converge("sonic-dell")
     before = cli.text()

@@ -183,7 +183,7 @@ def test_onyx_errors_and_limits():
     assert m.running == make_model("onyx", "leaf1", PORTS["onyx"]).running
 
 
-def test_onyx_configuration_files_rollback_byte_identical():
+def test_onyx_configuration_files_switch_to_reboots_into_the_file():
     m = configured("onyx")
     run(m, ["configuration write", "configuration write to before no-switch"])
     before = m.handle("show running-config")
@@ -191,7 +191,15 @@ def test_onyx_configuration_files_rollback_byte_identical():
             "no dcb priority-flow-control priority 3 enable"])
     assert m.handle("show running-config") != before
     assert "Unsaved changes     : yes" in m.handle("show configuration files")
-    run(m, ["configuration switch-to before"])
+    # Onyx asks before it reboots into the file; anything but 'yes' changes nothing
+    s = m.session()
+    run_in = [s.handle(x) for x in ("enable", "configure terminal")]
+    assert run_in == ["", ""]
+    assert s.handle("configuration switch-to before") == "This requires a reboot.\nType 'yes' to confirm: "
+    assert s.handle("no") == "" and not s.closed and m.extra["active"] == "initial"
+    assert m.handle("show running-config") != before
+    s.handle("configuration switch-to before")
+    assert s.handle("yes") == "" and s.closed
     assert m.handle("show running-config").replace('"before"', '"initial"') == before
     assert m.extra["active"] == "before"
 

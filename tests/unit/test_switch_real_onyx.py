@@ -1,7 +1,9 @@
-"""NVIDIA Onyx (MLNX-OS) CLI prompts as real switches print them
-(tests/unit/fixtures/switch_real/onyx): what the switch transport reads up
-to after login (the Onyx driver's prompt_pattern) ends every one of them, and
-the twin's Onyx prints the same prompts in the same modes."""
+"""NVIDIA Onyx (MLNX-OS) as real switches print it
+(tests/unit/fixtures/switch_real/onyx): the CLI prompts, which what the
+switch transport reads up to after login (the Onyx driver's prompt_pattern)
+ends, and which the twin's Onyx prints in the same modes; the configuration
+files and ``configuration switch-to``, which asks to reboot the switch (so
+the driver undoes a failed push by commands), as the twin answers them."""
 
 import re
 
@@ -15,6 +17,7 @@ pytestmark = pytest.mark.layers(7)
 
 SESSION = "onyx/cli-session-native-vlan.txt"
 PROMPTS = "onyx/cli-prompts-docs-csm.txt"
+FILES = "onyx/configuration-switch-to-docs-csm.txt"
 # the one recorded line with no '#' before its command (the recording's header says why)
 SLIP = "[standalone: master] (config vlan 3) exit"
 
@@ -92,3 +95,46 @@ def test_the_twins_prompts_with_the_host_name_are_the_real_ones():
         assert twin.prompt() == m["prompt"], (twin.prompt(), m.group(0))
         checked += 1
     assert checked == 5
+
+
+def _files_recording():
+    lines = recorded(FILES).split("\n")
+    at = next(i for i, x in enumerate(lines) if x.startswith("configuration switch-to "))
+    return lines[:at], lines[at], lines[at + 1:at + 3]
+
+
+def test_the_twins_configuration_files_are_shown_as_the_real_switch_shows_them():
+    shown, _cmd, _answer = _files_recording()
+    real = re.compile(r"^(?P<files>(?:\S+(?: \(active\))?\n)+)\nActive configuration: (?P<active>\S+)\n"
+                      r"Unsaved changes     : (?P<unsaved>yes|no)$")
+    m = real.match("\n".join(shown))
+    assert m and m["active"] == "csm1.0.canu1.1.21" and m["unsaved"] == "yes", shown
+    assert m["files"].count("(active)") == 1 and "%s (active)" % m["active"] in m["files"]
+    twin = make_model("onyx", "leaf1", ["1/1"]).session()
+    for line in ("enable", "configure terminal", "configuration write to before no-switch",
+                 "interface ethernet 1/1 mtu 9216 force"):
+        assert twin.handle(line) == "", line
+    t = real.match(twin.handle("show configuration files"))
+    assert t and t["active"] == "initial" and t["unsaved"] == "yes", twin.handle("show configuration files")
+    assert t["files"] == "before\ninitial (active)\n"
+
+
+def test_the_twins_switch_to_asks_to_reboot_as_the_real_switch_does():
+    _shown, cmd, answer = _files_recording()
+    assert cmd == "configuration switch-to csm1.2.upgrade_canu1.1.21"
+    question = "\n".join(answer)[:-len("yes")]
+    assert question == "This requires a reboot.\nType 'yes' to confirm: "
+    twin = make_model("onyx", "leaf1", ["1/1"]).session()
+    for line in ("enable", "configure terminal", "configuration write to before no-switch"):
+        twin.handle(line)
+    assert twin.handle("configuration switch-to before") == question
+    assert twin.handle("yes") == "" and twin.closed
+
+
+def test_the_driver_undoes_a_push_without_configuration_files():
+    """A failed push on Onyx is undone by commands: nothing the transport
+    sends writes, switches to or deletes a configuration file."""
+    d = get_driver("onyx")
+    assert d.transaction == "inverse"
+    for name in ("checkpoint_commands", "restore_commands", "drop_checkpoint_commands"):
+        assert not hasattr(d, name), name

@@ -25,7 +25,7 @@ class Driver:
     error_pattern = r"^%.*$"
     show_running = "show running-config"
     show_verify = ""
-    transaction = ""  # session | pending | checkpoint | inverse
+    transaction = ""  # session | pending | inverse (undo_commands)
     end_word = "end"  # what leaves configuration mode after a push ("" where the push runs in a shell)
     sudo = False  # netmiko's config mode is 'sudo -s', which asks for the login password
     save_command = ""  # the configuration command that saves, where netmiko's save_config does not

@@ -11,9 +11,9 @@ ecn minimum-absolute KB maximum-absolute KB``, ``traffic-class C dcb ets strict`
 priority by DSCP>>3 and has no ECN marking probability, so the intent must
 agree with both.  The running config is flat and compresses port ranges
 (``interface ethernet 1/7-1/8 ...``); a ``roce`` macro line is read with its
-documented effect.  Rollback point: a named configuration file.  A ``roce``, PFC, ``qos trust`` or
-``congestion-control`` line of another form fails the read naming switch and
-line; port-channel lines are read apart from the Ethernet ports; relative
+documented effect.  A failed push is undone by commands (``undo_commands``).  A
+``roce``, PFC, ``qos trust`` or ``congestion-control`` line of another form fails
+the read naming switch and line; port-channel lines are read apart from the Ethernet ports; relative
 (percent) ECN thresholds fail where a port is read."""
 
 from __future__ import absolute_import, division, print_function
@@ -41,7 +41,7 @@ class OnyxDriver(Driver):
     error_pattern = r"^% .*$"
     show_running = "show running-config"
     show_verify = "show dcb priority-flow-control"
-    transaction = "checkpoint"
+    transaction = "inverse"
 
     def canon_port(self, text):
         m = re.fullmatch(r"(?:ethernet|eth)?\s*(\d+/\d+)", text.strip(), re.I)
@@ -267,13 +267,100 @@ class OnyxDriver(Driver):
                     out.append("interface ethernet %s %s" % (rng, suffix))
         return out
 
-    # -- rollback point --------------------------------------------------------
-    def checkpoint_commands(self, name):
-        return ["configuration write to %s no-switch" % name]
+    # -- undo ------------------------------------------------------------------
+    # Onyx's rollback point would be a named configuration file, but on the
+    # Onyx releases switches run now 'configuration switch-to' makes that file
+    # the boot configuration and reboots the switch after a yes/no question
+    # ("This requires a reboot." / "Type 'yes' to confirm:", recorded under
+    # tests/unit/fixtures/switch_real/onyx): a failed push is undone by commands
+    # instead, as on SONiC, computed from the running config read before it.
+    end_word = ""  # netmiko's MLNX-OS class leaves configuration mode itself
 
-    def restore_commands(self, name, active):
-        return ["configuration switch-to %s" % name, "configuration write to %s" % (active or "initial"),
-                "configuration delete %s" % name]
+    def _atoms(self, text):
+        """{key: line} of the lines this driver writes, port lines one per port
+        (the running config compresses ranges); two lines of one key set the
+        same thing, so typing one replaces the other. Other lines are not
+        written by a push and are left as they are."""
+        atoms = {}
+        for raw in text.splitlines():
+            s = raw.strip()
+            if not s or s.startswith("#"):
+                continue
+            if re.fullmatch(r"roce(?: \S+)?", s):
+                atoms[((), "roce")] = s
+                continue
+            if re.fullmatch(r"(?:no )?dcb priority-flow-control enable(?: force)?", s):
+                atoms[((), "pfc-enable")] = s
+                continue
+            m = re.fullmatch(r"dcb priority-flow-control priority ([0-7]) enable", s)
+            if m:
+                atoms[((), "pfc-priority", int(m.group(1)))] = s
+                continue
+            m = re.fullmatch(r"interface ethernet (\S+) (.+)", s)
+            if not m:
+                continue
+            rest = m.group(2)
+            kind = None
+            if re.fullmatch(r"mtu \d+(?: force)?", rest):
+                kind = ("mtu",)
+            elif re.fullmatch(r"qos trust \S+", rest):
+                kind = ("trust",)
+            elif re.fullmatch(r"(?:no )?dcb priority-flow-control mode.*", rest):
+                kind = ("pfc",)
+            else:
+                t = re.fullmatch(r"traffic-class (\d) (congestion-control|dcb ets strict)\b.*", rest)
+                if t:
+                    kind = ("ecn" if t.group(2) == "congestion-control" else "strict", int(t.group(1)))
+            if kind is None:
+                continue
+            for port in self.expand(m.group(1)):
+                atoms[((port,),) + kind] = rest
+        return atoms
 
-    def drop_checkpoint_commands(self, name):
-        return ["configuration delete %s" % name]
+    # what puts back the NOS default where the push added a line of this kind
+    # (the forms the converge writes; None: the added line already states the default)
+    @staticmethod
+    def _unset(kind, line):
+        if kind[0] == "roce":
+            return "no roce"
+        if kind[0] == "pfc-enable":
+            return None if line.startswith("no ") else "no dcb priority-flow-control enable force"
+        if kind[0] == "pfc-priority":
+            return "no dcb priority-flow-control priority %d enable" % kind[1]
+        if kind[0] == "mtu":
+            return "mtu 1500 force"
+        if kind[0] == "trust":
+            return "qos trust L2"
+        if kind[0] == "pfc":
+            return None if line.startswith("no ") else "no dcb priority-flow-control mode force"
+        if kind[0] == "ecn":
+            return "no traffic-class %d congestion-control" % kind[1]
+        return "no traffic-class %d dcb ets" % kind[1]
+
+    def undo_commands(self, before_text, now_text):
+        """Commands that turn the running config ``now_text`` back into
+        ``before_text``, for every line a push writes: a line the push added
+        is unset, one it changed or removed is typed again as it was. Unset
+        port lines first, then switch-wide ones; switch-wide lines typed again
+        before port lines."""
+        before, now = self._atoms(before_text), self._atoms(now_text)
+        unset_port, unset_global, again_global, again_port = [], [], [], []
+        for key, line in now.items():
+            if key in before:
+                continue
+            undo = self._unset(key[1:], line)
+            if undo is None:
+                continue
+            if key[0]:
+                unset_port.append((key[0][0], undo))
+            else:
+                unset_global.append(((), undo))
+        for key, line in before.items():
+            if now.get(key) == line:
+                continue
+            if key[0]:
+                again_port.append((key[0][0], line))
+            else:
+                again_global.append(((), line))
+        return dedupe([((), x) for x in self.group_ports(unset_port)] + unset_global + again_global
+                      + [((), x) for x in self.group_ports(again_port)])

@@ -2,9 +2,9 @@
 # Copyright: gpufabric.stack contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """netmiko transport: connect with host key checking, read, push inside the
-NOS's transaction (EOS/NX-OS configuration session, NVUE pending revision) or
-behind a rollback point (Onyx named configuration file, SONiC inverse
-commands; community SONiC pushes from a 'sudo -s' root shell), restore the
+NOS's transaction (EOS/NX-OS configuration session, NVUE pending revision) or,
+where the NOS has none to use (Onyx, SONiC), undone by inverse commands
+(community SONiC pushes from a 'sudo -s' root shell), restore the
 running config on any rejected command or dropped connection, and save."""
 
 from __future__ import absolute_import, division, print_function
@@ -27,7 +27,6 @@ try:
 except ImportError:  # reported by the module
     HAS_NETMIKO = False
 
-CHECKPOINT = "gpufabric-rollback"
 # seconds a session waits for the NOS's prompt after login (driver.prompt_pattern)
 # before it falls back to netmiko's own wait, which sends returns until the channel answers
 PROMPT_WAIT = 5
@@ -140,8 +139,6 @@ class Switch:
                     raise PushFailed("%s: command 'nv config apply -y' rejected: %s"
                                      % (self.name, re.search(d.error_pattern, out, re.M).group(0)))
                 return out
-            if d.transaction == "checkpoint":
-                return self.config(d.checkpoint_commands(CHECKPOINT) + list(lines))
             tail = [d.end_word] if d.end_word else []
             return self.config(list(lines) + tail, exit_config_mode=not d.end_word)
         except PushFailed as failure:
@@ -165,12 +162,6 @@ class Switch:
                 if d.transaction == "pending":
                     self.conn.send_command("nv config detach")
                     return
-                if d.transaction == "checkpoint":
-                    # one line at a time, each retried on a fresh connection if the session drops
-                    active = re.search(r'## Running database "([^"]+)"', before_text)
-                    for line in d.restore_commands(CHECKPOINT, active.group(1) if active else None):
-                        self._retry_line(line)
-                    return
                 now = self.conn.send_command(d.show_running, read_timeout=self.timeout)
                 from .base import assemble
                 undo = assemble(d.undo_commands(before_text, now), d.exit_word)
@@ -185,25 +176,6 @@ class Switch:
                 continue
             if d.transaction != "inverse":
                 return
-
-    def _retry_line(self, line, tries=4):
-        for i in range(tries):
-            try:
-                if self.conn is None or not self.conn.is_alive():
-                    self.reconnect()
-                self.conn.send_config_set([line], error_pattern=self.driver.error_pattern)
-                return
-            except ConfigInvalidException:
-                raise
-            except Exception:
-                self.close()
-                if i == tries - 1:
-                    raise
-
-    def finish(self):
-        """After a verified push: drop the rollback point."""
-        if self.driver.transaction == "checkpoint":
-            self.config(self.driver.drop_checkpoint_commands(CHECKPOINT))
 
     def save(self):
         if self.driver.save_exec:

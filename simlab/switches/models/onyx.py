@@ -1,5 +1,6 @@
 """NVIDIA Onyx (MLNX-OS) model: flat configuration lines, `configuration write`,
-named configuration files (`configuration write to`, `configuration switch-to`)."""
+named configuration files (`configuration write to`, `configuration switch-to`, which asks to
+reboot the switch into the file)."""
 
 from __future__ import annotations
 
@@ -248,11 +249,26 @@ class OnyxModel(SwitchModel):
             self.startup = copy.deepcopy(self.running)
 
     def c_switch_to(self, s, f):
+        """Onyx 3.9 and later: the file becomes the active configuration at a
+        reboot the command asks for (tests/unit/fixtures/switch_real/onyx).
+        On 'yes' the twin reboots at once: the file is the running and
+        startup config and the session ends (a real switch is gone for
+        minutes); any other answer changes nothing (the real switch's answer
+        to it is not recorded)."""
         if f not in self.extra["files"]:
             raise CliError(f"% Configuration file {f} does not exist")
-        self.extra["active"] = f
-        self.running = copy.deepcopy(self.extra["files"][f])
-        self.startup = copy.deepcopy(self.running)
+
+        def answer(a):
+            if a != "yes":
+                return ""
+            self.extra["active"] = f
+            self.running = copy.deepcopy(self.extra["files"][f])
+            self.startup = copy.deepcopy(self.running)
+            s.closed = True
+            return ""
+        s.pending_prompt = answer
+        s.flags["no_newline_prompt"] = True
+        return "This requires a reboot.\nType 'yes' to confirm: "
 
     def c_delete(self, s, f):
         if f not in self.extra["files"]:

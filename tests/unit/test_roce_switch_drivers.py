@@ -210,6 +210,18 @@ def test_onyx_undo_restores_running_config_exactly(changes):
     assert d.undo_commands(before, cli.text()) == []
 
 
+def test_onyx_undo_leaves_a_line_that_states_the_default():
+    """A switch that shows the default it was set to ('qos trust L2',
+    'mtu 1500 force') is not sent the same line again (the restore re-reads
+    and undoes until nothing differs)."""
+    d = get_driver("onyx")
+    before = "interface ethernet 1/1 qos trust L3\n"
+    now = before + "interface ethernet 1/2 qos trust L2\ninterface ethernet 1/2 mtu 1500 force\n"
+    assert d.undo_commands(before, now) == []
+    now += "interface ethernet 1/3 mtu 9216 force\n"
+    assert d.undo_commands(before, now) == [((), "interface ethernet 1/3 mtu 1500 force")]
+
+
 def test_onyx_undo_of_a_first_converge_leaves_the_factory_config():
     cli = Cli("onyx")
     factory = cli.text()

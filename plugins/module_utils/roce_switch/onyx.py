@@ -349,7 +349,8 @@ class OnyxDriver(Driver):
             if key in before:
                 continue
             undo = self._unset(key[1:], line)
-            if undo is None:
+            if undo is None or undo == line:
+                # the line states the default (a switch that shows 'qos trust L2'): nothing to unset
                 continue
             if key[0]:
                 unset_port.append((key[0][0], undo))

@@ -68,11 +68,14 @@ def ephemeral_range(path: str = "/proc/sys/net/ipv4/ip_local_port_range") -> tup
 
 
 def _bindable(port: int) -> bool:
-    """Whether 127.0.0.1:port can be bound now, TCP (the BMCs, switches, SSH)
-    and UDP (the VM NICs' hub), with SO_REUSEADDR as the servers bind."""
+    """Whether 127.0.0.1:port can be bound now: TCP with SO_REUSEADDR as the
+    BMCs, switches and SSH forwards bind (a connection of an earlier lab in
+    TIME_WAIT does not stop them), UDP without it as the VM NICs' hub binds
+    (on UDP it would let two sockets share the port)."""
     for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
         with socket.socket(socket.AF_INET, kind) as s:
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if kind == socket.SOCK_STREAM:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
@@ -80,12 +83,25 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def _kernel_ports(count: int) -> list[int]:
+    """``count`` ports the kernel picks (bound to port 0, then released)."""
+    socks, ports = [], []
+    for _ in range(count):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
 def free_ports(count: int, span: tuple[int, int] | None = None, home: Path | None = None,
                now=time.time) -> list[int]:
     """``count`` distinct ports on 127.0.0.1 for a lab's servers, which bind
     them after this returns. Each is bindable now and lies outside the
     kernel's ephemeral range (``span``, default: from PORT_FLOOR up to that
-    range, or above it where that leaves too few), so no outgoing connection
+    range or above it, whichever gap is larger), so no outgoing connection
     of any process takes it in between: the kernel picks an outgoing
     connection's local port from that range only, and did take a port of the
     range that a lab had been handed and not bound yet. A port handed to
@@ -93,7 +109,11 @@ def free_ports(count: int, span: tuple[int, int] | None = None, home: Path | Non
     under ``home``, default HOME, kept under a lock)."""
     if span is None:
         lo, hi = ephemeral_range()
-        span = (PORT_FLOOR, lo - 1) if lo - 1 - PORT_FLOOR >= 4 * count else (hi + 1, 65535)
+        # the larger of the gaps below and above the range; where neither has room
+        # (a range of nearly every port), the kernel's own pick
+        span = max((PORT_FLOOR, lo - 1), (hi + 1, 65535), key=lambda r: r[1] - r[0])
+        if span[1] - span[0] + 1 < 4 * count:
+            return _kernel_ports(count)
     first, last = span
     home = HOME if home is None else home
     home.mkdir(parents=True, exist_ok=True)
@@ -101,8 +121,8 @@ def free_ports(count: int, span: tuple[int, int] | None = None, home: Path | Non
     with open(home / ".ports.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            held = {int(k): v for k, v in json.loads(record.read_text()).items()}
-        except (OSError, ValueError, AttributeError):
+            held = {int(k): float(v) for k, v in json.loads(record.read_text()).items()}
+        except (OSError, ValueError, TypeError, AttributeError):
             held = {}
         t = now()
         held = {k: v for k, v in held.items() if t - v < PORT_HOLD}

@@ -15,6 +15,8 @@ pytestmark = pytest.mark.tooling
 
 def test_outside_the_ephemeral_range_and_distinct(tmp_path):
     lo, hi = lab.ephemeral_range()
+    if max(lo - lab.PORT_FLOOR, 65535 - hi) < 160:
+        pytest.skip("this kernel's ephemeral range (%d-%d) leaves no room outside it" % (lo, hi))
     ports = lab.free_ports(40, home=tmp_path)
     assert len(set(ports)) == 40
     assert all(not lo <= p <= hi for p in ports), (lo, hi, ports)
@@ -33,6 +35,8 @@ def _bound_span(n):
     takes them meanwhile), all free now, of which the first is then bound by
     a listener here."""
     lo, _hi = lab.ephemeral_range()
+    if lo - n - lab.PORT_FLOOR < 200:
+        pytest.skip("no room below this kernel's ephemeral range (%d)" % lo)
     for first in random.sample(range(lab.PORT_FLOOR, lo - n), 200):
         if all(lab._bindable(p) for p in range(first, first + n)):
             s = socket.socket()
@@ -63,3 +67,10 @@ def test_a_port_handed_to_one_lab_is_held_from_the_next(tmp_path):
     # once the hold is over, the ports are handed out again
     again = lab.free_ports(5, span=span, home=tmp_path, now=lambda: clock[0] + 10 + lab.PORT_HOLD)
     assert sorted(again) == list(range(span[0], span[1] + 1))
+
+
+def test_a_record_that_is_not_one_is_read_as_empty(tmp_path):
+    (tmp_path / ".ports.json").write_text('{"20000": "soon", "x": 1}')
+    assert len(lab.free_ports(2, home=tmp_path)) == 2
+    (tmp_path / ".ports.json").write_text('[1, 2]')
+    assert len(lab.free_ports(2, home=tmp_path)) == 2

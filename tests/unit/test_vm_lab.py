@@ -94,14 +94,14 @@ def _frame(dst, src, payload=b"x" * 50):
     return bytes.fromhex(dst.replace(":", "")) + bytes.fromhex(src.replace(":", "")) + b"\x08\x00" + payload
 
 
-def test_the_rail_switch_floods_unknown_destinations_then_forwards_to_the_learnt_port():
+def test_the_rail_switch_floods_unknown_destinations_then_forwards_to_the_learnt_port(tmp_path):
     vms = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(3)]
     for s in vms:
         s.bind(("127.0.0.1", 0))
         s.settimeout(0.5)
     from simlab.lab import free_ports
     ports = [{"node": f"n{i}", "nic": 0, "hub_port": p, "vm_port": vms[i].getsockname()[1]}
-             for i, p in enumerate(free_ports(3))]
+             for i, p in enumerate(free_ports(3, home=tmp_path))]
     rail = hub.Rail("rail0", ports)
     a, b = "52:54:00:00:00:0a", "52:54:00:00:00:0b"
     rail.forward(0, _frame("ff:ff:ff:ff:ff:ff", a))         # ARP-like broadcast from port 0
@@ -170,7 +170,7 @@ def test_a_lab_goes_down_after_its_rail_switch_has_written_its_counters(tmp_path
     import subprocess
     import sys
     from simlab.lab import REPO, _stop_groups, free_ports
-    (port,) = free_ports(1)
+    (port,) = free_ports(1, home=tmp_path)
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps({"rails": [{"name": "rail0", "ports": [
         {"node": "node01", "nic": 0, "hub_port": port, "vm_port": 9}]}]}))

@@ -27,8 +27,8 @@ description:
     two show commands at most.
   - Pushes inside the NOS's transaction (EOS and NX-OS configuration sessions, NVUE pending revision
     applied with C(nv config apply -y)); on Onyx, Dell and community SONiC, a failed push is undone by commands
-    computed from the running config read before it (on current Onyx releases C(configuration switch-to) reboots
-    the switch, so a named configuration file is no rollback point). A rejected
+    computed from the running config read before it (on Onyx 3.9.x C(configuration switch-to) reboots the switch,
+    so a named configuration file is no rollback point). A rejected
     command or a dropped connection restores the running config and fails naming switch, command
     and device error.
   - Saves to startup only after re-reading the running config and the PFC state and finding the intent.

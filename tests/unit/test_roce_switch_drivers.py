@@ -123,7 +123,7 @@ def test_onyx_real_config_ranges_expanded():
     assert m["ports"]["ethernet 1/7"]["pfc"] is False  # global PFC on, but no priority enabled
     assert m["global"]["pfc_priority"] is None and m["ports"]["ethernet 1/32"]["mtu"] == 1500
     _, _, _, raw = d.parse_views(read_real_output("switch_configs/onyx-running-config-dcb-pfc.txt"))
-    assert raw["pfc_enable"] and raw["active"] == "initial"
+    assert raw["pfc_enable"]
     assert raw["ports"]["ethernet 1/8"] == {"pfc": True}
 
 
@@ -220,6 +220,19 @@ def test_onyx_undo_leaves_a_line_that_states_the_default():
     assert d.undo_commands(before, now) == []
     now += "interface ethernet 1/3 mtu 9216 force\n"
     assert d.undo_commands(before, now) == [((), "interface ethernet 1/3 mtu 1500 force")]
+
+
+def test_onyx_undo_puts_back_an_ets_weight_and_refuses_to_guess_under_the_roce_macro():
+    d = get_driver("onyx", switch="leaf7")
+    before = "interface ethernet 1/1-1/2 traffic-class 6 dcb ets wrr 50\n"
+    now = ("interface ethernet 1/1 traffic-class 6 dcb ets strict\n"
+           "interface ethernet 1/2 traffic-class 6 dcb ets wrr 50\n")
+    assert d.undo_commands(before, now) == [((), "interface ethernet 1/1 traffic-class 6 dcb ets wrr 50")]
+    # under 'roce' a port's defaults are the macro's: unsetting a line to them is not attempted
+    with pytest.raises(M.RoceSwitchError, match=r"^leaf7: cannot undo 'interface ethernet 1/1 qos trust L2' under "
+                                                r"the roce macro \('roce lossless'\)"):
+        d.undo_commands("roce lossless\n", "roce lossless\ninterface ethernet 1/1 qos trust L2\n")
+    assert d.undo_commands("roce lossless\n", "roce lossless\n") == []
 
 
 def test_onyx_undo_of_a_first_converge_leaves_the_factory_config():

@@ -130,11 +130,3 @@ def test_the_twins_switch_to_asks_to_reboot_as_the_real_switch_does():
     assert twin.handle("configuration switch-to before") == question
     assert twin.handle("yes") == "" and twin.closed
 
-
-def test_the_driver_undoes_a_push_without_configuration_files():
-    """A failed push on Onyx is undone by commands: nothing the transport
-    sends writes, switches to or deletes a configuration file."""
-    d = get_driver("onyx")
-    assert d.transaction == "inverse"
-    for name in ("checkpoint_commands", "restore_commands", "drop_checkpoint_commands"):
-        assert not hasattr(d, name), name

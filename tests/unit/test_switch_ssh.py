@@ -330,3 +330,65 @@ def test_a_nos_that_shows_no_prompt_after_login_gets_netmikos_own_wait():
     steps = ["set_base_prompt", "set_terminal_width", "disable_paging"]
     assert prepared(True) == [("read to", "[>#]", transport.PROMPT_WAIT)] + steps
     assert prepared(False) == [("read to", "[>#]", transport.PROMPT_WAIT), ("netmiko's wait", (), {})] + steps
+
+
+def test_an_onyx_push_rejected_midway_is_undone_by_commands(fleet):
+    """On Onyx the lines a push applied before a rejected one are undone by
+    commands computed from the running config read before the push (no
+    configuration file is written or switched to: on Onyx 3.9.x that
+    reboots the switch); the running config is as before, byte for byte."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers, transport
+    s = fleet.servers["onyx1"]
+    sw = transport.Switch(drivers.get_driver("onyx", switch="onyx1"), "onyx1", "127.0.0.1", s.port, s.username,
+                          s.password, str(fleet.state_dir / "known_hosts"))
+    sw.connect()
+    try:
+        before = sw.show("show running-config")
+        inject_fault(fleet.state_dir, "onyx1", "switch-rejects-command", pattern=r"traffic-class 3 congestion-control")
+        lines = ["dcb priority-flow-control priority 5 enable", "interface ethernet 1/2 mtu 9100 force",
+                 "interface ethernet 1/2 traffic-class 3 congestion-control ecn minimum-absolute 150 "
+                 "maximum-absolute 1500"]
+        rejected = (r"^onyx1: command 'interface ethernet 1/2 traffic-class 3 congestion-control .*' rejected: .*; "
+                    r"running config restored$")
+        with pytest.raises(transport.PushFailed, match=rejected):
+            sw.push(lines, before)
+        typed = sw.log.getvalue().decode("utf-8", "replace")
+        # the two lines that took were undone, each by its own command
+        assert "no dcb priority-flow-control priority 5 enable" in typed
+        atoms = sw.driver._atoms(before)  # pylint: disable=protected-access
+        mtu_before = atoms.get((("ethernet 1/2",), "mtu"), "mtu 1500 force")
+        assert "interface ethernet 1/2 %s" % mtu_before in typed.split("mtu 9100 force", 1)[1]
+        assert "configuration switch-to" not in typed and "configuration write" not in typed
+        assert sw.show("show running-config") == before
+    finally:
+        inject_fault(fleet.state_dir, "onyx1", "clear")
+        sw.close()
+
+
+def test_an_undo_that_does_not_take_fails_the_restore_naming_it():
+    """The inverse restore reads the running config again after each undo:
+    an undo that changes nothing fails, naming its commands, rather than
+    reporting the running config restored."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.roce_switch import drivers, transport
+
+    class Stuck:
+        """A session whose switch accepts every line and changes nothing."""
+        def __init__(self):
+            self.sent = []
+
+        def is_alive(self):
+            return True
+
+        def send_command(self, command, **kw):
+            return "interface ethernet 1/1 mtu 9216 force\n"
+
+        def send_config_set(self, lines, **kw):
+            self.sent.append(list(lines))
+            return ""
+
+    sw = transport.Switch(drivers.get_driver("onyx", switch="leaf9"), "leaf9", "127.0.0.1", 22, "u", "p")
+    sw.conn = Stuck()
+    with pytest.raises(transport.UndoFailed, match=r"^leaf9: these commands did not put the running config back: "
+                                                   r"interface ethernet 1/1 mtu 1500 force$"):
+        sw.restore("")
+    assert sw.conn.sent == [["interface ethernet 1/1 mtu 1500 force"]]

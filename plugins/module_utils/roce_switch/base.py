@@ -26,7 +26,7 @@ class Driver:
     show_running = "show running-config"
     show_verify = ""
     transaction = ""  # session | pending | inverse (undo_commands)
-    end_word = "end"  # what leaves configuration mode after a push ("" where the push runs in a shell)
+    end_word = "end"  # what leaves configuration mode after a push ("": netmiko's exit, or a shell push)
     sudo = False  # netmiko's config mode is 'sudo -s', which asks for the login password
     save_command = ""  # the configuration command that saves, where netmiko's save_config does not
     save_exec = ""  # the exec-mode command that saves (NVUE: nv config save), where neither does

@@ -94,11 +94,8 @@ class OnyxDriver(Driver):
         return bool(re.search(r"priority-flow-control|qos trust|congestion-control|^roce\b", s))
 
     def parse_raw(self, text):
-        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "lags": {}, "active": None}
+        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "lags": {}}
         for line in text.splitlines():
-            m = re.match(r'## Running database "([^"]+)"', line)
-            if m:
-                raw["active"] = m.group(1)
             s = line.strip()
             if not s or s.startswith("#"):
                 continue
@@ -268,10 +265,10 @@ class OnyxDriver(Driver):
         return out
 
     # -- undo ------------------------------------------------------------------
-    # Onyx's rollback point would be a named configuration file, but on the
-    # Onyx releases switches run now 'configuration switch-to' makes that file
-    # the boot configuration and reboots the switch after a yes/no question
-    # ("This requires a reboot." / "Type 'yes' to confirm:", recorded under
+    # Onyx's rollback point would be a named configuration file, but on Onyx
+    # 3.9.x 'configuration switch-to' makes that file the boot configuration
+    # and reboots the switch after a yes/no question ("This requires a
+    # reboot." / "Type 'yes' to confirm:", transcripts under
     # tests/unit/fixtures/switch_real/onyx): a failed push is undone by commands
     # instead, as on SONiC, computed from the running config read before it.
     end_word = ""  # netmiko's MLNX-OS class leaves configuration mode itself
@@ -308,9 +305,9 @@ class OnyxDriver(Driver):
             elif re.fullmatch(r"(?:no )?dcb priority-flow-control mode.*", rest):
                 kind = ("pfc",)
             else:
-                t = re.fullmatch(r"traffic-class (\d) (congestion-control|dcb ets strict)\b.*", rest)
+                t = re.fullmatch(r"traffic-class (\d) (congestion-control|dcb ets)\b.*", rest)
                 if t:
-                    kind = ("ecn" if t.group(2) == "congestion-control" else "strict", int(t.group(1)))
+                    kind = ("ecn" if t.group(2) == "congestion-control" else "ets", int(t.group(1)))
             if kind is None:
                 continue
             for port in self.expand(m.group(1)):
@@ -335,7 +332,7 @@ class OnyxDriver(Driver):
             return None if line.startswith("no ") else "no dcb priority-flow-control mode force"
         if kind[0] == "ecn":
             return "no traffic-class %d congestion-control" % kind[1]
-        return "no traffic-class %d dcb ets" % kind[1]
+        return "no traffic-class %d dcb ets" % kind[1]  # ets: strict or a WRR weight
 
     def undo_commands(self, before_text, now_text):
         """Commands that turn the running config ``now_text`` back into
@@ -348,6 +345,13 @@ class OnyxDriver(Driver):
         for key, line in now.items():
             if key in before:
                 continue
+            if ((), "roce") in before and key[1] != "roce":
+                # under the roce macro the ports' and the switch's defaults are
+                # the macro's (trust L3, PFC on): a line cannot be unset to them
+                raise RoceSwitchError("%s: cannot undo '%s' under the roce macro ('%s'); the running config is "
+                                      "left as the failed push made it" % (
+                                          self.switch, line if not key[0] else "interface %s %s" % (key[0][0], line),
+                                          before[((), "roce")]))
             undo = self._unset(key[1:], line)
             if undo is None or undo == line:
                 # the line states the default (a switch that shows 'qos trust L2'): nothing to unset

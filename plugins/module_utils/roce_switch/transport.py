@@ -36,6 +36,10 @@ class PushFailed(RoceSwitchError):
     pass
 
 
+class UndoFailed(RoceSwitchError):
+    """The inverse commands do not put the running config back (or cannot be computed)."""
+
+
 class Switch:
     def __init__(self, driver, name, host, port, username, password, known_hosts=None,
                  host_key_checking=True, timeout=30):
@@ -149,7 +153,12 @@ class Switch:
             raise PushFailed("%s; running config restored" % failure)
 
     def restore(self, before_text):
+        """Put the running config back as ``before_text``. Inverse commands
+        are computed, sent and checked again from a fresh read until nothing
+        differs; an undo that comes out the same twice, or is still not empty
+        after ten rounds, fails naming what it could not put back."""
         d = self.driver
+        last = None
         for attempt in range(10):
             try:
                 if self.conn is None or not self.conn.is_alive():
@@ -164,11 +173,21 @@ class Switch:
                     return
                 now = self.conn.send_command(d.show_running, read_timeout=self.timeout)
                 from .base import assemble
-                undo = assemble(d.undo_commands(before_text, now), d.exit_word)
+                try:
+                    undo = assemble(d.undo_commands(before_text, now), d.exit_word)
+                except RoceSwitchError as exc:  # what the driver cannot undo: final
+                    raise UndoFailed(str(exc))
                 if not undo:
                     return
+                if undo == last:
+                    # sent whole, read again, and nothing it sets took: no round more will do better
+                    raise UndoFailed("%s: these commands did not put the running config back: %s"
+                                     % (self.name, "; ".join(undo)))
                 tail = [d.end_word] if d.end_word else []
                 self.conn.send_config_set(undo + tail, exit_config_mode=not d.end_word, error_pattern=d.error_pattern)
+                last = undo
+            except UndoFailed:
+                raise
             except Exception:
                 self.close()
                 if attempt == 9:
@@ -176,6 +195,8 @@ class Switch:
                 continue
             if d.transaction != "inverse":
                 return
+        raise UndoFailed("%s: the running config still differs after ten rounds of undo: %s"
+                         % (self.name, "; ".join(last or [])))
 
     def save(self):
         if self.driver.save_exec:

@@ -249,12 +249,12 @@ class OnyxModel(SwitchModel):
             self.startup = copy.deepcopy(self.running)
 
     def c_switch_to(self, s, f):
-        """Onyx 3.9 and later: the file becomes the active configuration at a
-        reboot the command asks for (tests/unit/fixtures/switch_real/onyx).
-        On 'yes' the twin reboots at once: the file is the running and
-        startup config and the session ends (a real switch is gone for
-        minutes); any other answer changes nothing (the real switch's answer
-        to it is not recorded)."""
+        """Onyx 3.9.x: the file becomes the active configuration at a reboot
+        the command asks for (tests/unit/fixtures/switch_real/onyx). On
+        'yes' the twin reboots at once: the file is the running and startup
+        config and the session that answered ends (a real switch drops every
+        session and is gone for minutes); any other answer changes nothing
+        (the real switch's answer to it is not recorded)."""
         if f not in self.extra["files"]:
             raise CliError(f"% Configuration file {f} does not exist")
 

@@ -335,10 +335,12 @@ ENTRY = forkserver.ENTRY
 # The tool twins' fork server (simlab.tools.forkserver): a wrapper's call costs
 # a small client and a fork instead of an interpreter importing the twin
 TOOLS_SOCK = boot.RUN / "tools.sock"
-# Tools that keep a process of their own, started on ENTRY: the collection's
-# perftest round finds a running ib_write_bw by its session and command line,
-# and the NCCL launcher runs for as long as its test
-DIRECT_TOOLS = ("ib_write_bw", "mpirun", "all_reduce_perf")
+# Tools that keep a process of their own, started on ENTRY: the NCCL launcher
+# and test run for as long as the test. ib_write_bw goes through the server:
+# the collection's perftest round finds and stops a server by the session and
+# command line of the process it started, the client, whose end stops the tool
+# (forkserver.wait_tool)
+DIRECT_TOOLS = ("mpirun", "all_reduce_perf")
 
 
 def wrapper(tool: str) -> str:

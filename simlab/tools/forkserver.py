@@ -19,14 +19,17 @@ Where no server answers (not started yet, or gone), the client becomes the
 tool twin itself: it execs the interpreter on the tool twins' entry point,
 the way every call ran before this server existed. Calls whose ``SIMLAB_*``
 settings differ from the server's go that way too (the twins read those at
-import). Long-running tools whose process the collection finds by its
-command line (``ib_write_bw``) keep a process of their own: see
-simlab.node.agent.DIRECT_TOOLS.
+import). A client that goes away while its tool runs (killed, or its
+``timeout`` ran out) takes the tool with it (``wait_tool``): the collection's
+perftest round stops an ib_write_bw server by the session and command line
+of the process it started, which is the client. The NCCL launcher and test
+keep a process of their own: see simlab.node.agent.DIRECT_TOOLS.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import socket
 import sys
@@ -115,8 +118,7 @@ def run_call(conn: socket.socket, msg: bytes, fds: list[int]) -> None:
             run_tool(cwd, argv, env, fds)
         for fd in fds:
             os.close(fd)
-        rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        rc = 128 - rc if rc < 0 else rc
+        rc = wait_tool(pid, conn)
     except (OSError, ValueError):
         pass
     finally:
@@ -125,6 +127,38 @@ def run_call(conn: socket.socket, msg: bytes, fds: list[int]) -> None:
         except (OSError, OverflowError):
             pass
         os._exit(0)
+
+
+def wait_tool(pid: int, conn: socket.socket, grace_s: float = 5.0) -> int:
+    """The exit status of the call's tool (128+N when killed by signal N).
+    A caller that goes away first (killed, or its ``timeout`` ran out) takes
+    its tool with it, as a signal to a tool run as the caller's own child
+    would: the client sends nothing after its request, so its socket turning
+    readable means it closed; the tool gets SIGTERM, and SIGKILL after
+    ``grace_s``. Waits on a pidfd, so a tool that ends is seen at once."""
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):   # no pidfd here: wait as a plain parent
+        pidfd = None
+    if pidfd is not None:
+        try:
+            poller = select.poll()
+            poller.register(pidfd, select.POLLIN)
+            poller.register(conn.fileno(), select.POLLIN | select.POLLHUP)
+            while True:
+                ready = dict(poller.poll())
+                if pidfd in ready:
+                    break
+                if conn.fileno() in ready:
+                    os.kill(pid, signal.SIGTERM)
+                    poller.unregister(conn.fileno())
+                    if not poller.poll(grace_s * 1000):
+                        os.kill(pid, signal.SIGKILL)
+                    break
+        finally:
+            os.close(pidfd)
+    rc = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return 128 - rc if rc < 0 else rc
 
 
 def run_tool(cwd: bytes, argv: list[str], env: dict, fds: list[int]) -> None:

@@ -187,9 +187,59 @@ def test_the_server_stops_when_its_parent_is_gone(node):
     assert proc.returncode == 0 and proc.stderr == ""
 
 
-def test_the_wrappers_use_the_server_except_for_tools_found_by_their_command_line():
+def test_the_wrappers_use_the_server_except_for_the_nccl_launcher_and_test():
+    assert set(agent_mod.DIRECT_TOOLS) == {"mpirun", "all_reduce_perf"}
     for tool in agent_mod.DIRECT_TOOLS:
         assert "python3 -S -c '%s' %s \"$@\"" % (agent_mod.ENTRY, tool) in agent_mod.wrapper(tool)
-    text = agent_mod.wrapper("mlnx_qos")
-    assert "python3 -S -c '%s' mlnx_qos \"$@\"" % forkserver.client(str(agent_mod.TOOLS_SOCK)) in text
+    for tool in ("mlnx_qos", "ib_write_bw"):
+        text = agent_mod.wrapper(tool)
+        assert "python3 -S -c '%s' %s \"$@\"" % (forkserver.client(str(agent_mod.TOOLS_SOCK)), tool) in text
     assert "'" not in forkserver.client(str(agent_mod.TOOLS_SOCK))
+
+
+def test_a_client_that_ends_takes_its_tool_with_it(node, tool_server):
+    """A caller whose client is killed while its tool runs (the perftest
+    round stopping an ib_write_bw server by its session, or ``timeout``) stops
+    the tool too, as it would stop a tool that was its own child. The tool
+    here waits on its standard input (mlxconfig's question), a pipe this
+    test holds the other end of: once no other process holds the pipe, the
+    tool is gone."""
+    import glob
+    import signal
+    r, w = os.pipe()
+    pipe = "pipe:[%d]" % os.fstat(w).st_ino
+    mine = "/proc/%d/" % os.getpid()
+
+    def holders():
+        found = []
+        for fd in glob.glob("/proc/[0-9]*/fd/*"):
+            try:
+                if not fd.startswith(mine) and os.readlink(fd) == pipe:
+                    found.append(fd.split("/")[2])
+            except OSError:
+                pass
+        return sorted(set(found))
+
+    argv = ["mstconfig", "-d", BDF, "set", "SRIOV_EN=1"]
+    client = subprocess.Popen([sys.executable, "-S", "-c", forkserver.client(str(tool_server)), *argv],
+                              env=node["env"], cwd=node["dir"], stdin=r, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    os.close(r)
+    try:
+        out = b""
+        while b"(y/n)" not in out:
+            chunk = client.stdout.read1(4096)
+            assert chunk, "the tool ended without asking"
+            out += chunk
+        # the tool asks and waits for the answer: it and the client hold the pipe
+        assert len(holders()) == 2 and str(client.pid) in holders()
+        client.send_signal(signal.SIGTERM)
+        client.wait(timeout=10)
+        for _ in range(200):
+            if not holders():
+                break
+            time.sleep(0.05)
+        assert holders() == [], "the tool still waits on its caller's standard input after the caller was killed"
+    finally:
+        os.close(w)
+        client.kill()

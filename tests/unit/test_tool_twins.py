@@ -418,8 +418,8 @@ def test_the_wrappers_entry_point_runs_every_tool_on_the_standard_library_alone(
     imports = "; ".join("import %s" % m for m in sorted(set(MODULES.values())))
     proc = subprocess.run([sys.executable, "-S", "-c", imports], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    wrapper = agent_mod.wrapper("ib_write_bw")   # the others reach ENTRY through the fork server's client
-    assert "python3 -S -c '%s' ib_write_bw \"$@\"" % agent_mod.ENTRY in wrapper
+    wrapper = agent_mod.wrapper("mpirun")   # the others reach ENTRY through the fork server's client
+    assert "python3 -S -c '%s' mpirun \"$@\"" % agent_mod.ENTRY in wrapper
     for argv in ([sys.executable, "-S", "-c", agent_mod.ENTRY, "no-such-tool", "x"],
                  [sys.executable, "-m", "simlab.tools", "no-such-tool", "x"]):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)

@@ -210,6 +210,28 @@ def test_onyx_undo_restores_running_config_exactly(changes):
     assert d.undo_commands(before, cli.text()) == []
 
 
+def test_onyx_undo_on_a_real_running_config():
+    """The undo reads a real Onyx running config (mellanox.onyx's fixture,
+    a capture of a switch) with the parser the converge reads it with: the
+    compressed range, global PFC and the port-channel line as they are. A
+    push that changed a port of the range and added a priority is undone
+    line by line, the range's other port and the port-channel untouched."""
+    d = get_driver("onyx", switch="ufm-switch16")
+    real = read_real_output("switch_configs/onyx-running-config-dcb-pfc.txt")
+    assert d.undo_commands(real, real) == []
+    lines = d.parse_raw(real)["lines"]
+    assert lines[((), "pfc-enable")] == "dcb priority-flow-control enable force"
+    assert lines[(("ethernet 1/7",), "pfc")] == lines[(("ethernet 1/8",), "pfc")] == \
+        "dcb priority-flow-control mode on force"
+    assert not [k for k in lines if k[0] and not k[0][0].startswith("ethernet ")]  # the LAG line is not a port's
+    pushed = real + ("\n   dcb priority-flow-control priority 3 enable"
+                     "\n   interface ethernet 1/8 no dcb priority-flow-control mode force"
+                     "\n   interface ethernet 1/8 mtu 9216 force\n")
+    assert d.undo_commands(real, pushed) == [
+        ((), "interface ethernet 1/8 mtu 1500 force"), ((), "no dcb priority-flow-control priority 3 enable"),
+        ((), "interface ethernet 1/8 dcb priority-flow-control mode on force")]
+
+
 def test_onyx_undo_leaves_a_line_that_states_the_default():
     """A switch that shows the default it was set to ('qos trust L2',
     'mtu 1500 force') is not sent the same line again (the restore re-reads

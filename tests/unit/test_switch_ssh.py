@@ -355,7 +355,7 @@ def test_an_onyx_push_rejected_midway_is_undone_by_commands(fleet):
         typed = sw.log.getvalue().decode("utf-8", "replace")
         # the two lines that took were undone, each by its own command
         assert "no dcb priority-flow-control priority 5 enable" in typed
-        atoms = sw.driver._atoms(before)  # pylint: disable=protected-access
+        atoms = sw.driver.parse_raw(before)["lines"]
         mtu_before = atoms.get((("ethernet 1/2",), "mtu"), "mtu 1500 force")
         assert "interface ethernet 1/2 %s" % mtu_before in typed.split("mtu 9100 force", 1)[1]
         assert "configuration switch-to" not in typed and "configuration write" not in typed

@@ -29,6 +29,15 @@ from .model import RoceSwitchError, default_dscp_map, ranges
 TRUST_IN = {"L3": "dscp", "L2": "pcp", "both": "both", "port": "port"}
 TRUST_OUT = {"dscp": "L3", "pcp": "L2", "both": "both"}
 ROCE_ECN_KB = (150, 1500)
+# the forms the driver types, by what they set (the converge and the undo alike)
+MTU = "mtu %d force"
+TRUST = "qos trust %s"
+NO_ROCE = "no roce"
+NO_PFC_ENABLE = "no dcb priority-flow-control enable force"
+NO_PFC_PRIORITY = "no dcb priority-flow-control priority %d enable"
+NO_PORT_PFC = "no dcb priority-flow-control mode force"
+NO_ECN = "no traffic-class %d congestion-control"
+NO_ETS = "no traffic-class %d dcb ets"
 
 
 class OnyxDriver(Driver):
@@ -94,7 +103,10 @@ class OnyxDriver(Driver):
         return bool(re.search(r"priority-flow-control|qos trust|congestion-control|^roce\b", s))
 
     def parse_raw(self, text):
-        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "lags": {}}
+        # "lines": {key: text} of the lines a push writes, port lines one per
+        # port, the key naming what a line sets (a line of the same key
+        # replaces it): the undo's reading (undo_commands)
+        raw = {"roce": None, "pfc_enable": False, "pfc_prios": set(), "ports": {}, "lags": {}, "lines": {}}
         for line in text.splitlines():
             s = line.strip()
             if not s or s.startswith("#"):
@@ -102,14 +114,17 @@ class OnyxDriver(Driver):
             m = re.fullmatch(r"roce(?: (lossless|lossy|semi-lossless))?", s)
             if m:
                 raw["roce"] = m.group(1) or "lossless"
+                raw["lines"][((), "roce")] = s
                 continue
             m = re.fullmatch(r"(no )?dcb priority-flow-control enable(?: force)?", s)
             if m:
                 raw["pfc_enable"] = not m.group(1)
+                raw["lines"][((), "pfc-enable")] = s
                 continue
             m = re.fullmatch(r"dcb priority-flow-control priority ([0-7]) enable", s)
             if m:
                 raw["pfc_prios"].add(int(m.group(1)))
+                raw["lines"][((), "pfc-priority", int(m.group(1)))] = s
                 continue
             m = re.fullmatch(r"interface (ethernet|port-channel|mlag-port-channel) (\S+) (.+)", s)
             if not m:
@@ -118,11 +133,15 @@ class OnyxDriver(Driver):
                 continue
             rest = m.group(3)
             if m.group(1) == "ethernet":
-                targets = [raw["ports"].setdefault(p, {}) for p in self.expand(m.group(2))]
+                names = self.expand(m.group(2))
+                targets = [raw["ports"].setdefault(p, {}) for p in names]
                 if not targets:
                     if self.managed(rest):
                         self.unreadable(s, why="port range")
                     continue
+                sets = self._sets(rest)
+                for port in names if sets else ():
+                    raw["lines"][((port,),) + sets] = rest
             else:  # LAGs: read, kept apart from the Ethernet ports
                 targets = [raw["lags"].setdefault("%s %s" % (m.group(1), m.group(2)), {})]
             known = False
@@ -205,18 +224,17 @@ class OnyxDriver(Driver):
         lines = []
         g = ch["global"]
         if raw.get("roce") and want["global"]["pfc_priority"] is None:
-            lines.append("no roce")
+            lines.append(NO_ROCE)
         if "pfc_priority" in g:
             w, h = g["pfc_priority"]
             if w is None:
                 if h is not None:
-                    lines += ["no dcb priority-flow-control priority %d enable" % h,
-                              "no dcb priority-flow-control enable force"]
+                    lines += [NO_PFC_PRIORITY % h, NO_PFC_ENABLE]
             else:
                 lines += ["dcb priority-flow-control enable force",
                           "dcb priority-flow-control priority %d enable" % w]
                 if h is not None and h != w:
-                    lines.append("no dcb priority-flow-control priority %d enable" % h)
+                    lines.append(NO_PFC_PRIORITY % h)
         cprio = (want["global"]["cnp"] or have["global"]["cnp"] or {}).get("priority", 6)
         per_port = []
         for port, diff in ch["ports"].items():
@@ -225,22 +243,20 @@ class OnyxDriver(Driver):
                     continue
                 w, h = diff[key]
                 if key == "mtu":
-                    per_port.append((port, "mtu %d force" % w))
+                    per_port.append((port, MTU % w))
                 elif key == "trust":
-                    per_port.append((port, "qos trust %s" % TRUST_OUT[w]))
+                    per_port.append((port, TRUST % TRUST_OUT[w]))
                 elif key == "pfc":
-                    per_port.append((port, "dcb priority-flow-control mode on force" if w
-                                     else "no dcb priority-flow-control mode force"))
+                    per_port.append((port, "dcb priority-flow-control mode on force" if w else NO_PORT_PFC))
                 elif key == "ecn":
                     if h and (not w or h["tc"] != w["tc"]):
-                        per_port.append((port, "no traffic-class %d congestion-control" % h["tc"]))
+                        per_port.append((port, NO_ECN % h["tc"]))
                     if w:
                         per_port.append((port, "traffic-class %d congestion-control ecn minimum-absolute %d "
                                                "maximum-absolute %d" % (w["tc"], w["min_bytes"] // 1000,
                                                                         w["max_bytes"] // 1000)))
                 elif key == "cnp_strict":
-                    per_port.append((port, "traffic-class %d dcb ets strict" % cprio if w
-                                     else "no traffic-class %d dcb ets" % cprio))
+                    per_port.append((port, "traffic-class %d dcb ets strict" % cprio if w else NO_ETS % cprio))
         lines += self.group_ports(per_port)
         return dedupe([((), x) for x in lines])
 
@@ -273,66 +289,32 @@ class OnyxDriver(Driver):
     # instead, as on SONiC, computed from the running config read before it.
     end_word = ""  # netmiko's MLNX-OS class leaves configuration mode itself
 
-    def _atoms(self, text):
-        """{key: line} of the lines this driver writes, port lines one per port
-        (the running config compresses ranges); two lines of one key set the
-        same thing, so typing one replaces the other. Other lines are not
-        written by a push and are left as they are."""
-        atoms = {}
-        for raw in text.splitlines():
-            s = raw.strip()
-            if not s or s.startswith("#"):
-                continue
-            if re.fullmatch(r"roce(?: \S+)?", s):
-                atoms[((), "roce")] = s
-                continue
-            if re.fullmatch(r"(?:no )?dcb priority-flow-control enable(?: force)?", s):
-                atoms[((), "pfc-enable")] = s
-                continue
-            m = re.fullmatch(r"dcb priority-flow-control priority ([0-7]) enable", s)
-            if m:
-                atoms[((), "pfc-priority", int(m.group(1)))] = s
-                continue
-            m = re.fullmatch(r"interface ethernet (\S+) (.+)", s)
-            if not m:
-                continue
-            rest = m.group(2)
-            kind = None
-            if re.fullmatch(r"mtu \d+(?: force)?", rest):
-                kind = ("mtu",)
-            elif re.fullmatch(r"qos trust \S+", rest):
-                kind = ("trust",)
-            elif re.fullmatch(r"(?:no )?dcb priority-flow-control mode.*", rest):
-                kind = ("pfc",)
-            else:
-                t = re.fullmatch(r"traffic-class (\d) (congestion-control|dcb ets)\b.*", rest)
-                if t:
-                    kind = ("ecn" if t.group(2) == "congestion-control" else "ets", int(t.group(1)))
-            if kind is None:
-                continue
-            for port in self.expand(m.group(1)):
-                atoms[((port,),) + kind] = rest
-        return atoms
-
-    # what puts back the NOS default where the push added a line of this kind
-    # (the forms the converge writes; None: the added line already states the default)
     @staticmethod
-    def _unset(kind, line):
-        if kind[0] == "roce":
-            return "no roce"
-        if kind[0] == "pfc-enable":
-            return None if line.startswith("no ") else "no dcb priority-flow-control enable force"
-        if kind[0] == "pfc-priority":
-            return "no dcb priority-flow-control priority %d enable" % kind[1]
-        if kind[0] == "mtu":
-            return "mtu 1500 force"
-        if kind[0] == "trust":
-            return "qos trust L2"
-        if kind[0] == "pfc":
-            return None if line.startswith("no ") else "no dcb priority-flow-control mode force"
-        if kind[0] == "ecn":
-            return "no traffic-class %d congestion-control" % kind[1]
-        return "no traffic-class %d dcb ets" % kind[1]  # ets: strict or a WRR weight
+    def _sets(rest):
+        """What an Ethernet port line the driver writes sets (the key of its
+        undo: ("mtu",), ("trust",), ("pfc",), ("ecn", TC), ("ets", TC)), or
+        None for a line a push does not write."""
+        if re.fullmatch(r"mtu \d+(?: force)?", rest):
+            return ("mtu",)
+        if re.fullmatch(r"qos trust \S+", rest):
+            return ("trust",)
+        if re.fullmatch(r"(?:no )?dcb priority-flow-control mode.*", rest):
+            return ("pfc",)
+        t = re.fullmatch(r"traffic-class (\d) (congestion-control|dcb ets)\b.*", rest)
+        if t:
+            return ("ecn" if t.group(2) == "congestion-control" else "ets", int(t.group(1)))
+        return None
+
+    def _unset(self, kind, line):
+        """What puts back the NOS default where the push added ``line``, which
+        sets ``kind`` (a key of parse_raw's "lines" less its port); None
+        where the line is a 'no' form, the default already."""
+        if line.startswith("no "):
+            return None
+        form = {"roce": NO_ROCE, "pfc-enable": NO_PFC_ENABLE, "pfc-priority": NO_PFC_PRIORITY,
+                "mtu": MTU % self.default_mtu, "trust": TRUST % TRUST_OUT[self.default_trust],
+                "pfc": NO_PORT_PFC, "ecn": NO_ECN, "ets": NO_ETS}[kind[0]]
+        return form % kind[1:] if len(kind) > 1 else form
 
     def undo_commands(self, before_text, now_text):
         """Commands that turn the running config ``now_text`` back into
@@ -340,7 +322,7 @@ class OnyxDriver(Driver):
         is unset, one it changed or removed is typed again as it was. Unset
         port lines first, then switch-wide ones; switch-wide lines typed again
         before port lines."""
-        before, now = self._atoms(before_text), self._atoms(now_text)
+        before, now = self.parse_raw(before_text)["lines"], self.parse_raw(now_text)["lines"]
         unset_port, unset_global, again_global, again_port = [], [], [], []
         for key, line in now.items():
             if key in before:

@@ -2,6 +2,7 @@
 listens on a TCP port (as perftest does before a client may connect), exits,
 or hangs; clients that succeed, fail and time out."""
 
+import os
 import socket
 import sys
 import threading
@@ -257,3 +258,37 @@ def test_rdma_cm_mode_a_server_that_already_served_is_ready(tmp_path):
     assert r["not_listening"] == []
     r = pr.serve([{"port": port, "argv": ["false"]}], str(tmp_path), timeout_s=30, listen_s=10, mode="alive")
     assert [(s["port"], s["rc"]) for s in r["not_listening"]] == [(port, 1)]
+
+
+def test_a_server_whose_client_has_gone_is_waited_for_until_its_exit_status_is_written(tmp_path):
+    """A server seen with its client closes the connection when its test ends,
+    a moment before its exit status is written: collect waits for that status
+    instead of stopping a finished server (found as a flake under load)."""
+    port, pid = 18515, os.getpid()
+    run, proc = tmp_path / "run", tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / str(pid)).mkdir()
+    (proc / str(pid) / "cmdline").write_text("ib_write_bw\0-p\0%d\0" % port)
+    run.mkdir()
+    (run / ("server-%d.pid" % port)).write_text(str(pid))
+    row = "   0: 0100007F:%04X 0100007F:C350 %s 00000000:00000000 00:00000000 00000000     0        0 1\n"
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    (proc / "net" / "tcp6").write_text(header)
+    now, steps, killed = [0.0], [0], []
+
+    def sleep(s):
+        now[0] += s
+        steps[0] += 1
+        if steps[0] == 1:       # the test runs: its connection established
+            (proc / "net" / "tcp").write_text(header + row % (port, pr.ESTABLISHED))
+        if steps[0] == 8:       # the test ends: the connection closes, the status is not written yet
+            (proc / "net" / "tcp").write_text(header)
+        if steps[0] == 12:      # the status is written
+            (run / ("server-%d.rc" % port)).write_text("0\n")
+            (run / ("server-%d.out" % port)).write_text("done\n")
+
+    (proc / "net" / "tcp").write_text(header)
+    got = pr.collect([port], str(run), command="ib_write_bw", wait_s=30, unclaimed_s=1, proc_root=str(proc),
+                     clock=lambda: now[0], sleep=sleep, kill=lambda p, sig: killed.append(p))
+    assert killed == [] and [(s["stopped"], s["finished"], s["rc"], s["stdout"]) for s in got] == \
+        [(False, True, 0, "done\n")]

@@ -247,9 +247,12 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
     established connection on the port (perftest accepts its client's
     connection, closes its listener and holds the connection through the
     test); one still listening, or that never listened, has no client coming.
+    A server once seen with its client stays waited for: when its test ends
+    it closes the connection a moment before its exit status is written.
     Returns ``[{port, finished, rc, stdout, stderr, stopped}]``."""
     start = clock()
     ports = [int(p) for p in ports]
+    claimed = set()
 
     def running(port):
         return not _read(_base(run_dir, port) + ".rc").strip() and _pid(run_dir, port) is not None
@@ -261,7 +264,8 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
         if waiting and unclaimed_s is not None and clock() - start >= unclaimed_s:
             connected = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")],
                                         (ESTABLISHED,))
-            waiting = [p for p in waiting if p in connected]
+            claimed.update(p for p in waiting if p in connected)
+            waiting = [p for p in waiting if p in claimed]
     out = []
     for port in ports:
         result = dict(port=port, stopped=False, **_server_result(run_dir, port))

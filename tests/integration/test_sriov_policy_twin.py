@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.twin, pytest.mark.layers(12, 13, 14)]
 
 SYSFS = "/run/simlab/sys"
 NODES = ("node01", "node02")
-RENDER = "tests/unit/fixtures/render_kube.yml"
+RENDER = "playbooks/render.yml"
 
 
 def facts(twin, node):
@@ -56,7 +56,7 @@ def layer6(twin):
 
 
 def test_rendered_policies_match_every_node(twin, layer6, tmp_path):
-    proc = twin.playbook(RENDER, "-e", f"gpufabric_render_dir={tmp_path}")
+    proc = twin.playbook(RENDER, "--tags", "layer12,layer13,layer14", "-e", f"gpufabric_render_dir={tmp_path}")
     assert proc.returncode == 0, proc.stdout[-3000:]
     policies, labels, objs = rendered(tmp_path)
     assert sorted(p["spec"]["resourceName"] for p in policies) == ["gpu_rail0", "gpu_rail1"]

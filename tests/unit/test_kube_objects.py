@@ -22,7 +22,8 @@ from tests.reference import CRDS
 pytestmark = pytest.mark.layers(12, 13, 14)
 
 REPO = Path(__file__).resolve().parents[2]
-PLAYBOOK = REPO / "tests" / "unit" / "fixtures" / "render_kube.yml"
+PLAYBOOK = REPO / "playbooks" / "render.yml"
+LAYERS = ("--tags", "layer12,layer13,layer14")
 EXAMPLE = REPO / "inventories" / "example" / "hosts.yml"
 ENV = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(REPO / ".build"),
            ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", PYTHONPATH=str(REPO))
@@ -35,7 +36,10 @@ LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 def render(out, *args):
-    cmd = [str(BIN / "ansible-playbook"), "-i", str(EXAMPLE), str(PLAYBOOK), "-e", f"gpufabric_render_dir={out}", *args]
+    """playbooks/render.yml, layers 12-14 unless ``args`` name their own tags."""
+    layers = () if "--tags" in args else LAYERS
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(EXAMPLE), str(PLAYBOOK), *layers, "-e", f"gpufabric_render_dir={out}",
+           *args]
     return subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True)
 
 

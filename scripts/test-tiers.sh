@@ -2,7 +2,7 @@
 # Run make targets as the tiers of `make test`, time each one and print a
 # table of the times at the end, so every CI log shows where the budget goes.
 #
-#   scripts/test-tiers.sh image-twin,molecule-default+image-vm+unit,lint,sanity twin-test vm-test
+#   scripts/test-tiers.sh image-twin,molecule-default+image-vm,lint,sanity+unit twin-test vm-test
 #
 # The arguments run one after the other.  Within one, "a,b" runs a then b, and
 # "x+a,b" runs the lanes x and a,b side by side (each lane's output goes to

@@ -28,7 +28,8 @@ description:
     every half second for up to I(listen_timeout) seconds. The servers are then waited for up to I(listen_timeout)
     plus I(client_timeout) seconds, the longest a peer's client may still take; but twice I(listen_timeout) after
     the call started, only the servers with an established connection on their port (perftest holds its client's
-    connection through the test) are still waited for. Then they are collected.
+    connection through the test), or with one seen in the last five seconds (a server closes it a moment before it
+    exits), are still waited for. Then they are collected.
   - Changes nothing on the host beyond its own files in I(run_dir); C(changed) is always false. Check mode runs
     nothing.
 options:

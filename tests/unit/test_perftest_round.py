@@ -292,3 +292,33 @@ def test_a_server_whose_client_has_gone_is_waited_for_until_its_exit_status_is_w
                      clock=lambda: now[0], sleep=sleep, kill=lambda p, sig: killed.append(p))
     assert killed == [] and [(s["stopped"], s["finished"], s["rc"], s["stdout"]) for s in got] == \
         [(False, True, 0, "done\n")]
+
+
+def test_a_server_whose_client_died_is_stopped_a_grace_after_its_connection_closed(tmp_path):
+    """A server seen with its client whose connection closes and that never
+    exits (its client died, it hangs) is stopped CLOSED_GRACE_S after the
+    close, not after the whole wait_s."""
+    port, pid = 18516, os.getpid()
+    run, proc = tmp_path / "run", tmp_path / "proc"
+    (proc / "net").mkdir(parents=True)
+    (proc / str(pid)).mkdir()
+    (proc / str(pid) / "cmdline").write_text("ib_write_bw\0-p\0%d\0" % port)
+    run.mkdir()
+    (run / ("server-%d.pid" % port)).write_text(str(pid))
+    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    row = "   0: 0100007F:%04X 0100007F:C350 %s 00000000:00000000 00:00000000 00000000     0        0 1\n"
+    (proc / "net" / "tcp6").write_text(header)
+    (proc / "net" / "tcp").write_text(header + row % (port, pr.ESTABLISHED))
+    now, killed, closed = [0.0], [], []
+
+    def sleep(s):
+        now[0] += s
+        if now[0] >= 3 and not closed:     # the client dies: the connection closes
+            closed.append(now[0])
+            (proc / "net" / "tcp").write_text(header + row % (port, "08"))    # CLOSE_WAIT
+
+    got = pr.collect([port], str(run), command="ib_write_bw", wait_s=95, unclaimed_s=1, proc_root=str(proc),
+                     clock=lambda: now[0], sleep=sleep, kill=lambda p, sig: killed.append(p))
+    assert killed == [pid] and got[0]["stopped"] and not got[0]["finished"]
+    # the grace counts from the last poll that saw the connection (one 0.2 s poll before the close)
+    assert pr.CLOSED_GRACE_S - 0.2 <= now[0] - closed[0] < pr.CLOSED_GRACE_S + 1

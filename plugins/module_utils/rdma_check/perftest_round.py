@@ -238,6 +238,11 @@ def _kill(pid, sig):
     os.kill(pid, sig)
 
 
+# How long after its connection closed a server is still waited for (its
+# exit status is written a moment after it closes the connection).
+CLOSED_GRACE_S = 5.0
+
+
 def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.monotonic, sleep=time.sleep,
             kill=_kill, unclaimed_s=None):
     """Results of this node's servers: wait up to ``wait_s`` for them to exit,
@@ -247,12 +252,14 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
     established connection on the port (perftest accepts its client's
     connection, closes its listener and holds the connection through the
     test); one still listening, or that never listened, has no client coming.
-    A server once seen with its client stays waited for: when its test ends
-    it closes the connection a moment before its exit status is written.
+    A server whose connection was seen within the last ``CLOSED_GRACE_S``
+    is waited for too: when its test ends it closes the connection a moment
+    before its exit status is written (one whose client died and that hangs
+    is stopped after that grace, not after ``wait_s``).
     Returns ``[{port, finished, rc, stdout, stderr, stopped}]``."""
     start = clock()
     ports = [int(p) for p in ports]
-    claimed = set()
+    seen = {}   # port: when its connection was last seen established
 
     def running(port):
         return not _read(_base(run_dir, port) + ".rc").strip() and _pid(run_dir, port) is not None
@@ -261,11 +268,13 @@ def collect(ports, run_dir, command, wait_s=5, proc_root="/proc", clock=time.mon
     while waiting and clock() - start < wait_s:
         sleep(0.2)
         waiting = [p for p in waiting if running(p)]
-        if waiting and unclaimed_s is not None and clock() - start >= unclaimed_s:
+        if waiting and unclaimed_s is not None:
             connected = listening_ports([_read(os.path.join(proc_root, "net", n)) for n in ("tcp", "tcp6")],
                                         (ESTABLISHED,))
-            claimed.update(p for p in waiting if p in connected)
-            waiting = [p for p in waiting if p in claimed]
+            now = clock()
+            seen.update((p, now) for p in waiting if p in connected)
+            if now - start >= unclaimed_s:
+                waiting = [p for p in waiting if p in seen and now - seen[p] < CLOSED_GRACE_S]
     out = []
     for port in ports:
         result = dict(port=port, stopped=False, **_server_result(run_dir, port))

@@ -260,34 +260,50 @@ def test_rdma_cm_mode_a_server_that_already_served_is_ready(tmp_path):
     assert [(s["port"], s["rc"]) for s in r["not_listening"]] == [(port, 1)]
 
 
-def test_a_server_whose_client_has_gone_is_waited_for_until_its_exit_status_is_written(tmp_path):
-    """A server seen with its client closes the connection when its test ends,
-    a moment before its exit status is written: collect waits for that status
-    instead of stopping a finished server (found as a flake under load)."""
-    port, pid = 18515, os.getpid()
+
+# /proc/net/tcp as the kernel prints it (net/ipv4/tcp_ipv4.c), one row: local port and state (tcp_states.h)
+TCP_HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+TCP_ROW = "   0: 0100007F:%04X 0100007F:C350 %s 00000000:00000000 00:00000000 00000000     0        0 1\n"
+
+
+def _one_server(tmp_path, port):
+    """A run directory with one ib_write_bw server (this process's pid) and
+    a /proc with its command line and no TCP sockets. Returns (run, proc,
+    pid, set_tcp), set_tcp(state or None) writing the server's one socket."""
+    pid = os.getpid()
     run, proc = tmp_path / "run", tmp_path / "proc"
     (proc / "net").mkdir(parents=True)
     (proc / str(pid)).mkdir()
     (proc / str(pid) / "cmdline").write_text("ib_write_bw\0-p\0%d\0" % port)
     run.mkdir()
     (run / ("server-%d.pid" % port)).write_text(str(pid))
-    row = "   0: 0100007F:%04X 0100007F:C350 %s 00000000:00000000 00:00000000 00000000     0        0 1\n"
-    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    (proc / "net" / "tcp6").write_text(header)
+    (proc / "net" / "tcp6").write_text(TCP_HEADER)
+
+    def set_tcp(state):
+        (proc / "net" / "tcp").write_text(TCP_HEADER + (TCP_ROW % (port, state) if state else ""))
+    set_tcp(None)
+    return run, proc, pid, set_tcp
+
+
+def test_a_server_whose_client_has_gone_is_waited_for_until_its_exit_status_is_written(tmp_path):
+    """A server seen with its client closes the connection when its test ends,
+    a moment before its exit status is written: collect waits for that status
+    instead of stopping a finished server (found as a flake under load)."""
+    port = 18515
+    run, proc, _, set_tcp = _one_server(tmp_path, port)
     now, steps, killed = [0.0], [0], []
 
     def sleep(s):
         now[0] += s
         steps[0] += 1
         if steps[0] == 1:       # the test runs: its connection established
-            (proc / "net" / "tcp").write_text(header + row % (port, pr.ESTABLISHED))
+            set_tcp(pr.ESTABLISHED)
         if steps[0] == 8:       # the test ends: the connection closes, the status is not written yet
-            (proc / "net" / "tcp").write_text(header)
+            set_tcp(None)
         if steps[0] == 12:      # the status is written
             (run / ("server-%d.rc" % port)).write_text("0\n")
             (run / ("server-%d.out" % port)).write_text("done\n")
 
-    (proc / "net" / "tcp").write_text(header)
     got = pr.collect([port], str(run), command="ib_write_bw", wait_s=30, unclaimed_s=1, proc_root=str(proc),
                      clock=lambda: now[0], sleep=sleep, kill=lambda p, sig: killed.append(p))
     assert killed == [] and [(s["stopped"], s["finished"], s["rc"], s["stdout"]) for s in got] == \
@@ -298,24 +314,16 @@ def test_a_server_whose_client_died_is_stopped_a_grace_after_its_connection_clos
     """A server seen with its client whose connection closes and that never
     exits (its client died, it hangs) is stopped CLOSED_GRACE_S after the
     close, not after the whole wait_s."""
-    port, pid = 18516, os.getpid()
-    run, proc = tmp_path / "run", tmp_path / "proc"
-    (proc / "net").mkdir(parents=True)
-    (proc / str(pid)).mkdir()
-    (proc / str(pid) / "cmdline").write_text("ib_write_bw\0-p\0%d\0" % port)
-    run.mkdir()
-    (run / ("server-%d.pid" % port)).write_text(str(pid))
-    header = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-    row = "   0: 0100007F:%04X 0100007F:C350 %s 00000000:00000000 00:00000000 00000000     0        0 1\n"
-    (proc / "net" / "tcp6").write_text(header)
-    (proc / "net" / "tcp").write_text(header + row % (port, pr.ESTABLISHED))
+    port = 18516
+    run, proc, pid, set_tcp = _one_server(tmp_path, port)
+    set_tcp(pr.ESTABLISHED)
     now, killed, closed = [0.0], [], []
 
     def sleep(s):
         now[0] += s
         if now[0] >= 3 and not closed:     # the client dies: the connection closes
             closed.append(now[0])
-            (proc / "net" / "tcp").write_text(header + row % (port, "08"))    # CLOSE_WAIT
+            set_tcp("08")    # CLOSE_WAIT
 
     got = pr.collect([port], str(run), command="ib_write_bw", wait_s=95, unclaimed_s=1, proc_root=str(proc),
                      clock=lambda: now[0], sleep=sleep, kill=lambda p, sig: killed.append(p))

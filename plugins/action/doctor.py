@@ -29,6 +29,7 @@ from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kub
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
 
 role_intent.import_checks(layer.role for layer in layers.REGISTRY)
+role_intent.preload(layer.role for layer in layers.REGISTRY)
 
 ARGS = {
     "layers": {"type": "list", "elements": "int"},

@@ -28,6 +28,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, nic_reading, role_intent
 
 role_intent.import_checks(layer.role for layer in layers.REGISTRY)
+role_intent.preload(layer.role for layer in layers.REGISTRY)
 
 
 class ActionModule(ActionBase):

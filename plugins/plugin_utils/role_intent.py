@@ -37,6 +37,35 @@ def import_checks(roles):
         check(role)
 
 
+# the role files preload() parsed: {(path, trusted): data}
+_PARSED = {}
+# what a role's intent is read from: (path in the role, trusted as a template)
+ROLE_FILES = (("defaults/main.yml", True), ("vars/main.yml", True), ("meta/argument_specs.yml", False))
+
+
+def _parse(loader, path, trusted):
+    """The YAML file at ``path`` ({} when absent), parsed to be only read:
+    neither the loader's cache nor its deep copy."""
+    if not os.path.exists(path):
+        return {}
+    return loader.load_from_file(path, cache="none", unsafe=True, trusted_as_template=trusted) or {}
+
+
+def preload(roles):
+    """Parse the intent files of ``roles`` now (ROLE_FILES), for the same
+    reason as import_checks: done when an action is loaded, in the
+    controller's main process, every worker forked for a host inherits them;
+    otherwise each host's worker parses the same files again. A role's files
+    are its own, not the inventory's: no vault, read with a plain loader."""
+    from ansible.parsing.dataloader import DataLoader
+    loader = DataLoader()
+    for role in roles:
+        for name, trusted in ROLE_FILES:
+            path = os.path.join(COLLECTION, "roles", role, name)
+            if (path, trusted) not in _PARSED:
+                _PARSED[(path, trusted)] = _parse(loader, path, trusted)
+
+
 class RoleIntents(object):
     """The intents of roles as a task sees them: ``loader`` and ``templar``
     are the action's; ``cache`` keeps each parsed file (a dict the caller
@@ -47,15 +76,13 @@ class RoleIntents(object):
         self._cache = {} if cache is None else cache
 
     def load(self, path, trusted=False):
-        """The YAML file at ``path`` ({} when absent), loaded once per cache."""
+        """The YAML file at ``path`` ({} when absent), loaded once per cache
+        unless preload() parsed it."""
         key = (path, trusted)
+        if key in _PARSED:
+            return _PARSED[key]
         if key not in self._cache:
-            data = {}
-            if os.path.exists(path):
-                # parsed here once and only read: neither the loader's cache nor its deep copy
-                data = self._loader.load_from_file(path, cache="none", unsafe=True,
-                                                   trusted_as_template=trusted) or {}
-            self._cache[key] = data
+            self._cache[key] = _parse(self._loader, path, trusted)
         return self._cache[key]
 
     def intent(self, role, names, task_vars):

@@ -33,3 +33,45 @@ def test_check_is_the_check_file_of_the_role():
     module = role_intent.check("kernel")
     assert module.__name__ == role_intent.CHECKS + "kernel"
     assert callable(module.check) and callable(module.reads) and module.INTENT
+
+
+class _NoLoader(object):
+    """A loader that fails the test if a role file is parsed through it."""
+
+    def load_from_file(self, path, **_kwargs):
+        raise AssertionError("parsed again in the worker: %s" % path)
+
+
+@pytest.mark.parametrize("action", ["doctor", "nic_facts"])
+def test_loading_the_action_parses_every_layers_role_files_once(action, monkeypatch):
+    """The roles' defaults, vars and argument specs are parsed where the
+    action is loaded (the main process) and read from there by every host's
+    worker: RoleIntents does not parse them again."""
+    monkeypatch.setattr(role_intent, "_PARSED", {})
+    importlib.reload(importlib.import_module("ansible_collections.gpufabric.stack.plugins.action." + action))
+    intents = role_intent.RoleIntents(_NoLoader(), None)
+    for layer in layers.REGISTRY:
+        for name, trusted in role_intent.ROLE_FILES:
+            path = "%s/roles/%s/%s" % (role_intent.COLLECTION, layer.role, name)
+            assert (path, trusted) in role_intent._PARSED, path
+            assert intents.load(path, trusted) is role_intent._PARSED[(path, trusted)]
+    defaults = intents.load("%s/roles/kernel/defaults/main.yml" % role_intent.COLLECTION, True)
+    assert "kernel_sysfs_root" in defaults
+
+
+def test_a_file_not_preloaded_is_parsed_by_the_tasks_loader_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(role_intent, "_PARSED", {})
+    calls = []
+
+    class Loader(object):
+        def load_from_file(self, path, **kwargs):
+            calls.append((path, kwargs["trusted_as_template"]))
+            return {"a": 1}
+
+    path = tmp_path / "defaults.yml"
+    path.write_text("a: 1\n")
+    intents = role_intent.RoleIntents(Loader(), None)
+    assert intents.load(str(path), True) == {"a": 1}
+    assert intents.load(str(path), True) == {"a": 1}
+    assert intents.load(str(tmp_path / "absent.yml")) == {}
+    assert calls == [(str(path), True)]

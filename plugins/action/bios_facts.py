@@ -14,6 +14,10 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 
 class ActionModule(ActionBase):

@@ -16,6 +16,10 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 display = Display()
 

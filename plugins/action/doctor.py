@@ -25,8 +25,12 @@ __metaclass__ = type
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, kube_checks, layers, nic_reading, role_intent
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import (
+    doctor, kube_checks, layers, main_process, nic_reading, role_intent)
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 role_intent.import_checks(layer.role for layer in layers.REGISTRY)
 role_intent.preload(layer.role for layer in layers.REGISTRY)

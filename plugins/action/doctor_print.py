@@ -11,7 +11,10 @@ __metaclass__ = type
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor_report, main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 display = Display()
 

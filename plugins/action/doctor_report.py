@@ -20,9 +20,12 @@ from ansible.plugins.action import ActionBase
 from jinja2 import Environment
 from jinja2.filters import do_truncate
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report, plain_data
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, doctor_report, main_process, plain_data
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 ARGS = {
     "hosts": {"type": "list", "elements": "str"},

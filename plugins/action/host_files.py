@@ -31,6 +31,10 @@ except ImportError:  # ansible-core before 2.19
     from ansible.template import generate_ansible_template_vars
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import host_files
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 MODULE = "gpufabric.stack.host_files"
 

@@ -18,6 +18,10 @@ __metaclass__ = type
 from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.checks import nic_firmware
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.judged_action import JudgedAction
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 # the module's options a judged run takes, with the module's defaults
 OPTIONS = {"devices": None, "tool": "mstconfig", "flint_tool": "mstflint", "min_fw_version": "",

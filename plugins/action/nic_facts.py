@@ -25,7 +25,10 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, nic_reading, role_intent
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, main_process, nic_reading, role_intent
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 role_intent.import_checks(layer.role for layer in layers.REGISTRY)
 role_intent.preload(layer.role for layer in layers.REGISTRY)

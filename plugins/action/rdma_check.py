@@ -34,9 +34,12 @@ import os
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, nic_reading, plain_data
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import doctor, main_process, nic_reading, plain_data
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import cabling as cabling_check
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.rdma_check import rdma_pairs
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 PHASES = ("cabling", "links", "plan", "round", "serve", "run", "collect", "gate", "recheck")
 ARGS = {

@@ -14,8 +14,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpufabric.stack.plugins.module_utils.roce_host import roce_qos_host
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process, nic_reading
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.judged_action import JudgedAction, inspected_of, task_wish
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 # roce_qos' options that nic_facts' qos option takes, with the module's defaults
 QOS_OPTIONS = {"node": "host", "pfs": [], "config": None, "roce_mode": None, "tos": None, "config_name": "",

@@ -22,6 +22,10 @@ import os
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import combine_vars
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 # the collection's roles/, beside plugins/
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")

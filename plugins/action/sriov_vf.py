@@ -13,8 +13,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import nic_reading
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process, nic_reading
 from ansible_collections.gpufabric.stack.plugins.plugin_utils.judged_action import JudgedAction, inspected_of, task_wish
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 # sriov_vf's options that nic_facts' vfs option takes, with the module's defaults
 VFS_OPTIONS = {"pfs": [], "wait_timeout": 120, "ip_command": "ip", "nm_unmanaged_rule": None,

@@ -22,6 +22,10 @@ import time
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+
+# the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
+main_process.load_jinja_plugins()
 
 display = Display()
 

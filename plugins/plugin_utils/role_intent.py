@@ -56,14 +56,19 @@ def preload(roles):
     reason as import_checks: done when an action is loaded, in the
     controller's main process, every worker forked for a host inherits them;
     otherwise each host's worker parses the same files again. A role's files
-    are its own, not the inventory's: no vault, read with a plain loader."""
+    are its own, not the inventory's: read with a plain loader. A file that
+    loader cannot parse (a vaulted value, a YAML error) is left to the task's
+    loader, which parses it, or names the error, in the host's task."""
     from ansible.parsing.dataloader import DataLoader
     loader = DataLoader()
     for role in roles:
         for name, trusted in ROLE_FILES:
             path = os.path.join(COLLECTION, "roles", role, name)
             if (path, trusted) not in _PARSED:
-                _PARSED[(path, trusted)] = _parse(loader, path, trusted)
+                try:
+                    _PARSED[(path, trusted)] = _parse(loader, path, trusted)
+                except AnsibleError:
+                    pass
 
 
 class RoleIntents(object):

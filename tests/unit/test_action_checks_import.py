@@ -75,3 +75,22 @@ def test_a_file_not_preloaded_is_parsed_by_the_tasks_loader_once(tmp_path, monke
     assert intents.load(str(path), True) == {"a": 1}
     assert intents.load(str(tmp_path / "absent.yml")) == {}
     assert calls == [(str(path), True)]
+
+
+def test_a_role_file_a_plain_loader_cannot_parse_is_left_to_the_tasks_loader(tmp_path, monkeypatch):
+    """A YAML error (or a vaulted value) in a role's file does not stop the
+    action from loading: the file is not preloaded, and the task's loader
+    parses it (or names the error) in the host's task."""
+    monkeypatch.setattr(role_intent, "_PARSED", {})
+    monkeypatch.setattr(role_intent, "COLLECTION", str(tmp_path))
+    (tmp_path / "roles" / "broken" / "defaults").mkdir(parents=True)
+    (tmp_path / "roles" / "broken" / "defaults" / "main.yml").write_text("a: [1\n")
+    (tmp_path / "roles" / "fine" / "defaults").mkdir(parents=True)
+    (tmp_path / "roles" / "fine" / "defaults" / "main.yml").write_text("a: 1\n")
+    role_intent.preload(["broken", "fine"])
+    broken = (str(tmp_path / "roles" / "broken" / "defaults" / "main.yml"), True)
+    fine = (str(tmp_path / "roles" / "fine" / "defaults" / "main.yml"), True)
+    assert broken not in role_intent._PARSED
+    assert role_intent._PARSED[fine] == {"a": 1}
+    with pytest.raises(AssertionError, match="parsed again in the worker"):
+        role_intent.RoleIntents(_NoLoader(), None).load(*broken)

@@ -57,8 +57,9 @@ def preload(roles):
     controller's main process, every worker forked for a host inherits them;
     otherwise each host's worker parses the same files again. A role's files
     are its own, not the inventory's: read with a plain loader. A file that
-    loader cannot parse (a vaulted value, a YAML error) is left to the task's
-    loader, which parses it, or names the error, in the host's task."""
+    loader cannot parse (a YAML error, a whole file encrypted with vault) is
+    left to the task's loader, which parses it, or names the error, in the
+    host's task."""
     from ansible.parsing.dataloader import DataLoader
     loader = DataLoader()
     for role in roles:
@@ -67,7 +68,8 @@ def preload(roles):
             if (path, trusted) not in _PARSED:
                 try:
                     _PARSED[(path, trusted)] = _parse(loader, path, trusted)
-                except AnsibleError:
+                except (AnsibleError, TypeError):
+                    # TypeError: an ansible-core without trusted_as_template (before 2.19)
                     pass
 
 

@@ -78,7 +78,7 @@ def test_a_file_not_preloaded_is_parsed_by_the_tasks_loader_once(tmp_path, monke
 
 
 def test_a_role_file_a_plain_loader_cannot_parse_is_left_to_the_tasks_loader(tmp_path, monkeypatch):
-    """A YAML error (or a vaulted value) in a role's file does not stop the
+    """A YAML error (or a whole file encrypted with vault) in a role's file does not stop the
     action from loading: the file is not preloaded, and the task's loader
     parses it (or names the error) in the host's task."""
     monkeypatch.setattr(role_intent, "_PARSED", {})

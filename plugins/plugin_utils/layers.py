@@ -177,6 +177,7 @@ SHARED = {
     "plugins/plugin_utils/judged_action.py": "the actions of layers 6 and 8 that judge a node from its reading",
     "plugins/plugin_utils/role_intent.py": "a role's intent read outside it: the doctor, nic_facts' also_layers",
     "plugins/plugin_utils/plain_data.py": "Ansible's lazy containers made plain for the checks",
+    "plugins/plugin_utils/main_process.py": "what every action loads before the strategy forks its workers",
     "plugins/module_utils/host/host_files.py": "the layers' boot files",
     "plugins/module_utils/host/boot_state.py": "the layers' boot units and files, read",
     "plugins/module_utils/host/sysfs_nic.py": "the NICs from sysfs, for layers 3-9",

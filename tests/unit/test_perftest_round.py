@@ -260,7 +260,6 @@ def test_rdma_cm_mode_a_server_that_already_served_is_ready(tmp_path):
     assert [(s["port"], s["rc"]) for s in r["not_listening"]] == [(port, 1)]
 
 
-
 # /proc/net/tcp as the kernel prints it (net/ipv4/tcp_ipv4.c), one row: local port and state (tcp_states.h)
 TCP_HEADER = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
 TCP_ROW = "   0: 0100007F:%04X 0100007F:C350 %s 00000000:00000000 00:00000000 00000000     0        0 1\n"

@@ -11,6 +11,9 @@ instead of one per role, and every layer's input is checked before the first
 layer changes anything. The check is ansible's own: the same
 ArgumentSpecValidator on the same values (the role's defaults under the
 host's variables, templated), as ansible.builtin.validate_argument_spec does.
+The roles' argument specs and defaults are parsed once, where the action is
+loaded (role_intent.preload, as the doctor's), and read from there by the
+worker of each host.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,10 +25,13 @@ import os
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import combine_vars
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import main_process
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, main_process, role_intent
 
 # the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
 main_process.load_jinja_plugins()
+
+# the layer roles' files parsed in the main process; each host's worker reads them
+role_intent.preload(layer.role for layer in layers.REGISTRY)
 
 # the collection's roles/, beside plugins/
 ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
@@ -39,12 +45,13 @@ class ActionModule(ActionBase):
     def _role_file(self, role, *parts):
         return os.path.join(ROLES_DIR, role, *parts)
 
-    def _load(self, path):
-        """A role's YAML file, its templates trusted as ansible trusts a role's
-        own files; None when the role has no such file."""
-        if not os.path.isfile(path):
-            return None
-        return self._loader.load_from_file(path, trusted_as_template=True)
+    def _load(self, role, name):
+        """A role's YAML file as role_intent reads it (ROLE_FILES: defaults
+        trusted as templates, as ansible trusts a role's own; the argument
+        spec is only read), parsed once per run; {} when the role has no such
+        file. Shared with every task of the worker: read, never changed."""
+        trusted = dict(role_intent.ROLE_FILES)[name]
+        return self._intents.load(self._role_file(role, name), trusted)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -55,9 +62,10 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="roles must be a non-empty list of role names of gpufabric.stack, got %r" % (roles,))
             return result
 
+        self._intents = role_intent.RoleIntents(self._loader, self._templar)
         specs, defaults = {}, {}
         for role in roles:
-            data = self._load(self._role_file(role, "meta", "argument_specs.yml"))
+            data = self._load(role, "meta/argument_specs.yml")
             spec = ((data or {}).get("argument_specs") or {}).get(entry_point)
             if spec is None:
                 result.update(failed=True, msg="role %s of gpufabric.stack has no argument spec %r (roles/%s/meta/argument_specs.yml)"
@@ -65,7 +73,7 @@ class ActionModule(ActionBase):
                 return result
             specs[role] = spec.get("options") or {}
             # the role's defaults are the lowest precedence, as for the role's own check
-            defaults = combine_vars(defaults, self._load(self._role_file(role, "defaults", "main.yml")) or {})
+            defaults = combine_vars(defaults, self._load(role, "defaults/main.yml"))
 
         available = combine_vars(defaults, task_vars)
         templar = self._templar.copy_with_new_env(available_variables=available)

@@ -42,7 +42,7 @@ class _NoLoader(object):
         raise AssertionError("parsed again in the worker: %s" % path)
 
 
-@pytest.mark.parametrize("action", ["doctor", "nic_facts"])
+@pytest.mark.parametrize("action", ["doctor", "nic_facts", "role_arguments"])
 def test_loading_the_action_parses_every_layers_role_files_once(action, monkeypatch):
     """The roles' defaults, vars and argument specs are parsed where the
     action is loaded (the main process) and read from there by every host's
@@ -57,6 +57,23 @@ def test_loading_the_action_parses_every_layers_role_files_once(action, monkeypa
             assert intents.load(path, trusted) is role_intent._PARSED[(path, trusted)]
     defaults = intents.load("%s/roles/kernel/defaults/main.yml" % role_intent.COLLECTION, True)
     assert "kernel_sysfs_root" in defaults
+
+
+def test_role_arguments_reads_the_preloaded_specs_and_defaults(monkeypatch):
+    """site.yml's one check of every layer's variables (role_arguments)
+    reads each role's argument spec and defaults as parsed where it was
+    loaded, not through the task's loader in each host's worker."""
+    monkeypatch.setattr(role_intent, "_PARSED", {})
+    module = importlib.reload(importlib.import_module("ansible_collections.gpufabric.stack.plugins.action.role_arguments"))
+    action = module.ActionModule.__new__(module.ActionModule)
+    action._intents = role_intent.RoleIntents(_NoLoader(), None)
+    for layer in layers.REGISTRY:
+        for name, trusted in role_intent.ROLE_FILES:
+            if name == "vars/main.yml":
+                continue
+            got = action._load(layer.role, name)
+            assert got is role_intent._PARSED[("%s/roles/%s/%s" % (role_intent.COLLECTION, layer.role, name), trusted)]
+    assert "kernel_sysfs_root" in action._load("kernel", "meta/argument_specs.yml")["argument_specs"]["main"]["options"]
 
 
 def test_a_file_not_preloaded_is_parsed_by_the_tasks_loader_once(tmp_path, monkeypatch):

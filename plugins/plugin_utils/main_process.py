@@ -12,7 +12,9 @@ collection's filter files on its first lookup of one of them: left to the
 workers, each worker pays that again (a median 21 ms for the first
 compilation in a worker against 1.8 ms for the others, measured on
 validate.yml; docs/performance.md). Loaded here, once, the workers find
-them loaded."""
+them loaded. The same holds for the Jinja lexer ansible-core builds for its
+template settings (kept per process): built here by one template, not once
+per worker by the worker's first condition or template."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -37,4 +39,9 @@ def load_jinja_plugins():
     if AnsibleCollectionConfig.collection_finder is not None:
         # ansible's collection loader is set up (not where Python imports the plugin from its path)
         filter_loader.get(COLLECTION_FILTER)
+    # one template with the default settings builds their lexer (ansible-core
+    # keeps it for the process)
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    Templar(loader=DataLoader()).template(trust_as_template("{{ 0 }}"))
     _LOADED.append(True)

@@ -39,9 +39,14 @@ def load_jinja_plugins():
     if AnsibleCollectionConfig.collection_finder is not None:
         # ansible's collection loader is set up (not where Python imports the plugin from its path)
         filter_loader.get(COLLECTION_FILTER)
-    # one template with the default settings builds their lexer (ansible-core
-    # keeps it for the process)
-    from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
-    Templar(loader=DataLoader()).template(trust_as_template("{{ 0 }}"))
     _LOADED.append(True)
+    # one template with the default settings builds their lexer (ansible-core
+    # 2.19 keeps it for the process); an ansible-core without template trust
+    # (before 2.19) neither has that lexer cache nor this function
+    try:
+        from ansible.template import trust_as_template
+    except ImportError:
+        return
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+    Templar(loader=DataLoader()).template(trust_as_template("{{ 0 }}"))

@@ -48,8 +48,10 @@ class ActionModule(ActionBase):
     def _load(self, role, name):
         """A role's YAML file as role_intent reads it (ROLE_FILES: defaults
         trusted as templates, as ansible trusts a role's own; the argument
-        spec is only read), parsed once per run; {} when the role has no such
-        file. Shared with every task of the worker: read, never changed."""
+        spec is only read); {} when the role has no such file. A layer role's
+        file comes parsed from the main process (role_intent.preload), the
+        same object for every worker: read here, never changed; another
+        role's is parsed once per run of this action."""
         trusted = dict(role_intent.ROLE_FILES)[name]
         return self._intents.load(self._role_file(role, name), trusted)
 

@@ -6,9 +6,11 @@ imported only inside run() is compiled again in each host's worker (the
 collection loader keeps no compiled code)."""
 
 import importlib
+import pathlib
 import sys
 
 import pytest
+import yaml
 
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, role_intent
 
@@ -111,3 +113,36 @@ def test_a_role_file_a_plain_loader_cannot_parse_is_left_to_the_tasks_loader(tmp
     assert role_intent._PARSED[fine] == {"a": 1}
     with pytest.raises(AssertionError, match="parsed again in the worker"):
         role_intent.RoleIntents(_NoLoader(), None).load(*broken)
+
+
+def _defaults_with_sub_options(options, where):
+    """The options under ``options`` (recursively) whose type is dict or
+    list with sub-options and that have a default that is not empty."""
+    found = []
+    for name, spec in (options or {}).items():
+        spec = spec or {}
+        here = "%s.%s" % (where, name)
+        if spec.get("options"):
+            if spec.get("type") in ("dict", "list") and spec.get("default") not in (None, {}, []):
+                found.append(here)
+            found.extend(_defaults_with_sub_options(spec["options"], here))
+    return found
+
+
+def test_no_role_spec_has_a_container_default_the_validator_would_fill_in():
+    """The argument specs role_intent.preload parses are one object that
+    every worker's validation reads (role_arguments, the doctor). ansible's
+    ArgumentSpecValidator copies the values it is given but not a spec's
+    default: for a dict (or list of dicts) option with sub-options it writes
+    the sub-options' defaults and aliases into that default, which would be
+    the shared spec's. No role has such a default."""
+    paths = sorted(pathlib.Path(role_intent.COLLECTION, "roles").glob("*/meta/argument_specs.yml"))
+    assert {layer.role for layer in layers.REGISTRY} <= {p.parts[-3] for p in paths}
+    assert _defaults_with_sub_options({"a": {"type": "dict", "default": {"x": 1}, "options": {"x": {}}}}, "r") == ["r.a"]
+    found = []
+    for path in paths:
+        specs = (yaml.safe_load(path.read_text()) or {}).get("argument_specs") or {}
+        for entry, spec in specs.items():
+            found.extend(_defaults_with_sub_options((spec or {}).get("options"),
+                                                    "%s:%s" % (path.parts[-3], entry)))
+    assert found == []

@@ -188,9 +188,12 @@ class ActionModule(ActionBase):
         hosts = [h for h in task_vars.get("ansible_play_batch") or [task_vars.get("inventory_hostname")]
                  if set(g for g, members in (task_vars.get("groups") or {}).items() if h in members)
                  & set(g for layer in checked for g in layer.hosts)]
+        # each host's registered node_result, taken from hostvars once (each
+        # access templates the whole result)
+        registered = dict((h, (hostvars[h].get(node_result) or {}) if h in hostvars else None) for h in hosts)
         # a host whose node layers failed in this run (its registered
         # node_result): its cluster layers are blocked, neither read nor judged
-        blocked = dict((h, first) for h, first in ((h, self._first_failure(hostvars, h, node_result, checked))
+        blocked = dict((h, first) for h, first in ((h, self._first_failure(registered[h], checked))
                                                    for h in hosts) if first is not None)
         prepared = dict((h, self._prepare(checked, self._host_vars(task_vars, h), h)) for h in hosts
                         if h not in blocked)
@@ -223,7 +226,7 @@ class ActionModule(ActionBase):
         by_host = {}
         for h in hosts:
             modules, intents, wishes, errors = prepared.get(h) or ({}, {}, {}, {})
-            node = (hostvars[h].get(node_result) or {}) if h in hostvars else {}
+            node = registered[h] or {}
             records = []
             for layer in todo:
                 if layer not in checked:
@@ -260,14 +263,14 @@ class ActionModule(ActionBase):
         return result
 
     @staticmethod
-    def _first_failure(hostvars, host, node_result, checked):
+    def _first_failure(registered, checked):
         """The lowest layer below ``checked`` (the cluster layers) that
-        failed on ``host`` in its registered ``node_result``; None when none
-        did, or the host has no such result."""
-        if not checked or host not in hostvars:
+        failed in a host's ``registered`` node result; None when none did,
+        or the host has no such result (None)."""
+        if not checked or registered is None:
             return None
         below = min(layer.number for layer in checked)
-        failed = [r.get("layer") for r in ((hostvars[host].get(node_result) or {}).get("results") or [])
+        failed = [r.get("layer") for r in (registered.get("results") or [])
                   if isinstance(r, dict) and r.get("status") == "fail" and isinstance(r.get("layer"), int)
                   and r["layer"] < below]
         return min(failed) if failed else None

@@ -33,17 +33,11 @@ main_process.load_jinja_plugins()
 # the layer roles' files parsed in the main process; each host's worker reads them
 role_intent.preload(layer.role for layer in layers.REGISTRY)
 
-# the collection's roles/, beside plugins/
-ROLES_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "roles")
-
 
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _VALID_ARGS = frozenset(("roles", "entry_point"))
-
-    def _role_file(self, role, *parts):
-        return os.path.join(ROLES_DIR, role, *parts)
 
     def _load(self, role, name):
         """A role's YAML file as role_intent reads it (ROLE_FILES: defaults
@@ -53,7 +47,7 @@ class ActionModule(ActionBase):
         same object for every worker: read here, never changed; another
         role's is parsed once per run of this action."""
         trusted = dict(role_intent.ROLE_FILES)[name]
-        return self._intents.load(self._role_file(role, name), trusted)
+        return self._intents.load(os.path.join(role_intent.COLLECTION, "roles", role, name), trusted)
 
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
@@ -68,7 +62,7 @@ class ActionModule(ActionBase):
         specs, defaults = {}, {}
         for role in roles:
             data = self._load(role, "meta/argument_specs.yml")
-            spec = ((data or {}).get("argument_specs") or {}).get(entry_point)
+            spec = (data.get("argument_specs") or {}).get(entry_point)
             if spec is None:
                 result.update(failed=True, msg="role %s of gpufabric.stack has no argument spec %r (roles/%s/meta/argument_specs.yml)"
                               % (role, entry_point, role))

@@ -702,6 +702,9 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "simlab-bmc"
     sys_version = ""
     timeout = 30
+    # an answer's headers and body are two writes: without TCP_NODELAY a kept-alive
+    # connection's next answer waits on the client's delayed ACK (40 ms)
+    disable_nagle_algorithm = True
 
     @property
     def bmc(self) -> Bmc:

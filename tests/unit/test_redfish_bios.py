@@ -290,3 +290,105 @@ def test_an_empty_credential_is_layer_1s_wrong_credentials_and_nothing_is_sent(m
     got = bmc_check.check({"bmc": answer}, {"bmc_address": "10.0.0.5"}, "node01")
     assert (got["status"], got["reason"]) == ("fail", "wrong credentials"), got
     assert "Fix bmc_username/bmc_password for node01" in got["remediation"]
+
+
+# -- the HTTPS client's connection --------------------------------------------
+
+def _count_connections(monkeypatch):
+    opened = []
+    connect = http.client.HTTPSConnection.connect
+
+    def counted(self):
+        opened.append((self.host, self.port))
+        return connect(self)
+    monkeypatch.setattr(http.client.HTTPSConnection, "connect", counted)
+    return opened
+
+
+def test_a_read_is_one_connection_to_the_bmc(lab, monkeypatch):
+    # Supermicro's walk is the longest (root, Systems, the system, Bios, its
+    # settings, Registries, the registry file): one TLS handshake for all of it
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    opened = _count_connections(monkeypatch)
+    paths = []
+    get, addr = _getter(lab, "smc1", log=paths)
+    out = redfish_bios.read_bios(get, addr)
+    assert out["error"] == "" and len(paths) >= 6
+    assert opened == [("127.0.0.1", lab.bmcs["smc1"].port)]
+
+
+class ClosingServer:
+    """An HTTPS server that answers each connection's first request, kept
+    alive as far as its headers say, and then closes the connection (a BMC's
+    idle timeout between two requests of a read)."""
+
+    def __init__(self, tmp_path):
+        from simlab.bmc.server import ensure_certificate
+        cert, key = ensure_certificate(tmp_path)
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(str(cert), str(key))
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.requests = []
+        import threading
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                with self.ctx.wrap_socket(conn, server_side=True) as tls:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        chunk = tls.recv(4096)
+                        if not chunk:
+                            break
+                        data += chunk
+                    self.requests.append(data.split(b"\r\n", 1)[0])
+                    body = json.dumps({"@odata.id": data.split(b" ")[1].decode()}).encode()
+                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                                % (len(body), body))
+            except (ssl.SSLError, OSError):
+                pass
+
+    def close(self):
+        self.sock.close()
+
+
+def test_a_connection_the_bmc_closed_is_opened_again(tmp_path, monkeypatch):
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    server = ClosingServer(tmp_path)
+    try:
+        opened = _count_connections(monkeypatch)
+        get = redfish_bios.https_getter("127.0.0.1:%d" % server.port, "u", "p", timeout=5)
+        assert get("/redfish/v1/") == (200, {"@odata.id": "/redfish/v1/"}, "")
+        assert get("/redfish/v1/Systems") == (200, {"@odata.id": "/redfish/v1/Systems"}, "")
+        get.close()
+        assert len(opened) == 2
+        assert server.requests == [b"GET /redfish/v1/ HTTP/1.1", b"GET /redfish/v1/Systems HTTP/1.1"]
+    finally:
+        server.close()
+
+
+def test_a_bmc_behind_the_environments_https_proxy_is_read_through_it(lab, monkeypatch):
+    # the proxy named for it is down: nothing goes to the BMC directly
+    opened = _count_connections(monkeypatch)
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:%d" % free_port())
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    get, addr = _getter(lab, "dell1")
+    out = redfish_bios.read_bios(get, addr)
+    assert out["status"] == -1 and out["error"].startswith("BMC unreachable: no Redfish answer from %s (" % addr)
+    assert opened == [] or all(port != lab.bmcs["dell1"].port for _host, port in opened)
+    # one the environment's no_proxy names is read directly, over one connection
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    get, addr = _getter(lab, "dell1")
+    assert redfish_bios.read_bios(get, addr)["error"] == ""
+    assert [port for _host, port in opened if port == lab.bmcs["dell1"].port] == [lab.bmcs["dell1"].port]

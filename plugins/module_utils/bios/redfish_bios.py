@@ -23,9 +23,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import json
 import re
 
+from ansible.module_utils.six.moves import http_client
+from ansible.module_utils.six.moves.urllib import parse as urlparse
+from ansible.module_utils.six.moves.urllib import request as urlrequest
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 from ansible.module_utils.urls import Request, make_context
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust
@@ -78,7 +82,10 @@ def facts(params):
     get = https_getter(address, params["username"], params["password"],
                        validate_certs=params.get("validate_certs") or False, timeout=params.get("timeout") or 30,
                        pin=params.get("pin"), ca_path=params.get("ca_path"))
-    answer = read_bios(get, address, vendor=params.get("vendor") or "auto")
+    try:
+        answer = read_bios(get, address, vendor=params.get("vendor") or "auto")
+    finally:
+        get.close()
     answer["system_error"] = system_error(answer, address)
     return answer
 
@@ -106,41 +113,129 @@ SERVICE_ROOT = "/redfish/v1/"
 
 
 def https_getter(address, username, password, validate_certs=False, timeout=30, pin=None, ca_path=None):
-    """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth. The
-    reads of one getter share one request object and its TLS context: the CA
-    store (which open_url loads for every request) is loaded once. With
+    """A ``get(path)`` for :func:`read_bios` over HTTPS with basic auth
+    (:class:`HttpsGetter`): the reads of one getter share one TLS context (the
+    CA store is loaded once) and one kept-alive connection, so a read of the
+    BMC's resources costs one TLS handshake, not one per resource. With
     ``pin`` (a fingerprint from bmc_trust), every connection is held to it
     before the request, and its credentials, are written; else the CA store
-    (``ca_path``, or the system's) when ``validate_certs``."""
-    root = "https://" + address
-    shared = {}
+    (``ca_path``, or the system's) when ``validate_certs``. Where the
+    environment names an HTTPS proxy for the BMC's address, each request goes
+    through it as ansible's ``open_url`` sends it (one connection each)."""
+    return HttpsGetter(address, username, password, validate_certs, timeout, pin, ca_path)
 
-    def context():
-        if pin:
-            return bmc_trust.pinned_context(pin)
-        return make_context(cafile=ca_path or None, validate_certs=validate_certs)
 
-    def get(path):
+class HttpsGetter(object):
+    """``get(path) -> (status, body, message)`` on one BMC; ``close()`` ends
+    its connection (a read's last step; a getter left open closes with the
+    process)."""
+
+    HEADERS = {"Accept": "application/json", "OData-Version": "4.0"}
+    # a BMC that answers with a redirect is followed on the same host, this often
+    MAX_REDIRECTS = 3
+
+    def __init__(self, address, username, password, validate_certs=False, timeout=30, pin=None, ca_path=None):
+        self.address, self.root = address, "https://" + address
+        self._username, self._password = username, password
+        self._validate_certs, self._timeout = validate_certs, timeout
+        self._pin, self._ca_path = pin, ca_path
+        self._context = self._request = self._conn = None
+        self._proxied = _proxied(address)
+
+    def context(self):
+        if self._context is None:
+            if self._pin:
+                self._context = bmc_trust.pinned_context(self._pin)
+            else:
+                self._context = make_context(cafile=self._ca_path or None, validate_certs=self._validate_certs)
+        return self._context
+
+    def __call__(self, path):
         try:
-            if "request" not in shared:
-                shared["request"] = Request(context=context())
-            resp = shared["request"].open("GET", root + path,
-                                          headers={"Accept": "application/json", "OData-Version": "4.0"},
-                                          url_username=username, url_password=password, force_basic_auth=True,
-                                          validate_certs=validate_certs, timeout=timeout)
-            status = resp.getcode()
-            raw = resp.read()
-        except HTTPError as exc:
-            return exc.code, None, str(exc)
+            if self._proxied:
+                status, raw, message = self._through_proxy(path)
+            else:
+                status, raw, message = self._kept_alive(path)
         except Exception as exc:  # pylint: disable=broad-except  # any transport error: no answer
+            self.close()
             if "is not the pinned" in str(exc):
-                return -2, None, "BMC not trusted: %s at %s; nothing was sent" % (exc, address)
+                return -2, None, "BMC not trusted: %s at %s; nothing was sent" % (exc, self.address)
             return -1, None, str(exc)
+        if status >= 400:
+            return status, None, message
         try:
             return status, json.loads(raw.decode("utf-8") or "null"), ""
         except ValueError as exc:
             return 502, None, "not JSON: %s" % exc
-    return get
+
+    def close(self):
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def _authorization(self):
+        pair = ("%s:%s" % (self._username, self._password)).encode("utf-8")
+        return "Basic " + base64.b64encode(pair).decode("ascii")
+
+    def _kept_alive(self, path):
+        """One GET on the getter's connection (opened on first use; opened
+        again, and the GET sent again, when the BMC had closed it since the
+        last answer); redirects on the same host followed."""
+        headers = dict(self.HEADERS, Authorization=self._authorization())
+        for _hop in range(self.MAX_REDIRECTS + 1):
+            reused = self._conn is not None
+            try:
+                resp = self._send(path, headers)
+            except (http_client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                self.close()
+                if not reused:
+                    raise
+                # the BMC closed the idle connection: a GET is safe to send again
+                resp = self._send(path, headers)
+            raw = resp.read()
+            if resp.will_close:
+                self.close()
+            location = resp.getheader("Location") or ""
+            if resp.status in (301, 302, 303, 307, 308) and location:
+                target = urlparse.urlsplit(urlparse.urljoin(self.root + path, location))
+                if target.scheme != "https" or target.netloc != self.address:
+                    return resp.status, raw, "HTTP Error %d: redirect to %s, off the BMC" % (
+                        resp.status, urlparse.urlunsplit(target[:3] + ("", "")))
+                path = urlparse.urlunsplit(("", "", target.path, target.query, ""))
+                continue
+            return resp.status, raw, "HTTP Error %d: %s" % (resp.status, resp.reason)
+        return resp.status, raw, "HTTP Error %d: more than %d redirects" % (resp.status, self.MAX_REDIRECTS)
+
+    def _send(self, path, headers):
+        if self._conn is None:
+            host, _sep, port = self.address.rpartition(":") if self.address.rpartition(":")[2].isdigit() \
+                else (self.address, "", "")
+            self._conn = http_client.HTTPSConnection(host.strip("[]"), int(port) if port else None,
+                                                     context=self.context(), timeout=self._timeout)
+        self._conn.request("GET", path, headers=headers)
+        return self._conn.getresponse()
+
+    def _through_proxy(self, path):
+        if self._request is None:
+            self._request = Request(context=self.context())
+        try:
+            resp = self._request.open("GET", self.root + path, headers=self.HEADERS,
+                                      url_username=self._username, url_password=self._password,
+                                      force_basic_auth=True, validate_certs=self._validate_certs,
+                                      timeout=self._timeout)
+        except HTTPError as exc:
+            return exc.code, b"", str(exc)
+        return resp.getcode(), resp.read(), ""
+
+
+def _proxied(address):
+    """Whether the environment sends HTTPS to ``address`` through a proxy
+    (``https_proxy`` without a ``no_proxy`` entry that covers it), as urllib,
+    and so ansible's ``open_url``, would."""
+    if not urlrequest.getproxies().get("https"):
+        return False
+    host = address.rpartition(":")[0] if address.rpartition(":")[2].isdigit() else address
+    return not urlrequest.proxy_bypass(host.strip("[]"))
 
 
 def manufacturer_vendor(name):

@@ -45,7 +45,7 @@ PHASES = ("cabling", "links", "plan", "round", "serve", "run", "collect", "gate"
 ARGS = {
     "phase": {"type": "str", "required": True, "choices": list(PHASES)},
     # links
-    "reading": {"type": "dict"},
+    "reading": {"type": "str", "default": ""},
     "sysfs_root": {"type": "str", "default": "/sys"},
     "vendor": {"type": "str", "default": ""},
     "nics": {"type": "list", "elements": "dict", "default": []},
@@ -150,7 +150,11 @@ class ActionModule(ActionBase):
     # -- links ------------------------------------------------------------
 
     def _phase_links(self, args, task_vars, host):
-        reading = nic_reading.pfs_of(args["reading"], args["sysfs_root"], args["vendor"])
+        # the node's reading taken from its variables as registered, not
+        # passed as a task argument (which templates the whole answer again)
+        given = _at({host: task_vars}, host, args["reading"])
+        reading = nic_reading.pfs_of(plain_data.plain(given) if isinstance(given, dict) else None,
+                                     args["sysfs_root"], args["vendor"])
         if reading is None:
             answer = self._module("gpufabric.stack.nic_facts", {"sysfs_root": args["sysfs_root"]}, task_vars)
             if answer.get("failed"):

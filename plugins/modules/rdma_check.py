@@ -20,8 +20,8 @@ description:
     I(lldp_readings) and every leaf's answer at I(switch_readings) in their host variables, each taken once. Its
     C(by_node) entry of a host is that host's I(cabled).
   - C(phase=links) checks the node's PFs (those that I(nics) selects) for an up link and a RoCE v2 GID, and finds
-    their cabling, from I(reading) (a C(gpufabric.stack.nic_facts) answer of I(sysfs_root)) or, when that is not
-    given, from one C(nic_facts) execution on the node; with I(rdma_link_show) also from C(rdma link show). The
+    their cabling, from I(reading) (where a C(gpufabric.stack.nic_facts) answer of I(sysfs_root) is in the node's
+    variables) or, when there is none, from one C(nic_facts) execution on the node; with I(rdma_link_show) also from C(rdma link show). The
     cabling verdicts are I(cabled) where given and the reading has the node's LLDP, else judged here the same way.
     Register it as C(rdma_check_linked).
   - C(phase=plan), run once for the play (C(run_once), so that every host registers the same result as
@@ -49,8 +49,11 @@ options:
     required: true
     choices: [cabling, links, plan, round, serve, run, collect, gate, recheck]
   reading:
-    description: C(links). The node's C(nic_facts) answer; when it is not one of I(sysfs_root), the node is read.
-    type: dict
+    description:
+      - C(links). The dotted path, in this node's host variables, of its C(nic_facts) answer (as I(lldp_readings)
+        names the nodes' readings); when nothing is there, or it is not an answer of I(sysfs_root), the node is read.
+    type: str
+    default: ""
   sysfs_root:
     description: C(links). The sysfs root the NICs are read under.
     type: str

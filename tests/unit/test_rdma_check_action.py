@@ -31,7 +31,7 @@ LINKS = """
     - name: Links
       gpufabric.stack.rdma_check:
         phase: links
-        reading: "{{ reading }}"
+        reading: reading
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
         perftest: "{{ settings | default({}) }}"
@@ -235,7 +235,7 @@ CABLING_PLAY = """
     - name: Links on the play's cabling verdicts
       gpufabric.stack.rdma_check:
         phase: links
-        reading: "{{ reading }}"
+        reading: reading
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
         lldp: true
@@ -246,7 +246,7 @@ CABLING_PLAY = """
     - name: Links judging the node's cabling itself
       gpufabric.stack.rdma_check:
         phase: links
-        reading: "{{ reading }}"
+        reading: reading
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
         lldp: true
@@ -256,7 +256,7 @@ CABLING_PLAY = """
     - name: Links on another node's verdicts (the links phase takes what it is given)
       gpufabric.stack.rdma_check:
         phase: links
-        reading: "{{ reading }}"
+        reading: reading
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
         lldp: true
@@ -307,7 +307,7 @@ FAIL_PLAY = """
     - name: Links, failing the node on inventory problems
       gpufabric.stack.rdma_check:
         phase: links
-        reading: "{{ reading }}"
+        reading: reading
         nics: "{{ nics }}"
         cabling: "{{ cabling }}"
         share: "{{ share | default(0.9) }}"

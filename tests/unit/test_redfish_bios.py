@@ -323,8 +323,9 @@ class ClosingServer:
     alive as far as its headers say, and then closes the connection (a BMC's
     idle timeout between two requests of a read)."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, redirects=None):
         from simlab.bmc.server import ensure_certificate
+        self.redirects = redirects or {}
         cert, key = ensure_certificate(tmp_path)
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(str(cert), str(key))
@@ -351,7 +352,12 @@ class ClosingServer:
                             break
                         data += chunk
                     self.requests.append(data.split(b"\r\n", 1)[0])
-                    body = json.dumps({"@odata.id": data.split(b" ")[1].decode()}).encode()
+                    path = data.split(b" ")[1].decode()
+                    if path in self.redirects:
+                        tls.sendall(b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n"
+                                    % self.redirects[path].encode())
+                        continue
+                    body = json.dumps({"@odata.id": path}).encode()
                     tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
                                 % (len(body), body))
             except (ssl.SSLError, OSError):
@@ -392,3 +398,38 @@ def test_a_bmc_behind_the_environments_https_proxy_is_read_through_it(lab, monke
     get, addr = _getter(lab, "dell1")
     assert redfish_bios.read_bios(get, addr)["error"] == ""
     assert [port for _host, port in opened if port == lab.bmcs["dell1"].port] == [lab.bmcs["dell1"].port]
+
+
+def test_a_redirect_is_followed_on_the_bmc_and_named_off_it(tmp_path, monkeypatch):
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    server = ClosingServer(tmp_path)
+    address = "127.0.0.1:%d" % server.port
+    server.redirects = {"/redfish/v1": "/redfish/v1/",                                 # relative
+                        "/redfish/v1/Systems": "https://%s/redfish/v1/Systems/" % address.upper(),
+                        "/away": "https://198.51.100.7/redfish/v1/"}
+    try:
+        get = redfish_bios.https_getter(address, "u", "p", timeout=5)
+        assert get("/redfish/v1") == (200, {"@odata.id": "/redfish/v1/"}, "")
+        assert get("/redfish/v1/Systems") == (200, {"@odata.id": "/redfish/v1/Systems/"}, "")
+        # the credentials go to no other host: the redirect is the answer, with what it said
+        assert get("/away") == (302, None, "HTTP Error 302: redirect to https://198.51.100.7/redfish/v1/, off the BMC")
+        assert b"GET /redfish/v1/ HTTP/1.1" in server.requests and len(server.requests) == 5
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("address,expected", [("[fd00::7]", ("fd00::7", 443)), ("[fd00::7]:8443", ("fd00::7", 8443)),
+                                              ("bmc-node01", ("bmc-node01", 443)), ("10.0.0.9:8443", ("10.0.0.9", 8443))])
+def test_the_connection_goes_to_the_bmcs_host_and_port(address, expected, monkeypatch):
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    opened = []
+
+    def refused(self):
+        opened.append((self.host, self.port))
+        raise ConnectionRefusedError("refused")
+    monkeypatch.setattr(http.client.HTTPSConnection, "connect", refused)
+    status, body, message = redfish_bios.https_getter(address, "u", "p", timeout=5)("/redfish/v1/")
+    assert (status, body) == (-1, None) and "refused" in message
+    assert opened == [expected]

@@ -161,7 +161,8 @@ class HttpsGetter(object):
             if "is not the pinned" in str(exc):
                 return -2, None, "BMC not trusted: %s at %s; nothing was sent" % (exc, self.address)
             return -1, None, str(exc)
-        if status >= 400:
+        if not 200 <= status < 300:
+            # an error status, or a redirect that was not followed: its message, no body
             return status, None, message
         try:
             return status, json.loads(raw.decode("utf-8") or "null"), ""
@@ -198,7 +199,7 @@ class HttpsGetter(object):
             location = resp.getheader("Location") or ""
             if resp.status in (301, 302, 303, 307, 308) and location:
                 target = urlparse.urlsplit(urlparse.urljoin(self.root + path, location))
-                if target.scheme != "https" or target.netloc != self.address:
+                if target.scheme != "https" or not _same_bmc(target.netloc, self.address):
                     return resp.status, raw, "HTTP Error %d: redirect to %s, off the BMC" % (
                         resp.status, urlparse.urlunsplit(target[:3] + ("", "")))
                 path = urlparse.urlunsplit(("", "", target.path, target.query, ""))
@@ -208,10 +209,8 @@ class HttpsGetter(object):
 
     def _send(self, path, headers):
         if self._conn is None:
-            host, _sep, port = self.address.rpartition(":") if self.address.rpartition(":")[2].isdigit() \
-                else (self.address, "", "")
-            self._conn = http_client.HTTPSConnection(host.strip("[]"), int(port) if port else None,
-                                                     context=self.context(), timeout=self._timeout)
+            host, port = bmc_trust.split_address(self.address)
+            self._conn = http_client.HTTPSConnection(host, port, context=self.context(), timeout=self._timeout)
         self._conn.request("GET", path, headers=headers)
         return self._conn.getresponse()
 
@@ -234,8 +233,22 @@ def _proxied(address):
     and so ansible's ``open_url``, would."""
     if not urlrequest.getproxies().get("https"):
         return False
-    host = address.rpartition(":")[0] if address.rpartition(":")[2].isdigit() else address
-    return not urlrequest.proxy_bypass(host.strip("[]"))
+    try:
+        host = bmc_trust.split_address(address)[0]
+    except bmc_trust.TrustError:
+        # not an address a connection can be opened to: the read names it
+        return False
+    return not urlrequest.proxy_bypass(host)
+
+
+def _same_bmc(netloc, address):
+    """Whether a redirect's ``host[:port]`` is the BMC at ``address`` (the
+    host's case and an implied 443 aside)."""
+    try:
+        there, here = bmc_trust.split_address(netloc), bmc_trust.split_address(address)
+    except bmc_trust.TrustError:
+        return False
+    return (there[0].lower(), there[1]) == (here[0].lower(), here[1])
 
 
 def manufacturer_vendor(name):

@@ -30,6 +30,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import re
 
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
@@ -82,6 +83,10 @@ ARGS = {
 LINKED, PLANNED = "rdma_check_linked", "rdma_check_planned"
 ONE_CALL, SERVED, RAN, COLLECTED, GATED = ("rdma_check_round", "rdma_check_served", "rdma_check_ran",
                                            "rdma_check_collected", "rdma_check_gated")
+
+
+# a variable's dotted path, as reading, lldp_readings and switch_readings name one
+VARIABLE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
 def _at(hostvars, host, path):
@@ -152,6 +157,10 @@ class ActionModule(ActionBase):
     def _phase_links(self, args, task_vars, host):
         # the node's reading taken from its variables as registered, not
         # passed as a task argument (which templates the whole answer again)
+        if args["reading"] and not VARIABLE_PATH.match(args["reading"]):
+            # a value given for the path (the answer itself) would read the node again unnoticed
+            return {"failed": True, "msg": "%s: layer 9 links: reading names the variable of the node's nic_facts answer "
+                    "by its dotted path (e.g. rdma_check_read), got %.80r" % (host, args["reading"])}
         given = _at({host: task_vars}, host, args["reading"])
         reading = nic_reading.pfs_of(plain_data.plain(given) if isinstance(given, dict) else None,
                                      args["sysfs_root"], args["vendor"])

@@ -52,6 +52,7 @@ options:
     description:
       - C(links). The dotted path, in this node's host variables, of its C(nic_facts) answer (as I(lldp_readings)
         names the nodes' readings); when nothing is there, or it is not an answer of I(sysfs_root), the node is read.
+        A value that is not such a path (the answer itself) fails the node, naming it.
     type: str
     default: ""
   sysfs_root:

@@ -129,6 +129,14 @@ def test_links_plan_and_gate_across_hosts(tmp_path):
     assert got["node02"]["gated"]["module_executions"] == 0
 
 
+def test_a_reading_given_as_a_value_not_a_path_fails_naming_the_host(tmp_path):
+    # the answer itself where its variable's path belongs: an error, not a second read of the node
+    proc = run(tmp_path, {}, text=LINKS.replace("reading: reading", 'reading: "{{ reading }}"'))
+    assert proc.returncode != 0
+    assert ("node01: layer 9 links: reading names the variable of the node's nic_facts answer by its dotted path "
+            "(e.g. rdma_check_read), got \"{'sysfs_root'") in proc.stdout, proc.stdout[-3000:]
+
+
 def test_a_bad_pairs_mode_fails_naming_the_host_and_value(tmp_path):
     proc = run(tmp_path, {}, mode="mesh")
     assert proc.returncode != 0

@@ -118,10 +118,15 @@ class TlsServer:
                         pass
                     self.received.append(data)
                     if data:
-                        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
-                                    b"Connection: close\r\n\r\n{}")
+                        self.answer(tls, data)
             except (ssl.SSLError, OSError):
                 self.received.append(b"")
+
+    def answer(self, tls, request):
+        """What the server writes back to a request (its bytes up to the
+        blank line): an empty JSON object, and the connection closed."""
+        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n"
+                    b"Connection: close\r\n\r\n{}")
 
     def close(self):
         self.sock.close()

@@ -13,6 +13,7 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import redfish_bios
 from simlab.bmc.power import FakePowerDriver
 from simlab.bmc.server import BmcLab
+from test_bmc_trust import TlsServer
 
 pytestmark = pytest.mark.layers(2)
 
@@ -318,53 +319,30 @@ def test_a_read_is_one_connection_to_the_bmc(lab, monkeypatch):
     assert opened == [("127.0.0.1", lab.bmcs["smc1"].port)]
 
 
-class ClosingServer:
-    """An HTTPS server that answers each connection's first request, kept
-    alive as far as its headers say, and then closes the connection (a BMC's
-    idle timeout between two requests of a read)."""
+class ClosingServer(TlsServer):
+    """An HTTPS server (test_bmc_trust's, one request per connection) whose
+    answers say nothing of closing, as a kept-alive answer, though the
+    connection then closes (a BMC's idle timeout between two requests of a
+    read); a path of ``redirects`` answers 302 to its location."""
 
     def __init__(self, tmp_path, redirects=None):
         from simlab.bmc.server import ensure_certificate
         self.redirects = redirects or {}
-        cert, key = ensure_certificate(tmp_path)
-        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.ctx.load_cert_chain(str(cert), str(key))
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        self.requests = []
-        import threading
-        threading.Thread(target=self.serve, daemon=True).start()
+        super().__init__(*ensure_certificate(tmp_path))
 
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            try:
-                with self.ctx.wrap_socket(conn, server_side=True) as tls:
-                    data = b""
-                    while b"\r\n\r\n" not in data:
-                        chunk = tls.recv(4096)
-                        if not chunk:
-                            break
-                        data += chunk
-                    self.requests.append(data.split(b"\r\n", 1)[0])
-                    path = data.split(b" ")[1].decode()
-                    if path in self.redirects:
-                        tls.sendall(b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n"
-                                    % self.redirects[path].encode())
-                        continue
-                    body = json.dumps({"@odata.id": path}).encode()
-                    tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
-                                % (len(body), body))
-            except (ssl.SSLError, OSError):
-                pass
+    @property
+    def requests(self):
+        return [data.split(b"\r\n", 1)[0] for data in self.received if data]
 
-    def close(self):
-        self.sock.close()
+    def answer(self, tls, request):
+        path = request.split(b" ")[1].decode()
+        if path in self.redirects:
+            tls.sendall(b"HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n\r\n"
+                        % self.redirects[path].encode())
+            return
+        body = json.dumps({"@odata.id": path}).encode()
+        tls.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (len(body), body))
 
 
 def test_a_connection_the_bmc_closed_is_opened_again(tmp_path, monkeypatch):

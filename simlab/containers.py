@@ -11,8 +11,26 @@ from pathlib import Path
 from . import image, podman
 from .backend import Backend
 from .inventory import dump
-from .lab import REPO, container_name, ensure_inotify, free_ports
+from .lab import HOME, REPO, container_name, ensure_inotify, free_ports
 from .node import hardware
+
+
+# What the nodes' Python compiles from AnsiballZ payloads (simlab/node/simlab_zipcache.py),
+# kept across runs in one directory of this host that every node of every lab shares.
+ZIPCACHE = HOME / ".zipcache"
+_NODE_SITE = "/usr/lib/python3/dist-packages"
+
+
+def zipcache_mounts() -> list[str]:
+    """podman arguments that load the bytecode cache in a node's Python (the
+    module and its .pth from the checkout) and give it the host's directory."""
+    from .node import simlab_zipcache
+
+    module = Path(simlab_zipcache.__file__)
+    pth = module.with_suffix(".pth")
+    return ["-v", f"{module}:{_NODE_SITE}/{module.name}:ro",
+            "-v", f"{pth}:{_NODE_SITE}/{pth.name}:ro",
+            "-v", f"{ZIPCACHE}:{simlab_zipcache.CACHE_DIR}"]
 
 
 class ContainerBackend(Backend):
@@ -72,6 +90,7 @@ class ContainerBackend(Backend):
     def _run_node(self, lab, ref: str, hw: dict) -> None:
         name = container_name(lab.name, hw["name"])
         nd = lab.dir / "nodes" / hw["name"]
+        ZIPCACHE.mkdir(parents=True, exist_ok=True)
         podman.run("run", "-d", "--name", name, "--hostname", hw["name"],
                    "--label", f"simlab.lab={lab.name}", "--label", "simlab.kind=node",
                    "--systemd=always", "--network=none", "--restart=always",
@@ -80,6 +99,7 @@ class ContainerBackend(Backend):
                    "-v", f"{nd}:/var/lib/simlab/lab",
                    "-v", f"{lab.dir}/fabric:/run/simlab-fabric",
                    "-v", f"{lab.dir}:/var/lib/simlab/rack:ro",
+                   *zipcache_mounts(),
                    ref, "/sbin/init")
 
     def wait_nodes(self, lab, nodes: list[str], timeout: float = 120) -> None:

@@ -135,8 +135,9 @@ SSHD_CONF = "HostKey /etc/ssh/ssh_host_ed25519_key\nPermitRootLogin prohibit-pas
 # Timers that would start package jobs in the middle of a test on a machine
 # without a package mirror.
 # A bytecode cache for what Python imports from zip files (every AnsiballZ
-# module run); see simlab/vm/guest/simlab_zipcache.py.
-ZIPCACHE = Path(__file__).with_name("guest") / "simlab_zipcache.py"
+# module run), and the .pth that loads it; see simlab/node/simlab_zipcache.py.
+ZIPCACHE = REPO / "simlab" / "node" / "simlab_zipcache.py"
+ZIPCACHE_PTH = ZIPCACHE.with_suffix(".pth")
 
 UNITS_MASKED = ["e2scrub_reap.service"]
 TIMERS_OFF = ["apt-daily.timer", "apt-daily-upgrade.timer", "e2scrub_all.timer", "fstrim.timer",
@@ -162,7 +163,7 @@ def qemu_dir() -> Path:
 def guest_dir() -> Path:
     recipe = [GUEST_SUITE, *sorted(GUEST_PACKAGES), str(DISK_GB), GRUB_DEFAULTS, NM_CONF, NM_MGMT,
               HOSTNAME_UNIT, HOSTKEYS_UNIT, SSHD_CONF, INSTALLER_SCRIPT, *TIMERS_OFF, *UNITS_MASKED,
-              ZIPCACHE.read_text(),
+              ZIPCACHE.read_text(), ZIPCACHE_PTH.read_text(),
               # the marker at the start of a line: this line names it too
               Path(__file__).read_text().split("\n# -- recipe end --\n")[0]]
     return out_dir() / f"guest-{_hash(*recipe)}"
@@ -273,8 +274,8 @@ def _configure_guest(root: Path, pubkey: str) -> None:
     put("root/.ssh/authorized_keys", pubkey, 0o600)
     for python in sorted((root / "usr/lib").glob("python3.[0-9]*")):  # site-packages of each python3.X
         site = f"usr/local/lib/{python.name}/dist-packages"
-        put(f"{site}/simlab_zipcache.py", ZIPCACHE.read_text())
-        put(f"{site}/simlab-zipcache.pth", "import simlab_zipcache\n")
+        put(f"{site}/{ZIPCACHE.name}", ZIPCACHE.read_text())
+        put(f"{site}/{ZIPCACHE_PTH.name}", ZIPCACHE_PTH.read_text())
     (root / "root/.ssh").chmod(0o700)
     (root / "etc/machine-id").write_text("")  # systemd makes one per node on first boot
     dbus_id = root / "var/lib/dbus/machine-id"

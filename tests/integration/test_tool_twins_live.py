@@ -84,3 +84,35 @@ def test_a_tool_twin_keeps_its_compiled_code():
     assert sh("mstconfig", "-e", "-d", BDF, "q").returncode == 0
     kept = sh("sh", "-c", "ls %s/opt/simlab/simlab/tools" % agent.PYCACHE).stdout
     assert "mlxconfig." in kept and "formats." in kept, kept
+
+
+def test_the_nodes_python_keeps_what_it_compiles_from_a_zip_archive():
+    """An AnsiballZ payload is a zip archive in a new temporary file each run:
+    the node's Python loads simlab/node/zipcache.py and keeps the compiled code
+    in the host's shared cache, so the second run from another archive compiles
+    nothing and still names its own archive."""
+    script = r'''
+import os, sys, tempfile, zipfile, zipimport
+calls = []
+def counting(p, s):
+    calls.append(p)
+    return compile(s, p, "exec", dont_inherit=True)
+zipimport._compile_source.__globals__["_compile_source"] = counting
+src = b"import os\nNONCE = %r\ndef where():\n    return where.__code__.co_filename\n" % os.urandom(8).hex()
+names = []
+for run in ("a", "b"):
+    d = tempfile.mkdtemp()
+    z = os.path.join(d, "ansible_zc_payload.zip")
+    with zipfile.ZipFile(z, "w") as f:
+        f.writestr("zc_probe.py", src)
+    sys.path.insert(0, z)
+    sys.modules.pop("zc_probe", None)
+    import zc_probe
+    names.append(zc_probe.where())
+    sys.path.remove(z)
+print(zipimport._compile_source.__module__, len(calls), *names)
+'''
+    out = sh("python3", "-c", script).stdout.split()
+    assert out[0] == "simlab_zipcache" and out[1] == "1", out
+    assert out[2].endswith("/ansible_zc_payload.zip/zc_probe.py") and out[2] != out[3], out
+    assert out[3].endswith("/ansible_zc_payload.zip/zc_probe.py"), out

@@ -600,8 +600,10 @@ def main(argv: list[str] | None = None) -> int:
         "versions": dict(versions(), tree_sha256=tree_sha,
                          tree="snapshot of the collection taken at the start" if tree_sha else "working tree"),
         "settings": {"forks": args.forks, "runs": args.runs, "fact_caching": "jsonfile (per rack, empty at start)",
-                     "pipelining": "on; the twin's podman connection cannot pipeline, so it is not used there",
+                     "pipelining": "on (the twin's simlab_podman connection pipelines)",
                      "strategy": "linear", "node_connection": "simlab_podman (twin: podman exec -i, pipelined)",
+                     "node_python": "the twin node's Python keeps what it compiles from AnsiballZ payloads "
+                                    "(simlab/node/simlab_zipcache.py); a real node compiles them at every module run",
                      "callbacks": env["ANSIBLE_CALLBACKS_ENABLED"]},
         "method": {
             "time": "time.monotonic() around each command, median of the runs",

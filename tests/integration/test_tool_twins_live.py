@@ -88,7 +88,7 @@ def test_a_tool_twin_keeps_its_compiled_code():
 
 def test_the_nodes_python_keeps_what_it_compiles_from_a_zip_archive():
     """An AnsiballZ payload is a zip archive in a new temporary file each run:
-    the node's Python loads simlab/node/zipcache.py and keeps the compiled code
+    the node's Python loads simlab/node/simlab_zipcache.py and keeps the compiled code
     in the host's shared cache, so the second run from another archive compiles
     nothing and still names its own archive."""
     script = r'''

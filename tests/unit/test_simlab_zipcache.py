@@ -79,6 +79,39 @@ def test_a_damaged_entry_is_compiled_again_and_replaced(tmp_path):
     assert len(comp.calls) == 2
 
 
+def test_any_error_loading_an_entry_compiles_instead(tmp_path, monkeypatch):
+    """A damaged entry can make marshal raise SystemError too, not only
+    EOFError or ValueError: the import goes on all the same."""
+    comp = Counting()
+    zipcache.compile_source("/t/a.zip/m.py", SOURCE, str(tmp_path), comp)
+
+    def damaged(data):
+        raise SystemError("bad argument to internal function")
+    monkeypatch.setattr(zipcache.marshal, "loads", damaged)
+    code = zipcache.compile_source("/t/b.zip/m.py", SOURCE, str(tmp_path), comp)
+    assert comp.calls == ["/t/a.zip/m.py", "/t/b.zip/m.py"]
+    assert code == compile(SOURCE, "/t/b.zip/m.py", "exec", dont_inherit=True)
+
+
+def test_an_error_writing_an_entry_leaves_no_file_and_the_import_be(tmp_path, monkeypatch):
+    def cannot(code):
+        raise ValueError("unmarshallable object")
+    monkeypatch.setattr(zipcache.marshal, "dumps", cannot)
+    code = zipcache.compile_source("/t/a.zip/m.py", SOURCE, str(tmp_path), Counting())
+    assert code == compile(SOURCE, "/t/a.zip/m.py", "exec", dont_inherit=True)
+    assert os.listdir(tmp_path) == []
+
+
+def test_code_compiled_under_o_is_another_entry(tmp_path):
+    """python -O drops asserts: what it compiled is not what a plain run
+    would, so the optimisation level is part of the key."""
+    probe = ("import sys; sys.path.insert(0, %r); import simlab_zipcache as z; print(z.entry('/c', b'x'))"
+             % os.path.dirname(zipcache.__file__))
+    plain, optimized = (subprocess.run([sys.executable, *flags, "-c", probe], capture_output=True, text=True,
+                                       check=True).stdout.strip() for flags in ([], ["-O"]))
+    assert plain != optimized and os.path.dirname(plain) == "/c"
+
+
 def test_a_cache_that_cannot_be_written_compiles_as_python_does(tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
@@ -138,8 +171,9 @@ def test_the_pth_installs_it_unless_python_is_isolated(tmp_path):
     for f in (vm_image.ZIPCACHE, vm_image.ZIPCACHE_PTH):
         (site / f.name).write_bytes(f.read_bytes())
     probe = "import zipimport; print(zipimport._compile_source.__name__)"
+    env = dict(os.environ, SIMLAB_ZIPCACHE_DIR=str(tmp_path / "cache"))
     run = lambda *flags: subprocess.run(  # noqa: E731
         [sys.executable, *flags, "-c", f"import site; site.addsitedir({str(site)!r}); {probe}"],
-        capture_output=True, text=True, check=True).stdout.strip()
+        capture_output=True, text=True, check=True, env=env).stdout.strip()
     assert run() == "cached_compile_source"
     assert run("-I") == "_compile_source"

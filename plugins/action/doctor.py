@@ -26,7 +26,7 @@ from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpufabric.stack.plugins.plugin_utils import (
-    doctor, kube_checks, layers, main_process, nic_reading, role_intent)
+    doctor, kube_checks, layers, main_process, nic_reading, plain_data, role_intent)
 from ansible_collections.gpufabric.stack.plugins.module_utils.bios import bmc_trust, redfish_bios
 
 # the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
@@ -123,7 +123,7 @@ class ActionModule(ActionBase):
         return result
 
     def _run(self, result, task_vars):
-        _valid, args = self.validate_argument_spec(argument_spec=ARGS)
+        _valid, args = plain_data.validate_args(self, argument_spec=ARGS)
         host = task_vars.get("inventory_hostname", "?")
         groups = [g for g, members in (task_vars.get("groups") or {}).items() if host in members]
         if args["layers"] is None:

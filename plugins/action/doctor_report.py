@@ -86,8 +86,8 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super(ActionModule, self).run(tmp, task_vars)
         del tmp
-        _valid, args = self.validate_argument_spec(argument_spec=ARGS, mutually_exclusive=[["hosts", "report"]],
-                                                   required_one_of=[["hosts", "report"]])
+        _valid, args = plain_data.validate_args(self, argument_spec=ARGS, mutually_exclusive=[["hosts", "report"]],
+                                                required_one_of=[["hosts", "report"]])
         report = args["report"]
         if args["hosts"] is not None:
             hostvars = task_vars.get("hostvars") or {}

@@ -123,7 +123,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         self._module_executions = 0
         result = super(ActionModule, self).run(tmp, task_vars)
-        _valid, args = self.validate_argument_spec(argument_spec=ARGS)
+        _valid, args = plain_data.validate_args(self, argument_spec=ARGS)
         host = task_vars.get("inventory_hostname", "?")
         try:
             result.update(getattr(self, "_phase_" + args["phase"])(args, task_vars, host))

@@ -25,7 +25,7 @@ import os
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 from ansible.utils.vars import combine_vars
-from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, main_process, role_intent
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers, main_process, plain_data, role_intent
 
 # the Jinja plugins loaded before the workers fork (plugin_utils/main_process.py)
 main_process.load_jinja_plugins()
@@ -76,7 +76,8 @@ class ActionModule(ActionBase):
         errors = {}
         for role, options in specs.items():
             values = templar.template({name: available[name] for name in options if name in available})
-            checked = ArgumentSpecValidator(options).validate(values, validate_role_argument_spec=True)
+            # plain copies: the validator deep-copies them (plain_data.plain)
+            checked = ArgumentSpecValidator(options).validate(plain_data.plain(values), validate_role_argument_spec=True)
             if checked.error_messages:
                 errors[role] = list(checked.error_messages)
 

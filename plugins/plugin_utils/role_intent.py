@@ -16,6 +16,7 @@ import os
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import plain_data
 
 COLLECTION = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECKS = "ansible_collections.gpufabric.stack.plugins.plugin_utils.checks."
@@ -122,7 +123,8 @@ class RoleIntents(object):
                     for name in intent if name in options)
         if not spec:
             return intent
-        checked = ArgumentSpecValidator(spec).validate(dict((k, intent[k]) for k in spec))
+        # plain copies: the validator deep-copies them (plain_data.plain)
+        checked = ArgumentSpecValidator(spec).validate(dict((k, plain_data.plain(intent[k])) for k in spec))
         if checked.error_messages:
             raise AnsibleError("%s: the %s role's variables: %s" % (host, role, "; ".join(checked.error_messages)))
         out = dict(intent)

@@ -247,3 +247,53 @@ def test_layers_reads_the_cluster_layers_of_its_list_once_for_the_play(tmp_path,
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     got = json.loads((tmp_path / "good.json").read_text())
     assert got["cluster"] == {} and [(r["layer"], r["status"]) for r in got["results"]] == [(3, "pass")]
+
+
+FABRIC = """
+- name: The doctor over layer 3 and the fabric layer 9
+  hosts: nodes
+  gather_facts: false
+  tasks:
+    - name: As validate.yml checks a node
+      block:
+        - name: Read the node once and check layer 3
+          gpufabric.stack.doctor: {layers: [3]}
+          register: doctor_node
+      always:
+        - name: Record the layers
+          ansible.builtin.import_role:
+            name: gpufabric.stack.doctor
+            tasks_from: layers
+            rolespec_validate: false
+          vars:
+            doctor_layers: [{layer: 3, role: kernel}, {layer: 9, role: rdma_check}]
+            doctor_node_results: "{{ doctor_node.results | default([]) }}"
+
+    - name: Report on every host of the play
+      ansible.builtin.include_role:
+        name: gpufabric.stack.doctor
+        apply:
+          delegate_to: localhost
+          run_once: true
+      vars:
+        doctor_hosts: "{{ ansible_play_hosts_all }}"
+"""
+
+
+def test_a_fabric_layers_bad_variable_is_named_before_its_tasks_run(tmp_path, rack):
+    del rack["broken"]
+    # layer 3 passes on good, so its layer 9 is due; noflag's is blocked by layer 3
+    rack["good"]["rdma_check_pairs"] = "bogus"
+    rack["noflag"]["rdma_check_pairs"] = "bogus"
+    proc = run(tmp_path, rack, FABRIC)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-2000:]
+    said = " ".join(proc.stdout.split())
+    # the host, the role, the variable and its value, from the check on the role's doctor entry point
+    assert ("good: variables that do not match the argument spec of their role, nothing changed: rdma_check: "
+            "value of rdma_check_pairs must be one of: ring, all, got: bogus") in said, proc.stdout[-3000:]
+    assert "noflag: variables that do not match" not in said
+    # none of layer 9's own tasks ran
+    assert "TASK [gpufabric.stack.rdma_check :" not in proc.stdout
+    got = layers_of(tmp_path)
+    assert got["good"][1] == (9, "fail", "the rdma_check check stopped with an error")
+    assert got["noflag"][1] == (9, "blocked", "blocked by layer 3")

@@ -20,6 +20,9 @@ description:
   - "C(playbooks/site.yml) imports its layer roles with C(rolespec_validate: false) and runs this once per host
     before the first layer, so one task checks every layer's input and a bad value stops the host before any
     layer changes it."
+  - "The doctor (C(roles/doctor/tasks/layer.yml)) runs it with I(entry_point=doctor) before it includes a fabric
+    layer's C(tasks/doctor.yml) without ansible's own check: the values are checked as plain copies, where ansible's
+    check deep-copies each tagged value (the whole rack's cabling, on every node)."
   - Runs on the controller only; changes nothing. Reports every role whose variables do not match, not only the
     first; the values themselves are not returned.
 options:

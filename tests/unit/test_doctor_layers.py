@@ -297,3 +297,30 @@ def test_a_fabric_layers_bad_variable_is_named_before_its_tasks_run(tmp_path, ra
     got = layers_of(tmp_path)
     assert got["good"][1] == (9, "fail", "the rdma_check check stopped with an error")
     assert got["noflag"][1] == (9, "blocked", "blocked by layer 3")
+
+
+def test_a_fabric_layer_skipped_by_tag_is_neither_checked_nor_run(tmp_path, rack):
+    del rack["broken"], rack["noflag"]
+    rack["good"]["rdma_check_pairs"] = "bogus"
+    proc = run(tmp_path, rack, FABRIC, "--skip-tags", "layer09")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "variables that do not match" not in proc.stdout
+    assert "TASK [gpufabric.stack.rdma_check :" not in proc.stdout
+    assert layers_of(tmp_path)["good"] == [
+        (3, "pass", "kernel arguments present and IOMMU active; ACS redirect off between the GPUs and their NICs"),
+        (9, "skipped", "not checked: --skip-tags layer09")]
+
+
+def test_a_doctor_action_that_records_nothing_leaves_the_node_layers_to_the_record(tmp_path, rack):
+    del rack["broken"], rack["noflag"]
+    # the action refuses its arguments: it records no layer at all
+    play = PLAY.replace("gpufabric.stack.doctor: {layers: [3, 5]}", "gpufabric.stack.doctor: {layers: [3, 5], no_such_option: 1}")
+    assert play != PLAY
+    proc = run(tmp_path, rack, play)
+    assert proc.returncode == 2, proc.stdout[-3000:] + proc.stderr[-2000:]
+    said = " ".join(proc.stdout.split())
+    assert "no_such_option" in said
+    # the record names the layers; no node layer's role is looked at as if it were read across nodes
+    assert "TASK [gpufabric.stack.doctor : Record the result of every layer]" in proc.stdout
+    assert "TASK [gpufabric.stack.doctor : Check against its argument spec" not in proc.stdout
+    assert "argument spec 'doctor'" not in said

@@ -108,15 +108,37 @@ def test_an_unknown_role_or_no_role_is_refused(tmp_path):
     assert got["failed"] is True and "non-empty list" in got["msg"]
 
 
+def fabric_roles():
+    """The roles of the layers read across nodes: the doctor's layer.yml checks
+    their variables on the doctor entry point, then includes them unchecked."""
+    from ansible_collections.gpufabric.stack.plugins.plugin_utils import layers
+    return [entry["role"] for entry in layers.entries(layers.select(scope="fabric"))]
+
+
+def test_the_doctor_checks_each_fabric_layer_before_including_it_unchecked():
+    tasks = yaml.safe_load((REPO / "roles" / "doctor" / "tasks" / "layer.yml").read_text())
+    check, include = tasks[0], tasks[1]
+    assert check["gpufabric.stack.role_arguments"] == {"roles": ["{{ doctor_role }}"], "entry_point": "doctor"}
+    assert check["when"] == "doctor_layer_due" and check["register"] == "doctor_layer_args"
+    assert include["ansible.builtin.include_role"]["tasks_from"] == "doctor"
+    assert include["ansible.builtin.include_role"]["rolespec_validate"] is False
+    assert include["when"] == tasks[2]["when"] == "doctor_layer_args is not skipped"
+    assert fabric_roles() == ["rdma_check", "nccl_validate"]
+    for role in fabric_roles():
+        spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+        assert spec["doctor"]["options"], role
+
+
 def test_no_checked_option_is_set_in_a_roles_vars():
     """The action layers a role's defaults under the host's variables, as
     ansible does for the role's own check; a role's vars/main.yml, which
     ansible puts above the inventory, is not layered in. That holds only while
-    no option of a checked role is set there."""
+    no option of a checked role (site.yml's on main, the doctor's on doctor)
+    is set there."""
     roles, _ = site_check_roles()
-    for role in roles:
+    for role, entry in [(role, "main") for role in roles] + [(role, "doctor") for role in fabric_roles()]:
         spec = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
-        options = set((spec["main"].get("options") or {}))
+        options = set((spec[entry].get("options") or {}))
         path = REPO / "roles" / role / "vars" / "main.yml"
         role_vars = set((yaml.safe_load(path.read_text()) or {}) if path.is_file() else {})
         assert not options & role_vars, (role, sorted(options & role_vars))

@@ -26,7 +26,8 @@ def plain(value):
     if value is None or kind in _SCALARS or kind is bool:
         return value
     if isinstance(value, dict) or hasattr(value, "items"):
-        return dict((plain(k), plain(v)) for k, v in value.items())
+        # a key as the base type too; a tuple key stays a tuple (a list is no key)
+        return dict((k if isinstance(k, tuple) else plain(k), plain(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     for scalar in _SCALARS:

@@ -42,6 +42,8 @@ def test_containers_are_rebuilt_all_the_way_down_and_other_values_kept():
     assert type(key) is str
     assert type(got["nics"][0]["name"]) is str and type(got["nics"][0]["vfs"]) is int
     assert got["nics"][1][0] is True and got[1] is marker
+    # a tuple key stays a key
+    assert plain_data.plain({("a", 1): [1]}) == {("a", 1): [1]}
 
 
 def _reduced(value):

@@ -61,9 +61,10 @@ PLAY = """
           register: doctor_node
       always:
         - name: Record the layers
-          ansible.builtin.include_role:
+          ansible.builtin.import_role:
             name: gpufabric.stack.doctor
             tasks_from: layers
+            rolespec_validate: false
           vars:
             doctor_layers:
               - {layer: 3, role: kernel}
@@ -249,38 +250,13 @@ def test_layers_reads_the_cluster_layers_of_its_list_once_for_the_play(tmp_path,
     assert got["cluster"] == {} and [(r["layer"], r["status"]) for r in got["results"]] == [(3, "pass")]
 
 
-FABRIC = """
-- name: The doctor over layer 3 and the fabric layer 9
-  hosts: nodes
-  gather_facts: false
-  tasks:
-    - name: As validate.yml checks a node
-      block:
-        - name: Read the node once and check layer 3
-          gpufabric.stack.doctor: {layers: [3]}
-          register: doctor_node
-      always:
-        - name: Record the layers
-          ansible.builtin.import_role:
-            name: gpufabric.stack.doctor
-            tasks_from: layers
-            rolespec_validate: false
-          vars:
-            doctor_layers: [{layer: 3, role: kernel}, {layer: 9, role: rdma_check}]
-            doctor_node_results: "{{ doctor_node.results | default([]) }}"
-
-    - name: Report on every host of the play
-      ansible.builtin.include_role:
-        name: gpufabric.stack.doctor
-        apply:
-          delegate_to: localhost
-          run_once: true
-      vars:
-        doctor_hosts: "{{ ansible_play_hosts_all }}"
-"""
+# validate.yml's play over layer 3 and the fabric layer 9
+FABRIC = PLAY.replace("{layers: [3, 5]}", "{layers: [3]}").replace(
+    "- {layer: 5, role: rdma_drivers}", "- {layer: 9, role: rdma_check}")
 
 
 def test_a_fabric_layers_bad_variable_is_named_before_its_tasks_run(tmp_path, rack):
+    assert FABRIC.count("rdma_check") == 1 and "rdma_drivers" not in FABRIC
     del rack["broken"]
     # layer 3 passes on good, so its layer 9 is due; noflag's is blocked by layer 3
     rack["good"]["rdma_check_pairs"] = "bogus"

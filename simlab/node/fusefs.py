@@ -65,6 +65,19 @@ class SysfsFS(fuse.Operations):
             raise fuse.FuseOSError(errno.EACCES)
         return 0
 
+    def access(self, path, amode):
+        # asked only by access(2) and chdir(2), never by a path walk: a name
+        # gone from the tree fails, though the kernel may still hold its entry
+        self._entry(path)
+        return 0
+
+    def opendir(self, path):
+        # as sysfs, opening a directory that is gone fails at open, not at
+        # the first getdents
+        if not isinstance(self._entry(path), Dir):
+            raise fuse.FuseOSError(errno.ENOTDIR)
+        return 0
+
     def init_with_config(self, conn, config):
         # Attribute files change under the reader; never cache them. The
         # kernel keeps the entries it looked up (an hour; a node's reboot
@@ -74,8 +87,9 @@ class SysfsFS(fuse.Operations):
         # 48 with the entries kept). Everything else is asked every
         # time, so a change shows at once as it does in sysfs: attributes
         # (a removed VF fails stat through an entry the kernel holds), link
-        # targets, listings, opens and reads, and a name that was missing
-        # (no negative entries). tests/integration/test_sysfs_entries_twin.py
+        # targets, listings, opens (of directories too), reads and access(2),
+        # and a name that was missing (no negative entries).
+        # tests/integration/test_sysfs_entries_twin.py
         if config is not None:
             config.direct_io = 1
             config.kernel_cache = 0

@@ -5,9 +5,11 @@ The FUSE mount (simlab/node/fusefs.py) lets the kernel keep the entries it
 looked up (a path walk asks the agent only for a component it has not seen),
 and nothing else: attributes, link targets, listings and opens go to the
 agent every time, and a name that did not exist is asked again. So a VF
-removed by ``sriov_numvfs`` or a driver unbound is gone for stat, readlink
-and open on the next call, through entries the kernel still holds, and a VF
-created is there at once where it was looked up and missing before."""
+removed by ``sriov_numvfs`` or a driver unbound is gone for stat, readlink,
+open, access(2) and chdir on the next call, through entries the kernel still
+holds (the VF's own directory under ``devices/`` is reached through
+directories only, every one of them such an entry), and a VF created is there
+at once where it was looked up and missing before."""
 
 from __future__ import annotations
 
@@ -57,20 +59,46 @@ def seen(path):
     return out
 
 
+def seen_dir(path):
+    """what access, chdir, an open of the directory and its listing say of
+    path, a directory reached through directories only (no link to read on
+    the way, so every component can be an entry the kernel holds)"""
+    out = {}
+
+    def opendir(p):
+        os.close(os.open(p, os.O_RDONLY | os.O_DIRECTORY))
+
+    for name, call in (("access", lambda p: os.access(p, os.R_OK) or os.stat(p)), ("chdir", os.chdir),
+                       ("opendir", opendir), ("listdir", os.listdir), ("vendor", lambda p: read(p + "/vendor")),
+                       ("access vendor", lambda p: os.access(p + "/vendor", os.R_OK) or os.stat(p + "/vendor"))):
+        try:
+            call(path)
+            out[name] = "ok"
+        except OSError as exc:
+            out[name] = errno.errorcode[exc.errno]
+        finally:
+            os.chdir("/")
+    return out
+
+
 def walk():
     """every kind of entry under VF 1, each asked three times (the kernel
     keeps what the first walk looked up)"""
     for _ in range(3):
         got = {"virtfn1": seen(vf1), "vendor": seen(vf1 + "/vendor"), "driver": seen(vf1 + "/driver"),
-               "physfn": seen(vf1 + "/physfn"), "listed": "virtfn1" in os.listdir(dev)}
+               "physfn": seen(vf1 + "/physfn"), "listed": "virtfn1" in os.listdir(dev), "device": seen_dir(real)}
     return got
 
 
 steps = {}
+write(numvfs, "2")
+wait(vf1 + "/driver")
+real = os.path.realpath(vf1)     # VF 1's directory under devices/
 write(numvfs, "0")
 steps["before"] = walk()
 write(numvfs, "2")
 wait(vf1 + "/driver")
+real = os.path.realpath(vf1)
 steps["created"] = walk()
 bdf = os.path.basename(os.readlink(vf1))
 write(vf1 + "/driver/unbind", bdf)
@@ -86,10 +114,12 @@ print(json.dumps(steps))
 '''
 
 GONE = {"lstat": "ENOENT", "stat": "ENOENT", "readlink": "ENOENT", "read": "ENOENT"}
+DEVICE = {"access": "ok", "chdir": "ok", "opendir": "ok", "listdir": "ok", "vendor": "ok", "access vendor": "ok"}
+NO_DEVICE = {k: "ENOENT" for k in DEVICE}
 DIR_LINK = {"lstat": "ok", "stat": "ok", "readlink": "ok", "read": "EISDIR"}
 FILE = {"lstat": "ok", "stat": "ok", "readlink": "EINVAL", "read": "ok"}
-NO_VF = {"virtfn1": GONE, "vendor": GONE, "driver": GONE, "physfn": GONE, "listed": False}
-VF = {"virtfn1": DIR_LINK, "vendor": FILE, "driver": DIR_LINK, "physfn": DIR_LINK, "listed": True}
+NO_VF = {"virtfn1": GONE, "vendor": GONE, "driver": GONE, "physfn": GONE, "listed": False, "device": NO_DEVICE}
+VF = {"virtfn1": DIR_LINK, "vendor": FILE, "driver": DIR_LINK, "physfn": DIR_LINK, "listed": True, "device": DEVICE}
 
 
 @pytest.fixture(scope="module")

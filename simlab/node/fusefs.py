@@ -88,7 +88,9 @@ class SysfsFS(fuse.Operations):
         # time, so a change shows at once as it does in sysfs: attributes
         # (a removed VF fails stat through an entry the kernel holds), link
         # targets, listings, opens (of directories too), reads and access(2),
-        # and a name that was missing (no negative entries).
+        # and a name that was missing (no negative entries). A path keeps its
+        # type (a link never comes back as a directory), which a kept entry
+        # needs: tests/unit/test_twin_kernel.py; the change shown at once:
         # tests/integration/test_sysfs_entries_twin.py
         if config is not None:
             config.direct_io = 1

@@ -269,3 +269,56 @@ def test_a_vf_binds_with_autoprobe_off_only_through_its_driver_override():
     assert e.value.errno == errno.EBUSY
     tree.write(override, b"\n")
     assert tree.read(override) == b"(null)\n"
+
+
+def test_no_path_changes_its_type_across_the_states_of_a_node():
+    """The twin's FUSE mount lets the node's kernel keep the entries it
+    looked up (simlab/node/fusefs.py) without telling it of a change: a path
+    that came back as another type (a link where a directory was) would read
+    as a bad inode until the kernel dropped its entry. sysfs keeps a path's
+    type, and so does the tree, through every state a node goes through
+    between two boots: VFs created and removed, a VF unbound and handed to
+    vfio-pci, mlx5_ib and mlx5_core unloaded and loaded, an RDMA-CM configfs
+    group made and removed, on both driver stacks."""
+    from simlab.node.agent import VFIO_MODULE, Agent
+    for driver in ("inbox", "ofed"):
+        k, tree, clock = make(driver=driver)
+        agent = Agent.__new__(Agent)
+        agent.kernel, agent.tree = k, tree
+        kinds, states = {}, 0
+
+        def record():
+            nonlocal states
+            clock.t += 5                                  # past every VF's probe
+            tree.refresh()
+            states += 1
+            for path, entry in tree.entries.items():
+                kind = type(entry).__name__
+                assert kinds.setdefault(path, kind) == kind, (driver, path, kinds[path], kind)
+
+        record()
+        numvfs(tree, 4)
+        record()
+        vf0 = os.path.basename(tree.lookup(f"{PF0}/virtfn0").target)
+        tree.write(f"/bus/pci/devices/{vf0}/driver/unbind", vf0.encode())
+        record()
+        agent.op_driver_modules({"load": [VFIO_MODULE]})
+        tree.write(f"/bus/pci/devices/{vf0}/driver_override", b"vfio-pci\n")
+        tree.write("/bus/pci/drivers_probe", vf0.encode())
+        record()
+        assert tree.readlink(f"/bus/pci/devices/{vf0}/driver").endswith("/vfio-pci")
+        device = tree.listdir("/class/infiniband")[0]
+        tree.mkdir(f"{tree.CONFIGFS}/{device}")
+        record()
+        tree.rmdir(f"{tree.CONFIGFS}/{device}")
+        numvfs(tree, 0)
+        record()
+        for module in ("mlx5_ib", "mlx5_core", VFIO_MODULE):
+            agent.op_driver_modules({"unload": [module]})
+            record()
+        for module in ("mlx5_core", "mlx5_ib"):
+            agent.op_driver_modules({"load": [module]})
+            record()
+        numvfs(tree, 2)
+        record()
+        assert states == 12 and len(kinds) > 500, (driver, states, len(kinds))

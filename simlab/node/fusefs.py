@@ -91,7 +91,8 @@ class SysfsFS(fuse.Operations):
         # and a name that was missing (no negative entries). A path keeps its
         # type (a link never comes back as a directory), which a kept entry
         # needs: tests/unit/test_twin_kernel.py; the change shown at once:
-        # tests/integration/test_sysfs_entries_twin.py
+        # tests/vm/sysfs_entries.py, held against a real kernel's sysfs in
+        # tests/vm/test_vm_twin_faithful.py
         if config is not None:
             config.direct_io = 1
             config.kernel_cache = 0

@@ -135,6 +135,28 @@ def test_the_twin_answers_the_sriov_sequence_as_the_kernel_does(vmlab, twin1):
     print(f"with an IOMMU: {len(real)} steps equal ({time.monotonic() - t0:.0f}s in all)", file=sys.stderr)
 
 
+ENTRIES = Path(__file__).with_name("sysfs_entries.py")
+
+
+def test_a_vfs_entries_come_and_go_on_the_twin_as_on_the_kernel(vmlab, twin1):
+    """The twin's FUSE sysfs lets the node's kernel keep the directory
+    entries it looked up; a VF removed, unbound, probed again or created must
+    still read on the next call as kernfs answers it (tests/vm/sysfs_entries.py:
+    every kind of entry under VF 1, walked three times in each state). The
+    answers the script expects are held to a real kernel's, and the twin's to
+    the same."""
+    from tests.vm.sysfs_entries import EXPECTED
+    real = json.loads(vmlab.sh("node02", "cat > /tmp/sysfs_entries.py && python3 /tmp/sysfs_entries.py /sys 0000:01:00.0",
+                               stdin=ENTRIES.read_text()).stdout)
+    twin1.sh("node01", f"cat > /tmp/sysfs_entries.py <<'PYEOF'\n{ENTRIES.read_text()}PYEOF")
+    twin = json.loads(twin1.sh("node01", "python3 /tmp/sysfs_entries.py /run/simlab/sys 0000:3b:00.0").stdout)
+    assert list(real) == list(EXPECTED)
+    for step in EXPECTED:
+        assert real[step] == EXPECTED[step], f"{step}: kernel {json.dumps(real[step], sort_keys=True)}"
+        assert twin[step] == real[step], \
+            f"{step}: twin {json.dumps(twin[step], sort_keys=True)} != kernel {json.dumps(real[step], sort_keys=True)}"
+
+
 CONFIGFS_SEQUENCE = Path(__file__).with_name("configfs_sequence.py")
 
 

@@ -17,7 +17,9 @@ sysfs lets the node's kernel keep the directory entries it looked up
 kernfs revalidates each entry (fs/kernfs/dir.c, kernfs_dop_revalidate).
 Each step also says whether VF 1 had its driver when the step's write
 returned: the kernel probes a new VF, and binds one on ``drivers_probe``,
-before the write returns.  The answers a kernel gives are below (NO_VF, VF);
+before the write returns (drivers/pci/iov.c: pci_iov_add_virtfn ->
+pci_bus_add_device -> device_attach; drivers/base/bus.c: drivers_probe_store
+-> bus_rescan_devices_helper -> device_attach).  The answers a kernel gives are below (NO_VF, VF);
 tests/vm/test_vm_twin_faithful.py holds them, and the twin's, against Debian
 12's kernel, tests/integration/test_sysfs_entries_twin.py the twin's alone."""
 
@@ -76,9 +78,11 @@ def seen(path):
 
 
 def seen_dir(path):
-    """what access, chdir, an open of the directory and its listing say of
-    path, a directory reached through directories only (no link to read on
-    the way, so every component can be an entry the kernel holds)"""
+    """what access, chdir, an open of the directory, its listing and a read
+    of its vendor file say of path: the VF's own directory under devices/
+    (reached through directories only, no link to read on the way, so every
+    component can be an entry the kernel holds), or its driver's directory
+    through the VF's driver link"""
     out = {}
 
     def opendir(p):

@@ -334,31 +334,45 @@ def test_pending_counts_what_was_not_read_as_a_change():
         hf.pending([{"path": "/etc/x", "content": "", "mode": "rw"}], {"/etc/x": same[UNIT]})
 
 
-def _action_run(tmp_path, name, files, inspected="absent", wanted=7, units=(), diff=False):
-    """The host_files task in a local play (check mode) beside a templates/
-    directory; its registered answer and the systemctl calls it made."""
+def _action_runs(tmp_path, cases):
+    """Each case's host_files task in one local play (check mode) beside a
+    templates/ directory: [(its registered answer, the systemctl calls it
+    made)], in the order of the cases. A case is a dict of files and, as
+    wanted, inspected (a reading), wanted (the template's value, 7), units
+    and diff; each task has its own systemctl stand-in."""
     from local_playbook import run_check, stand_ins, write_play
-    play_dir = tmp_path / name
+    play_dir = tmp_path / "play"
     (play_dir / "templates").mkdir(parents=True)
     (play_dir / "templates" / "x.conf.j2").write_text("value={{ wanted }}\n")
-    bindir = stand_ins(play_dir / "bin", {"systemctl": 'echo "$*" >> %s/systemctl.calls' % (play_dir / "bin")})
-    args = {"files": files, "systemctl": str(bindir / "systemctl"), "enable_units": list(units)}
-    if inspected != "absent":
-        args["inspected"] = inspected
-    out = play_dir / "out.json"
-    run_check(write_play(play_dir / "pb.yml", """\
-    - name: Install
+    tasks, bindirs = [], []
+    for n, case in enumerate(cases):
+        bindir = play_dir / ("bin%d" % n)
+        stand_ins(bindir, {"systemctl": 'echo "$*" >> %s/systemctl.calls' % bindir})
+        bindirs.append(bindir)
+        args = {"files": case["files"], "systemctl": str(bindir / "systemctl"),
+                "enable_units": list(case.get("units", ()))}
+        if "inspected" in case:
+            args["inspected"] = case["inspected"]
+        tasks.append("""\
+    - name: Install, case %d
       gpufabric.stack.host_files: %s
       vars: {wanted: %d}
       diff: %s
-      register: put
+      register: put%d
       ignore_errors: true
-    - name: Save it
-      ansible.builtin.copy: {content: "{{ put | to_json }}", dest: %s, mode: "0644"}
+""" % (n, json.dumps(args), case.get("wanted", 7), json.dumps(case.get("diff", False)), n))
+    out = play_dir / "out.json"
+    answers = ", ".join("put%d" % n for n in range(len(cases)))
+    run_check(write_play(play_dir / "pb.yml", "".join(tasks) + """\
+    - name: Save them
+      ansible.builtin.copy: {content: "{{ [%s] | to_json }}", dest: %s, mode: "0644"}
       check_mode: false
-""" % (json.dumps(args), wanted, json.dumps(diff), out)), bindir)
-    calls = bindir / "systemctl.calls"
-    return json.loads(out.read_text()), calls.read_text().splitlines() if calls.exists() else []
+""" % (answers, out)), bindirs[0])
+    got = []
+    for answer, bindir in zip(json.loads(out.read_text()), bindirs):
+        calls = bindir / "systemctl.calls"
+        got.append((answer, calls.read_text().splitlines() if calls.exists() else []))
+    return got
 
 
 def test_the_action_renders_templates_and_runs_nothing_when_the_reading_agrees(tmp_path):
@@ -368,36 +382,39 @@ def test_the_action_renders_templates_and_runs_nothing_when_the_reading_agrees(t
     conf.chmod(0o644)
     files = [{"path": str(conf), "template": "x.conf.j2", "mode": "0644", "owner": ME, "group": MYGROUP}]
     reading = {"files": hf.inspect([str(conf)]), "units": {}}
-    same, calls = _action_run(tmp_path, "same", files, reading)
+    (same, calls), (other, _), (enabled, enabled_calls), (unit, unit_calls), (unread, _), (none, _) = _action_runs(
+        tmp_path, [{"files": files, "inspected": reading},
+                   # another value renders another content
+                   {"files": files, "inspected": reading, "wanted": 8},
+                   # a unit the reading read, one it did not, a file it did not, no reading at all
+                   {"files": files, "inspected": dict(reading, units={"x.service": True}), "units": ["x.service"]},
+                   {"files": files, "inspected": reading, "units": ["x.service"]},
+                   {"files": [dict(files[0], path=str(conf) + ".new")], "inspected": reading},
+                   {"files": files}])
     assert same["skipped"] is True and same["changed"] is False and same["module_executions"] == 0, same
     assert same["skip_reason"] == "every file and unit is as the reading of the host shows"
     assert same["files"] == [{"path": str(conf), "state": "unchanged", "changes": []}] and calls == []
     # another value renders another content: the module runs (check mode) and names it
-    other, _ = _action_run(tmp_path, "other", files, reading, wanted=8)
     assert "skipped" not in other and other["module_executions"] == 1, other
     assert other["changed"] is True and other["written"] == [str(conf)]
     assert other["files"] == [{"path": str(conf), "state": "updated", "changes": ["content"]}]
     # a unit the reading did not read, or no reading at all: the module runs
-    enabled, calls = _action_run(tmp_path, "enabled", files, dict(reading, units={"x.service": True}),
-                                 units=["x.service"])
-    assert enabled["module_executions"] == 0 and calls == []
-    unit, calls = _action_run(tmp_path, "unit", files, reading, units=["x.service"])
-    assert unit["module_executions"] == 1 and calls == ["is-enabled x.service"], unit
-    unread, _ = _action_run(tmp_path, "unread", [dict(files[0], path=str(conf) + ".new")], reading)
+    assert enabled["module_executions"] == 0 and enabled_calls == []
+    assert unit["module_executions"] == 1 and unit_calls == ["is-enabled x.service"], unit
     assert unread["module_executions"] == 1 and unread["written"] == [str(conf) + ".new"], unread
-    none, _ = _action_run(tmp_path, "none", files)
     assert none["module_executions"] == 1 and none["changed"] is False and "skipped" not in none, none
 
 
 def test_the_action_names_a_file_with_both_or_a_bad_template(tmp_path):
-    both, _ = _action_run(tmp_path, "both", [{"path": "/etc/x.conf", "template": "x.conf.j2", "content": "a"}])
+    (both, _), (gone, _), (empty, _), (neither, _) = _action_runs(tmp_path, [
+        {"files": [{"path": "/etc/x.conf", "template": "x.conf.j2", "content": "a"}]},
+        {"files": [{"path": "/etc/x.conf", "template": "missing.j2"}]},
+        {"files": [{"path": "/etc/x.conf", "template": ""}]},
+        {"files": [{"path": "/etc/x.conf"}]}])
     assert both["failed"] is True and both["msg"] == "files[0] (/etc/x.conf): give content or template, not both"
-    gone, _ = _action_run(tmp_path, "gone", [{"path": "/etc/x.conf", "template": "missing.j2"}])
     assert gone["failed"] is True and gone["msg"].startswith("template missing.j2: "), gone
-    empty, _ = _action_run(tmp_path, "empty", [{"path": "/etc/x.conf", "template": ""}])
     assert empty["failed"] is True and "template must be a template's name" in empty["msg"]
     # neither: the module's normalize names it, before anything is written
-    neither, _ = _action_run(tmp_path, "neither", [{"path": "/etc/x.conf"}])
     assert neither["failed"] is True and neither["msg"].startswith("files[0] (/etc/x.conf): no content"), neither
 
 
@@ -437,13 +454,14 @@ def test_one_template_renders_into_several_files_with_each_entrys_vars(tmp_path)
     files = [{"path": str(one), "template": "x.conf.j2", "vars": {"wanted": 1}, "owner": None, "group": None},
              {"path": str(two), "template": "x.conf.j2", "vars": {"wanted": 2}, "owner": None, "group": None},
              {"path": str(tmp_path / "out" / "task.conf"), "template": "x.conf.j2", "owner": None, "group": None}]
-    got, _ = _action_run(tmp_path, "vars", files, diff=True)
+    (got, _), (bad, _), (notmap, _) = _action_runs(tmp_path, [
+        {"files": files, "diff": True},
+        {"files": [{"path": "/etc/x.conf", "content": "a", "vars": {"wanted": 1}}]},
+        {"files": [{"path": "/etc/x.conf", "template": "x.conf.j2", "vars": [1]}]}])
     assert got["module_executions"] == 1 and got["changed"] is True, got
     # check mode: nothing written; the diff of each file shows what it would hold
     assert not one.exists()
     afters = dict((d["after_header"], d["after"]) for d in got["diff"])
     assert afters == {str(one): "value=1\n", str(two): "value=2\n", str(tmp_path / "out" / "task.conf"): "value=7\n"}
-    bad, _ = _action_run(tmp_path, "bad", [{"path": "/etc/x.conf", "content": "a", "vars": {"wanted": 1}}])
     assert bad["failed"] is True and bad["msg"] == "files[0] (/etc/x.conf): vars go with a template", bad
-    notmap, _ = _action_run(tmp_path, "notmap", [{"path": "/etc/x.conf", "template": "x.conf.j2", "vars": [1]}])
     assert notmap["failed"] is True and "vars must be a mapping" in notmap["msg"], notmap

@@ -121,11 +121,12 @@ test: setup
 unit: setup
 	$(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/unit
 
-# Two workers, each test file on one of them (module labs stay whole); each
+# Two workers, each test file on one of them (module labs stay whole), the
+# files in tests/integration/conftest.py's order (longest first); each
 # worker brings up its own session rack. A twin test that cannot run fails
 # here (SIMLAB_REQUIRED=1) instead of being skipped.
 twin-test: image-twin
-	SIMLAB_REQUIRED=1 $(BIN)/pytest -q -n 2 --dist loadfile --durations 15 tests/integration
+	SIMLAB_REQUIRED=1 $(BIN)/pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations 15 tests/integration
 
 # The VM nodes: one lab per test module, tests in order (converge, re-run,
 # the vm_nodes scenario's testinfra checks, doctor, faults); CPU-bound

@@ -9,16 +9,22 @@ import pytest
 from tests.integration.twinlab import SessionTwin, labs_of, require_twin
 
 
-# The modules that take longest (make test's --durations), first. The two
-# workers of `--dist loadfile` take modules in xdist's order: by number of
-# tests, most first (its --loadscope-reorder, on by default), and in
-# collection order among modules with as many tests; this order decides
-# those ties. Measured at a737386 (per-test durations of the whole tier,
-# 2221 s in all): xdist's order leaves the two workers 31 s apart, this
-# collection order alone (--no-loadscope-reorder) 108 s, the longest module
-# first 61 s.
-LONGEST_FIRST = ("test_switch_layer_twin.py", "test_host_layers_twin.py", "test_host_faults_twin.py",
-                 "test_rollout_twin.py", "test_nccl_twin.py", "test_doctor_faults_twin.py", "test_roce_host_twin.py")
+# The modules by the time they take (make test's per-test durations,
+# summed per module), longest first; a module not named here runs after
+# them. The two workers of `--dist loadfile --no-loadscope-reorder` (the
+# Makefile's twin-test) take modules in this order, each the next one when
+# its own has two tests left, so the short modules fill in at the end.
+# Measured at faca7bc (per-test durations of the whole tier, 1,970 s in
+# all): xdist's own order (modules with the most tests first) left the two
+# workers 120 s apart (1,045 and 925 s of tests); this order, replayed on
+# those durations by xdist's rule, 4 s (987 and 983), and with each test's
+# time moved at random by up to a quarter, the later worker's end 994 s
+# (median of 500) against 1,030.
+LONGEST_FIRST = ("test_host_faults_twin.py", "test_roce_host_twin.py", "test_doctor_faults_twin.py",
+                 "test_rdma_check_twin.py", "test_rollout_twin.py", "test_host_layers_twin.py",
+                 "test_layer06_twin.py", "test_switch_layer_twin.py", "test_nccl_twin.py",
+                 "test_container_runtime_twin.py", "test_bad_input_twin.py", "test_sriov_policy_twin.py",
+                 "test_fabric_twin.py", "test_sysfs_entries_twin.py", "test_tool_twins_live.py")
 
 
 def pytest_collection_modifyitems(items):

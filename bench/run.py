@@ -199,6 +199,10 @@ def base_env(forks: int, facts_dir: Path) -> dict:
         # the twin's connection is the lab's, not the collection's: ansible.cfg names it
         # relative to itself, where the snapshot of the collection has no simlab/
         "ANSIBLE_CONNECTION_PLUGINS": str(REPO / "simlab" / "ansible_plugins" / "connection"),
+        # every module through podman exec, as in every results file so far (the
+        # connection's runc path costs the machine about 0.1 CPU-s less per module run,
+        # ping's most of all, so the ratios would move with the transport, not the collection)
+        "SIMLAB_EXEC": "podman",
         "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
         "PYTHONPATH": str(REPO),
         "PATH": f"{VENV_BIN}:{env.get('PATH', '')}",

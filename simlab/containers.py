@@ -91,7 +91,9 @@ class ContainerBackend(Backend):
         name = container_name(lab.name, hw["name"])
         nd = lab.dir / "nodes" / hw["name"]
         ZIPCACHE.mkdir(parents=True, exist_ok=True)
-        podman.run("run", "-d", "--name", name, "--hostname", hw["name"],
+        # the container's ID for the inventory (ansible_simlab_container_id):
+        # the nodes' connection runs commands through runc exec on it
+        hw["container_id"] = podman.run("run", "-d", "--name", name, "--hostname", hw["name"],
                    "--label", f"simlab.lab={lab.name}", "--label", "simlab.kind=node",
                    "--systemd=always", "--network=none", "--restart=always",
                    "--device", "/dev/fuse", "--cap-add", "SYS_ADMIN",
@@ -100,7 +102,7 @@ class ContainerBackend(Backend):
                    "-v", f"{lab.dir}/fabric:/run/simlab-fabric",
                    "-v", f"{lab.dir}:/var/lib/simlab/rack:ro",
                    *zipcache_mounts(),
-                   ref, "/sbin/init")
+                   ref, "/sbin/init").stdout.strip()
 
     def wait_nodes(self, lab, nodes: list[str], timeout: float = 120) -> None:
         """Until every node's twin hardware is up (its sysfs is mounted)."""
@@ -151,6 +153,8 @@ class ContainerBackend(Backend):
             "cpu_vendor": hw["cpu_vendor"],
             "roce_addresses": {s.netdev: s.ipv4 for s in specs if s.ipv4},
         }
+        if hw.get("container_id"):
+            out["ansible_simlab_container_id"] = hw["container_id"]
         if hw.get("driver") == "ofed":
             # layer 5 tells the stack a node runs; this node's is DOCA-OFED
             out["rdma_drivers_flavor"] = "doca"

@@ -116,3 +116,30 @@ print(zipimport._compile_source.__module__, len(calls), *names)
     assert out[0] == "simlab_zipcache" and out[1] == "1", out
     assert out[2].endswith("/ansible_zc_payload.zip/zc_probe.py") and out[2] != out[3], out
     assert out[3].endswith("/ansible_zc_payload.zip/zc_probe.py"), out
+
+
+# What a module's process (here the shell module's child) is given in the node: who it runs as, where, with
+# which environment, capabilities, seccomp filter, cgroup and namespaces.
+PROCESS_VIEW = ("id; pwd; umask; env | sort; grep -E '^(Cap|Seccomp|NoNewPrivs)' /proc/self/status; "
+                "cat /proc/self/cgroup; for n in cgroup ipc mnt net pid uts; do readlink /proc/self/ns/$n; done")
+
+
+def _raw(twin, via):
+    from tests.integration.twinlab import BIN, ENV, REPO
+    proc = subprocess.run([str(BIN / "ansible"), "-i", str(twin.inventory / "hosts.yml"), "node01", "-m", "ansible.builtin.shell",
+                           "-a", PROCESS_VIEW, "-vvv"], cwd=REPO, env=dict(ENV, SIMLAB_EXEC=via),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout.split(" | CHANGED | rc=0 >>\n", 1)[1]
+    return "RUNC EXEC" in proc.stdout, out
+
+
+def test_the_nodes_connection_through_runc_starts_the_process_podman_exec_starts(twin):
+    """simlab's inventory gives the nodes' connection the container's ID, and as
+    root it runs a command through runc exec; the process has to be the one
+    podman exec starts, or the twin would run modules as no real node does."""
+    used_runc, by_runc = _raw(twin, "runc")
+    used_podman, by_podman = _raw(twin, "podman")
+    assert used_runc and not used_podman
+    assert by_runc == by_podman
+    assert "uid=0(root)" in by_runc and "HOSTNAME=node01" in by_runc and "container_uuid" not in by_runc and "Seccomp:\t2" in by_runc

@@ -386,6 +386,8 @@ def test_the_bench_runs_with_the_example_inventorys_settings(tmp_path):
     env = bench_run.base_env(8, tmp_path / "facts")
     assert {k: env[k] for k in settings} == settings
     assert env["ANSIBLE_CACHE_PLUGIN_CONNECTION"] == str(tmp_path / "facts")
+    # the twin's nodes through podman exec, as every results file measured them
+    assert env["SIMLAB_EXEC"] == "podman"
     cfg = tmp_path / "ansible.cfg"
     cfg.write_text("[defaults]\nfact_caching = redis  # a comment\n")
     assert bench_run.example_settings(cfg) == {"ANSIBLE_CACHE_PLUGIN": "redis"}

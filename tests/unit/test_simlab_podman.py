@@ -1,7 +1,9 @@
 """The twin nodes' connection (simlab/ansible_plugins/connection/simlab_podman.py):
 a module goes in on standard input of one `podman exec -i`, the container is
 mounted only for a file transfer, and podman refusing the exec (a paused or
-stopped node) is a connection failure, so the host is unreachable."""
+stopped node) is a connection failure, so the host is unreachable. With the
+container's ID, as root, the command goes through `runc exec` instead, and
+runc refusing it hands it to podman exec by name."""
 
 import importlib.util
 from pathlib import Path
@@ -63,3 +65,77 @@ def test_the_container_is_mounted_for_a_file_transfer_only(tmp_path):
     conn.put_file(str(src), "/tmp/f")
     assert conn.calls == [(["mount"], None, None)]
     assert (root / "tmp" / "f").read_text() == "data"
+
+
+class FakePopen:
+    """subprocess.Popen for runc: records the command and what went in."""
+
+    def __init__(self, answers, calls):
+        self.answers, self.calls = answers, calls
+
+    def __call__(self, cmd, stdin=None, stdout=None, stderr=None):
+        self.cmd, self.stdin = cmd, stdin
+        return self
+
+    def communicate(self, data=None):
+        self.calls.append(("runc", self.cmd, data, self.stdin))
+        self.returncode, out, err = self.answers.pop(0)
+        return out, err
+
+
+ID = "932ce9328197a6d10b644511af47639e587560b6b02116bb5fe9cb4da63c5b18"
+RUNC_PAUSED = (b'time="2026-12-03T17:05:52Z" level=error msg="exec failed: cannot exec in a paused container '
+               b'(use --ignore-paused to override)"\n')
+
+
+def runc_connection(monkeypatch, runc_answers, podman_answers=(), options=None, euid=0, user=None):
+    conn = connection(list(podman_answers))
+    opts = {"podman_extra_args": "", "container_id": ID, "exec_via": "runc", **(options or {})}
+    conn.get_option = opts.get
+    conn.user = user
+    glb = conn._runc_exec.__func__.__globals__  # the plugin module's, loaded anew by connection()
+    monkeypatch.setitem(glb, "subprocess", type("S", (), {"Popen": FakePopen(list(runc_answers), conn.calls),
+                                                          "PIPE": -1, "DEVNULL": -3}))
+    monkeypatch.setitem(glb, "os", type("O", (), {"geteuid": staticmethod(lambda: euid)}))
+    monkeypatch.setitem(glb, "shutil", type("W", (), {"which": staticmethod(lambda name: "/usr/bin/runc")}))
+    return conn
+
+
+def test_with_the_containers_id_as_root_a_module_is_one_runc_exec_with_stdin_and_no_podman(monkeypatch):
+    conn = runc_connection(monkeypatch, [(0, b'{"ok": 1}', b"")])
+    rc, out, err = conn.exec_command("/bin/sh -c '/usr/bin/python3 && sleep 0'", in_data=b"module")
+    assert (rc, out) == (0, b'{"ok": 1}')
+    # podman exec leaves the container_uuid of systemd mode out of the environment; so does the runc path
+    assert conn.calls == [("runc", ["/usr/bin/runc", "exec", ID, "env", "-u", "container_uuid",
+                                    "/bin/sh", "-c", "/usr/bin/python3 && sleep 0"], b"module", -1)]
+
+
+def test_a_command_without_input_gets_no_stdin_and_its_own_255_is_the_commands(monkeypatch):
+    conn = runc_connection(monkeypatch, [(255, b"", b"exit status of the command\n")])
+    assert conn.exec_command("false") == (255, b"", b"exit status of the command\n")
+    assert [c[0] for c in conn.calls] == ["runc"] and conn.calls[0][3] == -3
+
+
+def test_runc_refusing_the_exec_goes_to_podman_exec_by_name_whose_refusal_is_a_connection_failure(monkeypatch):
+    conn = runc_connection(monkeypatch, [(255, b"", RUNC_PAUSED)],
+                           [(125, b"", b"Error: can only create exec sessions on running containers: "
+                                       b"container state improper\n")])
+    with pytest.raises(AnsibleConnectionFailure) as e:
+        conn.exec_command("true", in_data=b"x")
+    assert "simlab-lab-node01" in str(e.value) and "container state improper" in str(e.value)
+    assert [c[0] for c in conn.calls] == ["runc", ["exec", "-i"]]
+
+
+def test_a_container_made_anew_under_another_id_is_still_reached_through_podman(monkeypatch):
+    gone = b'time="2026-12-03T17:05:52Z" level=error msg="exec failed: container does not exist"\n'
+    conn = runc_connection(monkeypatch, [(255, b"", gone)], [(0, b"ran", b"")])
+    assert conn.exec_command("true") == (0, b"ran", b"")
+    assert conn.calls[1] == (["exec"], ["true"], None)
+
+
+@pytest.mark.parametrize("how", [{"options": {"exec_via": "podman"}}, {"options": {"container_id": None}},
+                                 {"euid": 1000}, {"user": "nobody"}])
+def test_podman_exec_where_runc_cannot_or_should_not(monkeypatch, how):
+    conn = runc_connection(monkeypatch, [], [(0, b"", b"")], **how)
+    conn.exec_command("true")
+    assert [c[0] for c in conn.calls] == [["exec"] + (["--user", "nobody"] if how.get("user") else [])]

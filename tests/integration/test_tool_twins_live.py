@@ -119,8 +119,9 @@ print(zipimport._compile_source.__module__, len(calls), *names)
 
 
 # What a module's process (here the shell module's child) is given in the node: who it runs as, where, with
-# which environment, capabilities, seccomp filter, cgroup and namespaces.
-PROCESS_VIEW = ("id; pwd; umask; env | sort; grep -E '^(Cap|Seccomp|NoNewPrivs)' /proc/self/status; "
+# which environment, capabilities, seccomp filter, resource limits, OOM score, cgroup and namespaces.
+PROCESS_VIEW = ("id; pwd; umask; env | sort; grep -E '^(Cap|Seccomp|NoNewPrivs|Groups)' /proc/self/status; "
+                "cat /proc/self/limits /proc/self/oom_score_adj /proc/self/loginuid; echo; "
                 "cat /proc/self/cgroup; for n in cgroup ipc mnt net pid uts; do readlink /proc/self/ns/$n; done")
 
 
@@ -143,3 +144,4 @@ def test_the_nodes_connection_through_runc_starts_the_process_podman_exec_starts
     assert used_runc and not used_podman
     assert by_runc == by_podman
     assert "uid=0(root)" in by_runc and "HOSTNAME=node01" in by_runc and "container_uuid" not in by_runc and "Seccomp:\t2" in by_runc
+    assert "Max open files" in by_runc

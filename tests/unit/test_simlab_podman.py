@@ -126,11 +126,19 @@ def test_runc_refusing_the_exec_goes_to_podman_exec_by_name_whose_refusal_is_a_c
     assert [c[0] for c in conn.calls] == ["runc", ["exec", "-i"]]
 
 
-def test_a_container_made_anew_under_another_id_is_still_reached_through_podman(monkeypatch):
-    gone = b'time="2026-12-03T17:05:52Z" level=error msg="exec failed: container does not exist"\n'
+@pytest.mark.parametrize("gone", [b'time="2026-12-03T17:05:52Z" level=error msg="exec failed: container does not exist"\n',
+                                  b'level=error msg="exec failed: container does not exist"\n'])
+def test_a_container_made_anew_under_another_id_is_still_reached_through_podman(monkeypatch, gone):
     conn = runc_connection(monkeypatch, [(255, b"", gone)], [(0, b"ran", b"")])
     assert conn.exec_command("true") == (0, b"ran", b"")
     assert conn.calls[1] == (["exec"], ["true"], None)
+
+
+def test_a_commands_own_255_that_reads_like_a_log_line_but_not_runcs_refusal_is_the_commands(monkeypatch):
+    # runc's refusal is its log line at the start of stderr with nothing on stdout; anything else is the command's
+    for answer in [(255, b"out", RUNC_PAUSED), (255, b"", b'level=error msg="exit 255"\n'), (1, b"", RUNC_PAUSED)]:
+        conn = runc_connection(monkeypatch, [answer])
+        assert conn.exec_command("false") == answer and [c[0] for c in conn.calls] == ["runc"]
 
 
 @pytest.mark.parametrize("how", [{"options": {"exec_via": "podman"}}, {"options": {"container_id": None}},

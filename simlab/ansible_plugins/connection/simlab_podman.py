@@ -78,7 +78,7 @@ DOCUMENTATION = upstream.DOCUMENTATION.replace("name: podman", "name: simlab_pod
 
 # runc's own refusal, before any process started in the container: a log
 # line at level error saying the exec failed (stopped, paused, no such ID)
-RUNC_REFUSED = re.compile(rb'\Alevel=error msg="exec failed: |\Atime="[^"]*" level=error msg="exec failed: ')
+RUNC_REFUSED = re.compile(rb'\A(?:time="[^"]*" )?level=error msg="exec failed: ')
 
 display = Display()
 

@@ -174,3 +174,21 @@ def test_a_snapshot_reads_each_file_once_and_only_inside_its_block(vm, tmp_path,
         assert sysfs_nic.discover(root) == first == fresh
         assert sorted(opened) == sorted(files)
     assert by_address(sysfs_nic.discover(root))["0000:01:00.0"]["sriov"]["numvfs"] == 1
+
+
+def test_numvfs_as_a_real_connectx7_pf_prints_it(tmp_path, real_output):
+    """sriov_numvfs holds what ``cat`` printed on a ConnectX-7 PF with one VF
+    (real-outputs sysfs/schmaustech-cx7-sriov-numvfs-cat.txt: the kernel's
+    ``sysfs_emit(buf, "%u\\n", pdev->sriov->num_VFs)`` in drivers/pci/iov.c);
+    nic_facts reads it as 1, with the one VF it links."""
+    body = real_output("sysfs/schmaustech-cx7-sriov-numvfs-cat.txt")
+    t = RealSysfs(tmp_path / "sys")
+    rel = t.sriov_pf("0000:37:00.0", "enp55s0np0", vendor="15b3", device="1021", vf_device="101e",
+                     totalvfs=16, numvfs=1, driver="mlx5_core", vf_driver="mlx5_core")
+    with open(os.path.join(t.root, "devices", rel, "sriov_numvfs"), "w") as fh:
+        fh.write(body if body.endswith("\n") else body + "\n")
+    pf = by_address(sysfs_nic.discover(t.root))["0000:37:00.0"]
+    assert body.strip() == "1"
+    assert (pf["name"], pf["vendor_device"], pf["driver"]) == ("enp55s0np0", "15b3:1021", "mlx5_core")
+    assert (pf["sriov"]["totalvfs"], pf["sriov"]["numvfs"], pf["sriov"]["vf_device"]) == (16, 1, "101e")
+    assert [v["index"] for v in pf["vfs"]] == [0]

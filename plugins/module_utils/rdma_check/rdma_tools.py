@@ -16,6 +16,7 @@ not output of the expected command raises ``ValueError``.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 
@@ -41,6 +42,29 @@ def _lines(text, tool):
 
 _IPV4_RE = re.compile(r"^\d{1,3}(\.\d{1,3}){3}$")
 _GID_RE = re.compile(r"^[0-9a-fA-F]{4}(:[0-9a-fA-F]{4}){7}$")
+# something shaped like (part of) a GID: two colon-joined 4-character groups
+_GIDISH_RE = re.compile(r"[0-9a-zA-Z]{4}:[0-9a-zA-Z]{4}")
+
+
+def _show_gids_row(s, t):
+    """One row as mlnx-tools ``show_gids`` echoes it (``$d\t$p\t$g\t$gid``,
+    then ``$ipv4  `` for a GID whose first group is 0000, then ``$_type``
+    and ``$_ndev``, either of which may be empty); ValueError quoting the
+    line when it is not one."""
+    if len(t) < 4 or not t[1].isdigit() or not t[2].isdigit() or not _GID_RE.match(t[3]):
+        raise ValueError("show_gids: cannot read GID row %r" % s)
+    rest = t[4:]
+    ipv4 = None
+    if rest and _IPV4_RE.match(rest[0]):
+        ipv4 = rest.pop(0)
+    version = None
+    if rest and re.match(r"^[vV]\d+$", rest[0]):
+        version = rest.pop(0).lower()
+    if len(rest) > 1:
+        raise ValueError("show_gids: cannot read GID row %r" % s)
+    ndev = rest[0] if rest else None
+    return {"dev": t[0], "port": int(t[1]), "index": int(t[2]), "gid": t[3].lower(),
+            "ipv4": ipv4, "version": version, "ndev": ndev}
 
 
 def parse_show_gids(text):
@@ -51,6 +75,12 @@ def parse_show_gids(text):
     ``version`` is ``'v1'``/``'v2'`` (``None`` if the type file was
     unreadable), ``ndev`` ``None`` when empty.  ``n_gids_found`` is the
     footer count (``None`` if the footer is missing).
+
+    A line that looks like a GID row (a GID-shaped token, or numeric
+    PORT and INDEX columns) but cannot be read raises ``ValueError``
+    quoting it.  Other lines (``ls`` or ``cat`` complaints on stderr) are
+    not rows and are skipped.  The footer's count is kept as printed: an
+    output filtered after the script (``| grep v2``) has fewer rows.
     """
     gids = []
     n_found = None
@@ -69,18 +99,10 @@ def parse_show_gids(text):
         if m:
             n_found = int(m.group(1))
             continue
-        if len(t) < 4 or not t[1].isdigit() or not t[2].isdigit() or not _GID_RE.match(t[3]):
+        looks_like_row = _GIDISH_RE.search(s) or (len(t) >= 3 and t[1].isdigit() and t[2].isdigit())
+        if not looks_like_row:
             continue
-        rest = t[4:]
-        ipv4 = None
-        if rest and _IPV4_RE.match(rest[0]):
-            ipv4 = rest.pop(0)
-        version = None
-        if rest and re.match(r"^[vV]\d", rest[0]):
-            version = rest.pop(0).lower()
-        ndev = rest[0] if rest else None
-        gids.append({"dev": t[0], "port": int(t[1]), "index": int(t[2]), "gid": t[3].lower(),
-                     "ipv4": ipv4, "version": version, "ndev": ndev})
+        gids.append(_show_gids_row(s, t))
     if not saw_header and not gids and n_found is None:
         raise ValueError("show_gids: no header, GID rows or n_gids_found line found")
     return {"gids": gids, "n_gids_found": n_found}
@@ -107,7 +129,12 @@ def roce_v2_gid_index(parsed, dev=None, ipv4=None, ndev=None):
 # ibv_devinfo
 # --------------------------------------------------------------------------
 
-_NUM_PAREN_RE = re.compile(r"^(?P<text>\S+)\s*\((?P<num>\d+)\)$")
+# "PORT_ACTIVE (4)", "4096 (5)", and devinfo.c's fallbacks such as
+# "invalid state (7)" or "invalid MTU (0)"
+_NUM_PAREN_RE = re.compile(r"^(?P<text>\S(?:.*?\S)?)\s*\((?P<num>\d+)\)$")
+# devinfo.c (-v): "GID[%3d]:\t\t<gid>" and, since rdma-core v29, ", RoCE v1"
+# (raw form) or ", RoCE v2" (inet_ntop form) on Ethernet ports
+_DEVINFO_GID_RE = re.compile(r"^GID\[\s*(?P<index>\d+)\]:\s*(?P<gid>[0-9A-Fa-f:.]+)(?:,\s*(?P<type>\S.*))?$")
 
 
 def _int_or(v):
@@ -118,16 +145,39 @@ def _int_or(v):
     return None
 
 
+def _devinfo_gid(s):
+    """``{index, gid, type}`` from a ``GID[ n]:`` line; ``gid`` in the
+    sysfs/show_gids form (eight 4-digit groups), ``type`` ``None`` when
+    the line has none (InfiniBand ports, libibverbs before rdma-core v29)."""
+    m = _DEVINFO_GID_RE.match(s)
+    if m:
+        try:
+            gid = ipaddress.IPv6Address(m.group("gid")).exploded
+        except ValueError:
+            gid = None
+        if gid is not None:
+            return {"index": int(m.group("index")), "gid": gid, "type": m.group("type")}
+    raise ValueError("ibv_devinfo: cannot read GID line %r" % s)
+
+
 def parse_ibv_devinfo(text):
     """Parse ``ibv_devinfo`` (also ``-v``; extra keys are kept).
 
     Returns a list of devices ``{hca_id, transport, fw_ver, node_guid,
     sys_image_guid, vendor_id, vendor_part_id, hw_ver, board_id,
     phys_port_cnt, ports: [{port, state, state_num, max_mtu, active_mtu,
-    sm_lid, port_lid, port_lmc, link_layer, ...}], fields}``.
+    sm_lid, port_lid, port_lmc, link_layer, gids, ...}], fields}``.
     ``vendor_id`` stays a string (``'0x02c9'``, the IEEE OUI);
-    ``vendor_part_id`` is the decimal PCI device ID as an int.
-    ``No IB devices found`` gives an empty list.
+    ``vendor_part_id`` is the decimal PCI device ID as an int.  ``gids``
+    holds the ``-v`` GID lines as ``{index, gid, type}`` (empty without
+    ``-v``).  ``fields`` keeps the first value of every ``key: value``
+    line (``-v`` prints ``max_sge`` twice: the device's, then the tag
+    matching one).  ``No IB devices found`` gives an empty list.
+
+    ``hca_id:``, ``port:`` and ``GID[n]:`` lines that cannot be
+    read, or that come outside a device (or port), raise ``ValueError``
+    quoting the line; other lines before the first ``hca_id:`` (libibverbs
+    warnings, ``Failed to open device``) are skipped.
     """
     lines = _lines(text, "ibv_devinfo")
     devices = []
@@ -139,8 +189,10 @@ def parse_ibv_devinfo(text):
             continue
         if s.startswith("No IB devices found"):
             return []
-        m = re.match(r"^hca_id:\s*(\S+)$", s)
-        if m:
+        if s.startswith("hca_id"):
+            m = re.match(r"^hca_id:\s*(\S+)$", s)
+            if not m:
+                raise ValueError("ibv_devinfo: cannot read device line %r" % s)
             dev = {"hca_id": m.group(1), "transport": None, "fw_ver": None, "node_guid": None,
                    "sys_image_guid": None, "vendor_id": None, "vendor_part_id": None,
                    "hw_ver": None, "board_id": None, "phys_port_cnt": None,
@@ -148,21 +200,31 @@ def parse_ibv_devinfo(text):
             devices.append(dev)
             port = None
             continue
+        is_port, is_gid = s.startswith("port:"), s.startswith("GID[")
         if dev is None:
+            if is_port or is_gid:
+                raise ValueError("ibv_devinfo: %r comes before any 'hca_id:' line" % s)
             continue
-        m = re.match(r"^port:\s*(\d+)$", s)
-        if m:
+        if is_port:
+            m = re.match(r"^port:\s*(\d+)$", s)
+            if not m:
+                raise ValueError("ibv_devinfo: cannot read port line %r" % s)
             port = {"port": int(m.group(1)), "state": None, "state_num": None, "max_mtu": None,
                     "active_mtu": None, "sm_lid": None, "port_lid": None, "port_lmc": None,
-                    "link_layer": None, "fields": {}}
+                    "link_layer": None, "gids": [], "fields": {}}
             dev["ports"].append(port)
+            continue
+        if is_gid:
+            if port is None:
+                raise ValueError("ibv_devinfo: GID line outside a port of %s: %r" % (dev["hca_id"], s))
+            port["gids"].append(_devinfo_gid(s))
             continue
         m = re.match(r"^([A-Za-z_][\w ]*?):\s*(.*)$", s)
         if not m:
             continue
         key, val = m.group(1).strip(), m.group(2).strip()
         target = port if port is not None else dev
-        target["fields"][key] = val
+        target["fields"].setdefault(key, val)
         if port is None:
             if key == "vendor_part_id":
                 dev[key] = _int_or(val)
@@ -175,6 +237,8 @@ def parse_ibv_devinfo(text):
             continue
         if key == "state":
             pm = _NUM_PAREN_RE.match(val)
+            # devinfo.c prints "%s (%d)"; a state without its number is
+            # still the port's state
             port["state"] = pm.group("text") if pm else val
             port["state_num"] = int(pm.group("num")) if pm else None
         elif key in ("max_mtu", "active_mtu"):
@@ -182,7 +246,7 @@ def parse_ibv_devinfo(text):
             port[key] = int(pm.group("text")) if pm and pm.group("text").isdigit() else _int_or(val)
         elif key in ("sm_lid", "port_lid"):
             port[key] = _int_or(val)
-        elif key in port:
+        elif key in port and key not in ("gids", "fields"):
             port[key] = val
     if not devices:
         raise ValueError("ibv_devinfo: no 'hca_id:' line found")

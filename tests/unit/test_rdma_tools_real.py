@@ -1,0 +1,274 @@
+"""rdma_tools' ``ibv_devinfo`` and ``show_gids`` parsers on real published
+outputs (tests/unit/fixtures/rdma_tools_real, each file only the output as
+published; its README names the source of every file), and the rule that a
+line naming a device, a port or a GID is read or fails the parse with the
+line quoted."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools as R
+
+pytestmark = pytest.mark.layers(5, 9)
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "rdma_tools_real"
+
+
+def recorded(name):
+    return (REAL / name).read_text()
+
+
+# ---------------------------------------------------------------- ibv_devinfo
+# Per file: one entry per device, hca_id, fw_ver, node_guid, vendor_part_id,
+# phys_port_cnt and per port (port, state, state_num, max_mtu, active_mtu,
+# link_layer, sm_lid, port_lid, [(gid index, gid, type) of -v]).
+DEVINFO = {
+    "ibv_devinfo-heioy-cx3-mlx4-2hca-ib-port2-down.txt": [
+        ("mlx4_1", "2.42.5000", "7cfe:9003:00a5:95c0", 4099, 2, [
+            (1, "PORT_ACTIVE", 4, 4096, 4096, "InfiniBand", 1, 22, []),
+            (2, "PORT_DOWN", 1, 4096, 4096, "InfiniBand", 0, 0, [])]),
+        ("mlx4_0", "2.42.5000", "e41d:2d03:00e0:c740", 4099, 2, [
+            (1, "PORT_ACTIVE", 4, 4096, 4096, "InfiniBand", 18, 32, []),
+            (2, "PORT_DOWN", 1, 4096, 4096, "InfiniBand", 0, 0, [])]),
+    ],
+    "ibv_devinfo-v-heioy-cx3-mlx4_1-port2-mlnx-ofed.txt": [
+        ("mlx4_1", "2.42.5000", "7cfe:9003:00a5:95c0", 4099, 2, [
+            (2, "PORT_DOWN", 1, 4096, 4096, "InfiniBand", 0, 0,
+             [(0, "fe80:0000:0000:0000:7cfe:9003:00a5:95c2", None)])]),
+    ],
+    "ibv_devinfo-v-e3sm-chrysalis-cx6-ib-cx5-roce.txt": [
+        ("mlx5_0", "20.29.2002", "0c42:a103:0065:d6b6", 4123, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 4096, "InfiniBand", 3, 62,
+             [(0, "fe80:0000:0000:0000:0c42:a103:0065:d6b6", None)])]),
+        ("mlx5_1", "16.27.2008", "0c42:a103:002b:07a4", 4119, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:0e42:a1ff:fe2b:07a4", "RoCE v1"),
+                (1, "fe80:0000:0000:0000:0e42:a1ff:fe2b:07a4", "RoCE v2"),
+                (2, "0000:0000:0000:0000:0000:ffff:8cdd:3c0b", "RoCE v1"),
+                (3, "0000:0000:0000:0000:0000:ffff:8cdd:3c0b", "RoCE v2")])]),
+        ("mlx5_2", "16.27.2008", "0c42:a103:002b:07a5", 4119, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:0e42:a1ff:fe2b:07a5", "RoCE v1"),
+                (1, "fe80:0000:0000:0000:0e42:a1ff:fe2b:07a5", "RoCE v2"),
+                (2, "0000:0000:0000:0000:0000:ffff:0a3c:200b", "RoCE v1"),
+                (3, "0000:0000:0000:0000:0000:ffff:0a3c:200b", "RoCE v2")])]),
+    ],
+    "ibv_devinfo-hustcat-8-cx3-vf-failed-to-open.txt": [
+        ("mlx4_2", "2.40.7000", "0014:0500:8cc6:cd0a", 4100, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 4096, "InfiniBand", 2, 1, [])]),
+    ],
+    "ibv_devinfo-pib-2-centos65-no-ib-devices.txt": [],
+    "ibv_devinfo-scout-5251-no-providers-no-ib-devices.txt": [],
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEVINFO))
+def test_ibv_devinfo_real_key_figures(name):
+    devs = R.parse_ibv_devinfo(recorded(name))
+    got = [(d["hca_id"], d["fw_ver"], d["node_guid"], d["vendor_part_id"], d["phys_port_cnt"],
+            [(p["port"], p["state"], p["state_num"], p["max_mtu"], p["active_mtu"], p["link_layer"],
+              p["sm_lid"], p["port_lid"], [(g["index"], g["gid"], g["type"]) for g in p["gids"]])
+             for p in d["ports"]]) for d in devs]
+    assert got == DEVINFO[name]
+    for d in devs:
+        assert d["transport"] == "InfiniBand (0)" and d["vendor_id"] == "0x02c9"
+    json.dumps(devs)
+
+
+def test_ibv_devinfo_real_verbose_keeps_each_first_value():
+    devs = R.parse_ibv_devinfo(recorded("ibv_devinfo-v-e3sm-chrysalis-cx6-ib-cx5-roce.txt"))
+    # -v prints max_sge for the device (30) and again under the tag-matching caps (1)
+    assert devs[0]["fields"]["max_sge"] == "30" and devs[0]["fields"]["max_num_tags"] == "127"
+    assert devs[0]["sys_image_guid"] == "0c42:a103:0065:d6b6" and devs[0]["board_id"] == "MT_0000000223"
+    port = devs[0]["ports"][0]
+    assert port["fields"]["active_speed"] == "50.0 Gbps (64)" and port["fields"]["phys_state"] == "LINK_UP (5)"
+    assert devs[1]["ports"][0]["fields"]["max_vl_num"] == "invalid value (0)"
+    assert devs[2]["sys_image_guid"] == "0c42:a103:002b:07a4"
+    old = R.parse_ibv_devinfo(recorded("ibv_devinfo-v-heioy-cx3-mlx4_1-port2-mlnx-ofed.txt"))[0]
+    assert old["fields"]["Device ports"] == "" and old["fields"]["device_cap_exp_flags"] == "0x5000401600000000"
+    assert old["ports"][0]["fields"]["phys_state"] == "POLLING (2)"
+
+
+def test_ibv_devinfo_v_gid_matches_show_gids_form():
+    """A RoCE v2 GID printed by inet_ntop (``fe80::e42:a1ff:fe2b:7a4``,
+    ``::ffff:10.60.32.11``) comes out in the sysfs form show_gids prints."""
+    devs = R.parse_ibv_devinfo(recorded("ibv_devinfo-v-e3sm-chrysalis-cx6-ib-cx5-roce.txt"))
+    v2 = [g for g in devs[2]["ports"][0]["gids"] if g["type"] == "RoCE v2"]
+    assert [g["gid"] for g in v2] == ["fe80:0000:0000:0000:0e42:a1ff:fe2b:07a5",
+                                      "0000:0000:0000:0000:0000:ffff:0a3c:200b"]
+    assert all(R._GID_RE.match(g["gid"]) for d in devs for p in d["ports"] for g in p["gids"])
+
+
+# A real output with one line changed (or moved) to each form the parser must refuse
+_E3SM = "ibv_devinfo-v-e3sm-chrysalis-cx6-ib-cx5-roce.txt"
+_HEIOY = "ibv_devinfo-heioy-cx3-mlx4-2hca-ib-port2-down.txt"
+
+
+@pytest.mark.parametrize("name, old, new, quoted", [
+    (_E3SM, "hca_id:\tmlx5_1\n", "hca_id:\n", "hca_id:"),
+    (_E3SM, "hca_id:\tmlx5_1\n", "hca_id:\tmlx5_1 (mlx5)\n", "hca_id:\tmlx5_1 (mlx5)"),
+    (_HEIOY, "\t\tport:\t2\n", "\t\tport:\tport2\n", "port:\tport2"),
+    (_E3SM, "GID[  3]:\t\t::ffff:10.60.32.11, RoCE v2", "GID[  3]:\t\t::ffff:10.60.32.11.5, RoCE v2",
+     "GID[  3]:\t\t::ffff:10.60.32.11.5, RoCE v2"),
+    (_E3SM, "GID[  1]:\t\tfe80::e42:a1ff:fe2b:7a4, RoCE v2", "GID[ 1]: fe80:0000:xxxx:xxxx",
+     "GID[ 1]: fe80:0000:xxxx:xxxx"),
+    (_E3SM, "GID[  0]:\t\tfe80:0000:0000:0000:0c42:a103:0065:d6b6", "GID:\t\tfe80::c42:a103:65:d6b6",
+     None),
+])
+def test_ibv_devinfo_unreadable_managed_line_raises_quoting_it(name, old, new, quoted):
+    text = recorded(name)
+    assert old in text
+    bad = text.replace(old, new, 1)
+    if quoted is None:
+        # 'GID:' has no index: not a GID line, kept as a plain field of the port
+        port = R.parse_ibv_devinfo(bad)[0]["ports"][0]
+        assert port["gids"] == [] and port["fields"]["GID"] == "fe80::c42:a103:65:d6b6"
+        return
+    with pytest.raises(ValueError) as e:
+        R.parse_ibv_devinfo(bad)
+    assert repr(quoted)[1:-1] in str(e.value)
+
+
+def test_ibv_devinfo_managed_line_out_of_place_raises():
+    text = recorded(_HEIOY)
+    with pytest.raises(ValueError, match="before any 'hca_id:'"):
+        R.parse_ibv_devinfo("\t\tport:\t1\n" + text)
+    gid = "\t\t\tGID[  0]:\t\tfe80:0000:0000:0000:7cfe:9003:00a5:95c2\n"
+    with pytest.raises(ValueError, match="before any 'hca_id:'"):
+        R.parse_ibv_devinfo(gid + text)
+    # a GID line in the device part, before the first 'port:'
+    bad = text.replace("\tDevice ports:\n", gid + "\tDevice ports:\n", 1)
+    with pytest.raises(ValueError, match="GID line outside a port of mlx4_1"):
+        R.parse_ibv_devinfo(bad)
+
+
+def test_ibv_devinfo_state_without_its_number_is_still_the_state():
+    text = recorded(_HEIOY).replace("PORT_DOWN (1)", "PORT_DOWN", 1)
+    port2 = R.parse_ibv_devinfo(text)[0]["ports"][1]
+    assert (port2["state"], port2["state_num"]) == ("PORT_DOWN", None)
+
+
+def test_ibv_devinfo_source_fallback_strings():
+    """devinfo.c prints ``invalid state (N)`` / ``invalid MTU (N)`` for
+    values it has no name for; the number is still read."""
+    text = recorded(_HEIOY).replace("PORT_DOWN (1)", "invalid state (7)", 1).replace(
+        "active_mtu:\t\t4096 (5)", "active_mtu:\t\tinvalid MTU (0)", 1)
+    port = R.parse_ibv_devinfo(text)[0]["ports"][0]
+    assert port["state"] == "PORT_ACTIVE" and port["active_mtu"] is None
+    port2 = R.parse_ibv_devinfo(text)[0]["ports"][1]
+    assert port2["state"] == "invalid state" and port2["state_num"] == 7
+
+
+# ---------------------------------------------------------------- show_gids
+# Per file: n_gids_found (None: no footer) and every row as
+# (dev, port, index, gid, ipv4, version, ndev).
+SHOW_GIDS = {
+    "show_gids-husky-mlx5_0-rdma0.txt": (4, [
+        ("mlx5_0", 1, 0, "fe80:0000:0000:0000:0ac0:ebff:fe21:03da", None, "v1", "rdma0"),
+        ("mlx5_0", 1, 1, "fe80:0000:0000:0000:0ac0:ebff:fe21:03da", None, "v2", "rdma0"),
+        ("mlx5_0", 1, 2, "0000:0000:0000:0000:0000:ffff:c0a8:d3f2", "192.168.211.242", "v1", "rdma0"),
+        ("mlx5_0", 1, 3, "0000:0000:0000:0000:0000:ffff:c0a8:d3f2", "192.168.211.242", "v2", "rdma0")]),
+    "show_gids-hurray0-cx4-roce-and-ib-port.txt": (3, [
+        ("mlx5_0", 1, 0, "fe80:0000:0000:0000:268a:07ff:feb1:bc04", None, "v1", "ens11f0"),
+        ("mlx5_0", 1, 1, "fe80:0000:0000:0000:268a:07ff:feb1:bc04", None, "v2", "ens11f0"),
+        ("mlx5_1", 1, 0, "fe80:0000:0000:0000:248a:0703:00b1:bc05", None, "v1", None)]),
+    "show_gids-spectrumscale-4-cx6-two-linklocal.txt": (6, [
+        ("mlx5_0", 1, 0, "fe80:0000:0000:0000:0e42:a1ff:fe5d:4db8", None, "v1", "ens1f0"),
+        ("mlx5_0", 1, 1, "fe80:0000:0000:0000:0e42:a1ff:fe5d:4db8", None, "v2", "ens1f0"),
+        ("mlx5_0", 1, 2, "fe80:0000:0000:0000:1186:a6b1:3f0b:c441", None, "v1", "ens1f0"),
+        ("mlx5_0", 1, 3, "fe80:0000:0000:0000:1186:a6b1:3f0b:c441", None, "v2", "ens1f0"),
+        ("mlx5_0", 1, 4, "0000:0000:0000:0000:0000:ffff:ac13:003c", "172.19.0.60", "v1", "ens1f0"),
+        ("mlx5_0", 1, 5, "0000:0000:0000:0000:0000:ffff:ac13:003c", "172.19.0.60", "v2", "ens1f0")]),
+    "show_gids-nccl-1587-sparse-macvlan-no-footer.txt": (None, [
+        ("mlx5_0", 1, 6, "0000:0000:0000:0000:0000:ffff:0b00:0401", "11.0.4.1", "v1", "net1"),
+        ("mlx5_0", 1, 7, "0000:0000:0000:0000:0000:ffff:0b00:0401", "11.0.4.1", "v2", "net1"),
+        ("mlx5_0", 1, 8, "fe80:0000:0000:0000:e4ea:71ff:feb9:4970", None, "v1", "net1"),
+        ("mlx5_0", 1, 9, "fe80:0000:0000:0000:e4ea:71ff:feb9:4970", None, "v2", "net1")]),
+    "show_gids-multus-1100-macvlan-pod-no-footer.txt": (None, [
+        ("mlx5_4", 1, 4, "0000:0000:0000:0000:0000:ffff:ac14:0101", "172.20.1.1", "v1", "net1"),
+        ("mlx5_4", 1, 5, "0000:0000:0000:0000:0000:ffff:ac14:0101", "172.20.1.1", "v2", "net1")]),
+    "show_gids-rdma-sriov-30-pod-no-gids.txt": (0, []),
+    "show_gids-mooncake-1617-ipv6-ula-partial.txt": (None, [
+        ("rocep105s0", 1, 0, "fe80:0000:0000:0000:0690:81ff:fe39:e3e8", None, "v2", "enp105s0"),
+        ("rocep105s0", 1, 1, "fd93:16d3:59b6:010d:0690:81ff:fe39:e3e8", None, "v2", "enp105s0"),
+        ("rocep121s0", 1, 0, "fe80:0000:0000:0000:0690:81ff:fe39:01c8", None, "v2", "enp121s0"),
+        ("rocep121s0", 1, 1, "fd93:16d3:59b6:010e:0690:81ff:fe39:01c8", None, "v2", "enp121s0"),
+        ("rocep137s0", 1, 0, "fe80:0000:0000:0000:0690:81ff:fe39:f420", None, "v2", "enp137s0"),
+        ("rocep137s0", 1, 1, "fd93:16d3:59b6:010c:0690:81ff:fe39:f420", None, "v2", "enp137s0"),
+        ("rocep153s0", 1, 0, "fe80:0000:0000:0000:0690:81ff:fe39:e718", None, "v2", "enp153s0"),
+        ("rocep153s0", 1, 1, "fd93:16d3:59b6:010b:0690:81ff:fe39:e718", None, "v2", "enp153s0"),
+        ("rocep193s0f0", 1, 0, "fe80:0000:0000:0000:7ec2:55ff:feba:ff88", None, "v1", "enp193s0f0np0"),
+        ("rocep193s0f0", 1, 1, "fe80:0000:0000:0000:7ec2:55ff:feba:ff88", None, "v2", "enp193s0f0np0")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHOW_GIDS))
+def test_show_gids_real_rows(name):
+    p = R.parse_show_gids(recorded(name))
+    n_found, rows = SHOW_GIDS[name]
+    assert p["n_gids_found"] == n_found
+    assert [(g["dev"], g["port"], g["index"], g["gid"], g["ipv4"], g["version"], g["ndev"])
+            for g in p["gids"]] == rows
+    json.dumps(p)
+
+
+@pytest.mark.parametrize("name, kw, index", [
+    ("show_gids-husky-mlx5_0-rdma0.txt", {}, 3),
+    ("show_gids-spectrumscale-4-cx6-two-linklocal.txt", {"ndev": "ens1f0"}, 5),
+    ("show_gids-nccl-1587-sparse-macvlan-no-footer.txt", {"dev": "mlx5_0"}, 7),
+    ("show_gids-multus-1100-macvlan-pod-no-footer.txt", {"ipv4": "172.20.1.1"}, 5),
+    # v2 GIDs here are IPv6 only: there is no IPv4 RoCE v2 GID to pick
+    ("show_gids-mooncake-1617-ipv6-ula-partial.txt", {}, None),
+    ("show_gids-hurray0-cx4-roce-and-ib-port.txt", {}, None),
+    ("show_gids-rdma-sriov-30-pod-no-gids.txt", {}, None),
+])
+def test_show_gids_real_roce_v2_ipv4_index(name, kw, index):
+    assert R.roce_v2_gid_index(R.parse_show_gids(recorded(name)), **kw) == index
+
+
+_HUSKY = "show_gids-husky-mlx5_0-rdma0.txt"
+_HURRAY = "show_gids-hurray0-cx4-roce-and-ib-port.txt"
+_ROW3 = "mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:c0a8:d3f2\t192.168.211.242  \tv2\trdma0"
+
+
+@pytest.mark.parametrize("name, old, new", [
+    # a GID with its interface ID blanked out, as some authors publish it
+    (_HUSKY, _ROW3, _ROW3.replace("ffff:c0a8:d3f2", "xxxx:xxxx:xxxx")),
+    # a GID cut short
+    (_HUSKY, _ROW3, _ROW3.replace("0000:0000:0000:0000:0000:ffff", "::ffff")),
+    # the INDEX column lost
+    (_HUSKY, _ROW3, _ROW3.replace("\t1\t3\t", "\t1\t")),
+    # a column the script never prints
+    (_HUSKY, _ROW3, _ROW3 + "\tRoCE"),
+    # the row as a markdown table row
+    (_HURRAY, "mlx5_1  1       0       fe80:0000:0000:0000:248a:0703:00b1:bc05                 v1",
+     "| mlx5_1 | 1 | 0 | fe80:0000:0000:0000:248a:0703:00b1:bc05 | | v1 | |"),
+])
+def test_show_gids_unreadable_row_raises_quoting_it(name, old, new):
+    text = recorded(name)
+    assert old in text
+    with pytest.raises(ValueError) as e:
+        R.parse_show_gids(text.replace(old, new, 1))
+    assert repr(new.strip())[1:-1] in str(e.value)
+
+
+def test_show_gids_footer_is_kept_as_printed():
+    text = recorded(_HUSKY)
+    # filtered after the script (| grep -v ...): the rows it has, the footer it printed
+    filtered = R.parse_show_gids(text.replace(_ROW3 + "\n", "", 1))
+    assert (len(filtered["gids"]), filtered["n_gids_found"]) == (3, 4)
+    # stderr of the script's ls/cat is not a row and does not count
+    noisy = text.replace("n_gids_found=4", "cat: /sys/class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs/9: "
+                                           "Invalid argument\nn_gids_found=4")
+    assert len(R.parse_show_gids(noisy)["gids"]) == 4
+
+
+# ---------------------------------------------------------------- the fixture set
+def test_every_fixture_is_tested_and_described():
+    files = sorted(p.name for p in REAL.glob("*.txt"))
+    assert files == sorted(list(DEVINFO) + list(SHOW_GIDS))
+    readme = (REAL / "README.md").read_text()
+    for f in files:
+        assert "`%s`" % f in readme, f

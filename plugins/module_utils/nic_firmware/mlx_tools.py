@@ -37,10 +37,13 @@ _COLUMN_KEYS = {
     "next boot": "next",
     "new": "new",
 }
-_PARAM_NAME_RE = re.compile(r"^[A-Z][A-Z0-9_]*(\[\d+(\.\.\d+)?\])?$")
+# Every name in mstflint's mlxconfig_host.db has an underscore; a few have
+# lower-case letters after it (EXP_ROM_UEFI_x86_ENABLE).
+_PARAM_NAME_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Za-z0-9]+)+(\[\d+(\.\.\d+)?\])?$")
 _ENUM_RE = re.compile(r"^(?P<label>.*)\((?P<num>-?\d+)\)$")
 _ARRAY_RE = re.compile(r"^Array\[(\d+)\.\.(\d+)\]$")
-_HEADER_RE = re.compile(r"^(Device type|Name|Description|Device):\s*(.*)$")
+# "PCI device:" is what MFT/mstflint before 4.6 printed instead of "Device:".
+_HEADER_RE = re.compile(r"^(Device type|Name|Description|Device|PCI device):\s*(.*)$")
 _DEVICE_IDX_RE = re.compile(r"^Device #(\d+):\s*$")
 
 
@@ -89,21 +92,32 @@ def _parse_columns(line):
 
 
 def _parse_param_row(line, columns):
-    """One table row, or None when the line is not a parameter row."""
+    """One table row, or None when the line is not a parameter row.
+
+    A line that starts with a parameter name (or a '*'/'RO' marker) but does
+    not have one value per column raises ``ValueError`` quoting it: a
+    parameter is never dropped silently."""
     tokens = line.split()
     if not tokens:
         return None
     modified = False
     read_only = False
+    marked = False
     # Marker tokens: '*', 'RO' or '*RO' (printf("%s%s     %-48s", diff, readOnly, name)).
     while tokens and tokens[0] in ("*", "RO", "*RO"):
+        marked = True
         if "*" in tokens[0]:
             modified = True
         if "RO" in tokens[0]:
             read_only = True
         tokens = tokens[1:]
-    if len(tokens) != len(columns) + 1 or not _PARAM_NAME_RE.match(tokens[0]):
+    if not tokens or not _PARAM_NAME_RE.match(tokens[0]):
+        if marked:
+            raise ValueError("mlxconfig: cannot read parameter row %r" % line.strip())
         return None
+    if len(tokens) != len(columns) + 1:
+        raise ValueError("mlxconfig: parameter row %r has %d value(s), the table has %d column(s) %r"
+                         % (line.strip(), len(tokens) - 1, len(columns), columns))
     row = {"name": tokens[0], "modified": modified, "read_only": read_only}
     for key in ("default", "current", "next", "new"):
         row[key] = None
@@ -146,14 +160,17 @@ def _parse_mlxconfig_tables(text, tool="mlxconfig"):
             continue
         if stripped.startswith("-E-"):
             errors.append(stripped[3:].strip())
+            # the table is over; what follows an error (the list of TLVs that
+            # failed) is not a parameter row
+            columns = None
             continue
         m = _HEADER_RE.match(stripped)
         if m and columns is None:
             if dev is None:
                 dev = _new_device()
                 devices.append(dev)
-            key = {"Device type": "device_type", "Name": "name",
-                   "Description": "description", "Device": "device"}[m.group(1)]
+            key = {"Device type": "device_type", "Name": "name", "Description": "description",
+                   "Device": "device", "PCI device": "device"}[m.group(1)]
             dev[key] = m.group(2).strip()
             continue
         if stripped.startswith("Configurations:"):
@@ -161,6 +178,12 @@ def _parse_mlxconfig_tables(text, tool="mlxconfig"):
                 dev = _new_device()
                 devices.append(dev)
             columns = _parse_columns(stripped)
+            if "next" not in columns and "current" in columns:
+                # MFT/mstflint before 4.6 had no "Next Boot" column: "Current"
+                # was the configuration stored in flash, the value the next
+                # boot uses (mstflint effe0354^ mlxconfig/mlxcfg_ui.cpp
+                # printConfHeader/printOneParam).
+                columns = ["next" if c == "current" else c for c in columns]
             dev["columns"] = list(columns)
             continue
         if columns is not None:
@@ -183,7 +206,11 @@ def parse_mlxconfig_query(text):
     plus ``<col>_label`` for enum values such as ``True(1)`` and
     ``<col>_array`` (``[first, last]``) for ``Array[0..7]``.  Columns not
     printed are ``None``.  The first device's keys are repeated at the top
-    level for the common single-device case.
+    level for the common single-device case.  Output of MFT/mstflint before
+    4.6 (a ``Current`` column and no ``Next Boot``, ``PCI device:`` instead
+    of ``Device:``) is read with that column as ``next``: it showed the
+    configuration stored for the next boot.  A row that names a parameter
+    but cannot be read raises ``ValueError`` quoting it.
     """
     devices, errors, _ = _parse_mlxconfig_tables(text)
     devices = [d for d in devices if d["columns"] or d["params"]]
@@ -293,14 +320,33 @@ def _snake(label):
     return s.strip("_")
 
 
+# flint's displayOneExpRomInfo prints "type=%s version=%s[ port=%d][ proto=%s][ cpu=%s]"
+# (or "version_id=%s type=%s") and some type names have spaces ("UEFI Virtio
+# net", "PXE Virtio net": FwOperations::expRomType2Str), so a value runs up
+# to the next " key=".  A " (-W- ...)" warning may follow the last ROM.
+_ROM_KV_RE = re.compile(r"([A-Za-z_]+)=(.*?)(?=\s+[A-Za-z_]+=|$)")
+_ROM_WARNING_RE = re.compile(r"\s*\((-W-[^)]*)\)\s*$")
+
+
 def _rom_entry(text):
     entry = {}
-    for tok in text.split():
-        if "=" in tok:
-            k, v = tok.split("=", 1)
-            entry[k] = v
+    body = text.strip()
+    w = _ROM_WARNING_RE.search(body)
+    if w:
+        entry["warning"] = w.group(1)
+        body = body[:w.start()]
+    for k, v in _ROM_KV_RE.findall(body):
+        entry[k] = v.strip()
     entry["raw"] = text.strip()
     return entry
+
+
+# Labels of the fields flint prints (QuerySubCommand::printInfo); a line that
+# starts with one of them but is not "Label:  value" is refused.
+_FLINT_FIELDS = ("Image type", "FW ISSU Version", "FW Version", "FW Release Date", "Product Version",
+                 "Rom Info", "Description", "Base GUID", "Base MAC", "Orig Base GUID", "Orig Base MAC",
+                 "GUIDs", "MACs", "Image VSD", "Device VSD", "VSD", "PSID", "Orig PSID",
+                 "Security Attributes", "Device ID")
 
 
 def parse_mstflint_query(text):
@@ -312,7 +358,12 @@ def parse_mstflint_query(text):
     security_attributes: [..], fields: {label: value}, reset_pending}``.
     ``fw_version_running`` is ``None`` unless the tool printed ``FW
     Version(Running):`` (burned and running firmware differ);
-    ``reset_pending`` is true in that case.
+    ``reset_pending`` is true in that case.  A ROM entry holds every
+    ``key=value`` of its line (``type`` may have blanks: ``UEFI Virtio
+    net``) and ``warning`` when flint appended ``(-W- ...)``;
+    ``security_attributes`` is empty for flint's ``N/A``.  An indented value
+    line that follows no field, or a line that starts with a field's label
+    but is not ``Label:  value``, raises ``ValueError`` quoting it.
     """
     if not isinstance(text, str):
         raise ValueError("mstflint: output must be a string")
@@ -326,11 +377,14 @@ def parse_mstflint_query(text):
             continue
         if line[0] in " \t":
             # continuation of a multi-line value (Rom Info)
-            if last is not None:
-                fields[last].append(line.strip())
+            if last is None:
+                raise ValueError("mstflint: indented line %r follows no field" % line.strip())
+            fields[last].append(line.strip())
             continue
         m = _FLINT_LABEL_RE.match(line.rstrip())
         if not m:
+            if any(line.startswith(f) for f in _FLINT_FIELDS):
+                raise ValueError("mstflint: cannot read field line %r" % line.strip())
             last = None
             continue
         label = m.group("label").strip()
@@ -371,7 +425,8 @@ def parse_mstflint_query(text):
         "image_vsd": one("Image VSD"),
         "device_vsd": one("Device VSD"),
         "psid": one("PSID"),
-        "security_attributes": [s.strip() for s in sec.split(",")] if sec else [],
+        # flint prints "N/A" when the image is neither secure- nor signed-fw
+        "security_attributes": [s.strip() for s in sec.split(",")] if sec and sec != "N/A" else [],
         "reset_pending": running is not None and running != fw,
         "fields": {_snake(k): " ".join(fields[k]) for k in order},
     }
@@ -407,7 +462,17 @@ def compare_fw_versions(a, b):
 
 _TC_RE = re.compile(
     r"^tc:\s*(?P<tc>\d+)\s+ratelimit:\s*(?P<rl>unlimited|[\d.]+\s*Gbps)\s*,\s*tsa:\s*(?P<tsa>\w+)"
-    r"(?:\s*,\s*bw:\s*(?P<bw>\d+)%)?")
+    r"(?:\s*,\s*bw:\s*(?P<bw>\d+)%)?\s*$")
+# "\tprio:%d dscp:" + "%02d," per DSCP, 8 to a line (dcbnetlink.printAppSelector,
+# mlnx_qos print_dscp2prio_sysfs); a priority with more than 8 DSCPs gets a
+# second "prio:N dscp:" line, or, in OFED 4.2's printAppSelector, a
+# continuation line of bare numbers.
+_DSCP_ROW_RE = re.compile(r"^prio:\s*(?P<prio>\d+)\s+dscp:\s*(?P<dscps>[\d,\s]*)$")
+_DSCP_CONT_RE = re.compile(r"^\d+(?:\s*,\s*\d+)*\s*,?$")
+# "default priority:" then "\tprio:%d" (the ETHERTYPE app entry), printed by
+# the mlnx-tools releases from 2021 (a60252a) until Nov 2024 (374d9b5).
+_DEFAULT_PRIO_RE = re.compile(r"^prio:\s*(\d+)$")
+_PRIO_OF_TC_RE = re.compile(r"^priority:\s*(\d+)$")
 
 
 def _int_row(tokens, what):
@@ -417,19 +482,41 @@ def _int_row(tokens, what):
         raise ValueError("mlnx_qos: non-numeric %s row: %r" % (what, " ".join(tokens)))
 
 
+def _prio(value, line):
+    prio = int(value)
+    if not 0 <= prio <= 7:
+        raise ValueError("mlnx_qos: priority %d out of range in %r" % (prio, line))
+    return prio
+
+
+def _dscps(text, line):
+    out = []
+    for x in text.split(","):
+        if not x.strip():
+            continue
+        d = int(x)
+        if not 0 <= d <= 63:
+            raise ValueError("mlnx_qos: DSCP %d out of range in %r" % (d, line))
+        out.append(d)
+    return out
+
+
 def parse_mlnx_qos(text):
     """Parse ``mlnx_qos -i <if>`` output (or a filtered part of it).
 
-    Returns ``{dcbx, trust, dscp2prio, dscp_to_prio, buffer_sizes,
-    buffer_total_size, cable_len, pfc_enabled, pfc_priorities, prio2buffer,
-    buffers_supported, tcs}``.  ``dcbx`` is ``'os'``/``'fw'``;
+    Returns ``{dcbx, trust, dscp2prio, dscp_to_prio, default_priority,
+    buffer_sizes, buffer_total_size, cable_len, pfc_enabled, pfc_priorities,
+    prio2buffer, buffers_supported, tcs}``.  ``dcbx`` is ``'os'``/``'fw'``;
     ``dscp2prio`` is a list of 8 lists (index = priority) of DSCP values in
     printed order; ``dscp_to_prio`` maps each DSCP 0..63 to its priority
-    (``None`` when unmapped); ``tcs`` is a list of ``{tc, tsa, bw,
-    ratelimit_gbps, priorities}``.  Anything absent from a filtered output
-    is ``None`` (or empty).  Lines that are not mlnx_qos output are ignored;
-    ``ValueError`` is raised only when none of the trust, DCBX or PFC lines
-    is present.
+    (``None`` when unmapped); ``default_priority`` is the list of priorities
+    under ``default priority:`` (mlnx-tools 2021-2024 print that block; an
+    empty list when it is empty, ``None`` when it is not printed); ``tcs`` is
+    a list of ``{tc, tsa, bw, ratelimit_gbps, priorities}``.  Anything
+    absent from a filtered output is ``None`` (or empty).  Lines that are
+    not mlnx_qos output are ignored, but a line that names a priority, a TC,
+    a DSCP mapping or a PFC row and cannot be read raises ``ValueError``
+    quoting it, as does output with none of the trust, DCBX or PFC lines.
     """
     if not isinstance(text, str):
         raise ValueError("mlnx_qos: output must be a string")
@@ -439,6 +526,7 @@ def parse_mlnx_qos(text):
         "trust": None,
         "dscp2prio": None,
         "dscp_to_prio": None,
+        "default_priority": None,
         "buffer_sizes": None,
         "buffer_total_size": None,
         "cable_len": None,
@@ -448,62 +536,33 @@ def parse_mlnx_qos(text):
         "buffers_supported": None,
         "tcs": [],
     }
-    in_dscp = False
-    in_pfc = False
+    block = None        # 'dscp', 'default', 'pfc' or None
+    last_dscp_prio = None
     tc = None
     for raw in lines:
         s = raw.strip()
         if not s:
             continue
         low = s.lower()
-        if low.startswith("dcbx mode:"):
-            val = s.split(":", 1)[1].strip()
-            res["dcbx"] = "os" if val.lower().startswith("os") else (
-                "fw" if val.lower().startswith("firmware") else val)
-            in_dscp = in_pfc = False
-            continue
-        if low.startswith("priority trust state:"):
-            res["trust"] = s.split(":", 1)[1].strip()
-            in_dscp = in_pfc = False
-            continue
-        if low.startswith("dscp2prio mapping:"):
-            res["dscp2prio"] = [[] for _ in range(8)]
-            in_dscp, in_pfc = True, False
-            continue
-        if in_dscp:
-            m = re.match(r"^prio:\s*(\d+)\s+dscp:\s*([\d,\s]*)$", s)
+        tokens = s.split()
+        if block == "dscp":
+            m = _DSCP_ROW_RE.match(s)
             if m:
-                prio = int(m.group(1))
-                if not 0 <= prio <= 7:
-                    raise ValueError("mlnx_qos: priority %d out of range in %r" % (prio, s))
-                res["dscp2prio"][prio].extend(int(x) for x in m.group(2).split(",") if x.strip())
+                last_dscp_prio = _prio(m.group("prio"), s)
+                res["dscp2prio"][last_dscp_prio].extend(_dscps(m.group("dscps"), s))
                 continue
-            in_dscp = False
-        if low.startswith("receive buffer size (bytes):"):
-            vals = s.split(":", 1)[1].strip().strip(",").split(",")
-            sizes = []
-            for v in vals:
-                v = v.strip()
-                if "=" in v:
-                    k, _, num = v.partition("=")
-                    if num.strip().isdigit():
-                        res["buffer_total_size"] = int(num)
-                elif v:
-                    sizes.append(int(v))
-            res["buffer_sizes"] = sizes
-            continue
-        if low.startswith("buffers commands are not supported"):
-            res["buffers_supported"] = False
-            continue
-        if low.startswith("cable len:"):
-            res["cable_len"] = int(s.split(":", 1)[1].strip())
-            continue
-        if low.startswith("pfc configuration:"):
-            in_pfc = True
-            continue
-        if in_pfc:
-            tokens = s.split()
-            if tokens[0] == "priority" and len(tokens) == 9:
+            if _DSCP_CONT_RE.match(s) and last_dscp_prio is not None:
+                res["dscp2prio"][last_dscp_prio].extend(_dscps(s, s))
+                continue
+            block = None
+        elif block == "default":
+            m = _DEFAULT_PRIO_RE.match(s)
+            if m:
+                res["default_priority"].append(_prio(m.group(1), s))
+                continue
+            block = None
+        elif block == "pfc":
+            if tokens[0] == "priority" and tokens[1:] == [str(i) for i in range(8)]:
                 continue
             if tokens[0] == "enabled":
                 res["pfc_enabled"] = _int_row(tokens[1:], "PFC enabled")
@@ -512,9 +571,81 @@ def parse_mlnx_qos(text):
                 res["prio2buffer"] = _int_row(tokens[1:], "PFC buffer")
                 res["buffers_supported"] = True
                 continue
-            in_pfc = False
-        m = _TC_RE.match(s)
-        if m:
+            if tokens[0] == "priority":
+                raise ValueError("mlnx_qos: cannot read PFC priority row %r" % s)
+            block = None
+        if low.startswith("dcbx mode:"):
+            val = s.split(":", 1)[1].strip()
+            res["dcbx"] = "os" if val.lower().startswith("os") else (
+                "fw" if val.lower().startswith("firmware") else val)
+            continue
+        if low.startswith("priority trust state:"):
+            res["trust"] = s.split(":", 1)[1].strip()
+            continue
+        if low.startswith("dscp2prio mapping:"):
+            res["dscp2prio"] = [[] for _ in range(8)]
+            block, last_dscp_prio = "dscp", None
+            rest = s.split(":", 1)[1].strip()
+            if rest:
+                raise ValueError("mlnx_qos: cannot read dscp2prio line %r" % s)
+            continue
+        if _DSCP_ROW_RE.match(s):
+            # a dscp2prio row whose header a filter left out
+            if res["dscp2prio"] is None:
+                res["dscp2prio"] = [[] for _ in range(8)]
+            block = "dscp"
+            m = _DSCP_ROW_RE.match(s)
+            last_dscp_prio = _prio(m.group("prio"), s)
+            res["dscp2prio"][last_dscp_prio].extend(_dscps(m.group("dscps"), s))
+            continue
+        if low.startswith("default priority:"):
+            res["default_priority"] = []
+            block = "default"
+            rest = s.split(":", 1)[1].strip()
+            if rest:
+                m = _DEFAULT_PRIO_RE.match(rest)
+                if not m:
+                    raise ValueError("mlnx_qos: cannot read default priority line %r" % s)
+                res["default_priority"].append(_prio(m.group(1), s))
+            continue
+        if low.startswith("prio:"):
+            raise ValueError("mlnx_qos: cannot read priority line %r" % s)
+        if low.startswith("receive buffer size (bytes):"):
+            vals = s.split(":", 1)[1].strip().strip(",").split(",")
+            sizes = []
+            for v in vals:
+                v = v.strip()
+                if "=" in v:
+                    k, _, num = v.partition("=")
+                    if not num.strip().isdigit():
+                        raise ValueError("mlnx_qos: cannot read receive buffer size line %r" % s)
+                    res["buffer_total_size"] = int(num)
+                elif v:
+                    if not v.isdigit():
+                        raise ValueError("mlnx_qos: cannot read receive buffer size line %r" % s)
+                    sizes.append(int(v))
+            res["buffer_sizes"] = sizes
+            continue
+        if low.startswith("buffers commands are not supported"):
+            res["buffers_supported"] = False
+            continue
+        if low.startswith("cable len:"):
+            val = s.split(":", 1)[1].strip()
+            if not val.isdigit():
+                raise ValueError("mlnx_qos: cannot read cable length line %r" % s)
+            res["cable_len"] = int(val)
+            continue
+        if low.startswith("pfc configuration:"):
+            block = "pfc"
+            continue
+        if tokens[0] == "priority" and tokens[1:] == [str(i) for i in range(8)]:
+            # the PFC table header of a filtered output without its title line
+            block = "pfc"
+            continue
+        if low.startswith("tc:"):
+            m = _TC_RE.match(s)
+            if not m:
+                raise ValueError("mlnx_qos: cannot read TC line %r" % s)
             rl = m.group("rl")
             tc = {
                 "tc": int(m.group("tc")),
@@ -523,11 +654,15 @@ def parse_mlnx_qos(text):
                 "ratelimit_gbps": None if rl == "unlimited" else float(rl.split()[0].replace("Gbps", "")),
                 "priorities": [],
             }
+            if not 0 <= tc["tc"] <= 7:
+                raise ValueError("mlnx_qos: TC %d out of range in %r" % (tc["tc"], s))
             res["tcs"].append(tc)
             continue
-        m = re.match(r"^priority:\s*(\d+)$", s)
-        if m and tc is not None:
-            tc["priorities"].append(int(m.group(1)))
+        if low.startswith("priority:"):
+            m = _PRIO_OF_TC_RE.match(s)
+            if not m or tc is None:
+                raise ValueError("mlnx_qos: cannot read TC priority line %r" % s)
+            tc["priorities"].append(_prio(m.group(1), s))
             continue
     if res["trust"] is None and res["dcbx"] is None and res["pfc_enabled"] is None:
         raise ValueError("mlnx_qos: no 'Priority trust state', 'DCBX mode' or PFC 'enabled' line found")
@@ -541,7 +676,8 @@ def parse_mlnx_qos(text):
         d2p = [None] * 64
         for prio, dscps in enumerate(res["dscp2prio"]):
             for d in dscps:
-                if 0 <= d < 64:
-                    d2p[d] = prio
+                if d2p[d] is not None and d2p[d] != prio:
+                    raise ValueError("mlnx_qos: DSCP %d is mapped to priorities %d and %d" % (d, d2p[d], prio))
+                d2p[d] = prio
         res["dscp_to_prio"] = d2p
     return res

@@ -1,0 +1,270 @@
+"""mlx_tools parsers against more real published outputs of mlnx_qos, mlxconfig
+and flint/mstflint (tests/unit/fixtures/mlx_tools_real, sources in its
+README.md), and the source-derived cases those outputs showed the parsers had
+to handle."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_tools as M
+
+pytestmark = pytest.mark.layers(4, 8)
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "mlx_tools_real"
+
+
+def real(name):
+    return (REAL / name).read_bytes().decode("utf-8")
+
+
+def test_every_fixture_is_tested():
+    listed = {n for n in QOS} | {n for n in MLXCONFIG} | {n for n in FLINT}
+    on_disk = {p.name for p in REAL.glob("*.txt")}
+    assert on_disk == listed
+
+
+# ---------------------------------------------------------------- mlnx_qos
+
+DEFAULT_MAP = [[7, 6, 5, 4, 3, 2, 1, 0]] + [[p * 8 + 7 - i for i in range(8)] for p in range(1, 8)]
+VENDOR_TCS = [(0, "vendor", None, [1]), (1, "vendor", None, [0])] + [(t, "vendor", None, [t]) for t in range(2, 8)]
+
+QOS = {
+    "mlnx_qos-nvidia-doc2792-ofed42-dscp-ets-strict.txt": dict(
+        dcbx="os", trust="dscp", pfc=[1, 0, 1, 0, 0, 0, 1, 1], cable_len=10, prio2buffer=None,
+        buffer_sizes=None, buffer_total=None, default_priority=None, dscp2prio=DEFAULT_MAP,
+        tcs=[(0, "ets", 10, [1]), (1, "ets", 10, [0]), (2, "ets", 10, [2]), (3, "ets", 10, [3]),
+             (4, "ets", 10, [4]), (5, "ets", 10, [5]), (6, "strict", None, [6]), (7, "ets", 40, [7])]),
+    "mlnx_qos-cx5-doca-fw-dcbx-ets-three-tcs.txt": dict(
+        dcbx="fw", trust="dscp", pfc=[0, 0, 0, 1, 0, 0, 0, 0], cable_len=7, prio2buffer=[0, 0, 0, 1, 0, 0, 0, 0],
+        buffer_sizes=[130944, 130944, 0, 0, 0, 0, 0, 0], buffer_total=262016, default_priority=None,
+        dscp2prio=DEFAULT_MAP,
+        tcs=[(0, "ets", 50, [0, 1, 2, 4, 5, 7]), (3, "ets", 50, [3]), (6, "vendor", None, [6])]),
+    "mlnx_qos-cx7-ofed2310-default-priority-ets-strict-pfc5.txt": dict(
+        dcbx="os", trust="dscp", pfc=[0, 0, 0, 0, 0, 1, 0, 0], cable_len=30, prio2buffer=[0, 0, 0, 0, 0, 1, 0, 0],
+        buffer_sizes=[19872, 220896, 0, 0, 0, 0, 0, 0], buffer_total=4151520, default_priority=[],
+        dscp2prio=DEFAULT_MAP[:5] + [[40, 47, 46, 45, 44, 43, 42, 41], [48, 55, 54, 53, 52, 51, 50, 49],
+                                     DEFAULT_MAP[7]],
+        tcs=[(0, "ets", 9, [0]), (1, "ets", 1, [1]), (2, "ets", 80, [2]), (3, "ets", 10, [3])]
+        + [(t, "strict", None, [t]) for t in range(4, 8)]),
+    "mlnx_qos-ofed-dscp30-moved-to-prio6-wrapped-row.txt": dict(
+        dcbx="os", trust="dscp", pfc=[0, 0, 0, 1, 0, 0, 0, 0], cable_len=7, prio2buffer=[0, 2, 5, 7, 1, 2, 3, 6],
+        buffer_sizes=[80256, 80256, 896, 80256, 896, 896, 896, 896], buffer_total=None, default_priority=None,
+        dscp2prio=DEFAULT_MAP[:3] + [[31, 29, 28, 27, 26, 25, 24]] + DEFAULT_MAP[4:6]
+        + [[30, 55, 54, 53, 52, 51, 50, 49, 48], DEFAULT_MAP[7]],
+        tcs=VENDOR_TCS),
+    "mlnx_qos-ofed-trust-pcp-prio2buffer-map.txt": dict(
+        dcbx="os", trust="pcp", pfc=[0, 0, 0, 1, 0, 0, 0, 0], cable_len=7, prio2buffer=[0, 2, 5, 7, 1, 2, 3, 6],
+        buffer_sizes=[80256, 80256, 896, 80256, 896, 896, 896, 896], buffer_total=None, default_priority=None,
+        dscp2prio=None, tcs=VENDOR_TCS),
+}
+
+
+@pytest.mark.parametrize("name", sorted(QOS))
+def test_mlnx_qos_real(name):
+    want = QOS[name]
+    p = M.parse_mlnx_qos(real(name))
+    assert p["dcbx"] == want["dcbx"] and p["trust"] == want["trust"]
+    assert p["pfc_enabled"] == want["pfc"]
+    assert p["pfc_priorities"] == [i for i, v in enumerate(want["pfc"]) if v]
+    assert p["cable_len"] == want["cable_len"]
+    assert p["prio2buffer"] == want["prio2buffer"]
+    assert p["buffers_supported"] is (True if want["prio2buffer"] is not None else None)
+    assert p["buffer_sizes"] == want["buffer_sizes"] and p["buffer_total_size"] == want["buffer_total"]
+    assert p["default_priority"] == want["default_priority"]
+    assert p["dscp2prio"] == want["dscp2prio"]
+    assert [(t["tc"], t["tsa"], t["bw"], t["priorities"]) for t in p["tcs"]] == want["tcs"]
+    assert all(t["ratelimit_gbps"] is None for t in p["tcs"])
+    # every priority sits in exactly one TC
+    assert sorted(u for t in p["tcs"] for u in t["priorities"]) == list(range(8))
+    json.dumps(p)
+
+
+def test_mlnx_qos_real_dscp_to_prio():
+    moved = M.parse_mlnx_qos(real("mlnx_qos-ofed-dscp30-moved-to-prio6-wrapped-row.txt"))["dscp_to_prio"]
+    assert moved[30] == 6 and moved[48] == 6 and moved[26] == 3 and moved[31] == 3
+    assert moved == [6 if d == 30 else d >> 3 for d in range(64)]
+    cx7 = M.parse_mlnx_qos(real("mlnx_qos-cx7-ofed2310-default-priority-ets-strict-pfc5.txt"))["dscp_to_prio"]
+    assert cx7 == [d >> 3 for d in range(64)]       # 40 -> 5 and 48 -> 6 re-set to their defaults
+    assert M.parse_mlnx_qos(real("mlnx_qos-ofed-trust-pcp-prio2buffer-map.txt"))["dscp_to_prio"] is None
+
+
+# OFED 4.2's dcbnetlink.printAppSelector (mlnx-tools d1b0709) wrapped a
+# priority's 9th DSCP onto a continuation line of bare numbers.
+OLD_WRAP = ("DCBX mode: OS controlled\nPriority trust state: dscp\ndscp2prio mapping:\n"
+            "\tprio:0 dscp:07,06,05,04,03,02,01,00,\n"
+            "\tprio:3 dscp:31,30,29,28,27,26,25,24,\n\t            46,\n"
+            "Cable len: 7\nPFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n"
+            "\tenabled     0   0   0   1   0   0   0   0   \n\n"
+            "tc: 0 ratelimit: unlimited, tsa: vendor\n\t priority:  1\n")
+
+
+def test_mlnx_qos_old_continuation_row_and_default_priority():
+    p = M.parse_mlnx_qos(OLD_WRAP)
+    assert p["dscp2prio"][3] == [31, 30, 29, 28, 27, 26, 25, 24, 46] and p["dscp_to_prio"][46] == 3
+    with_default = OLD_WRAP.replace("Cable len: 7", "default priority:\n\tprio:3\nCable len: 7")
+    assert M.parse_mlnx_qos(with_default)["default_priority"] == [3]
+
+
+@pytest.mark.parametrize("bad,words", [
+    ("tc: 0 ratelimit: unlimited, tsa: ets, bw: 10", "TC line"),
+    ("tc: 9 ratelimit: unlimited, tsa: strict", "TC 9"),
+    ("\t priority:  x", "TC priority line"),
+    ("\tprio:9 dscp:01,", "priority 9"),
+    ("\tprio:2 dscp:71,", "DSCP 71"),
+    ("default priority:\n\tprio:", "priority line"),
+    ("Cable len: seven", "cable length"),
+])
+def test_mlnx_qos_refuses_unreadable_rows_quoting_them(bad, words):
+    text = real("mlnx_qos-cx5-doca-fw-dcbx-ets-three-tcs.txt") + bad + "\n"
+    with pytest.raises(ValueError, match=words):
+        M.parse_mlnx_qos(text)
+
+
+def test_mlnx_qos_priority_before_any_tc_and_short_pfc_header_refused():
+    with pytest.raises(ValueError, match="TC priority line"):
+        M.parse_mlnx_qos("Priority trust state: pcp\n\t priority:  3\n")
+    with pytest.raises(ValueError, match="PFC priority row"):
+        M.parse_mlnx_qos("PFC configuration:\n\tpriority    0   1   2   3\n\tenabled     0   0   0   1\n")
+
+
+# ---------------------------------------------------------------- mlxconfig
+
+MLXCONFIG = {
+    "mlxconfig-ucx5749-mft450-cx4-current-column.txt": dict(
+        device_type="ConnectX4", name=None, device="/dev/mst/mt4115_pciconf0", columns=["next"], count=11,
+        rows={"NUM_OF_VFS": (None, None, "8", 8), "SRIOV_EN": (None, None, "False(0)", 0),
+              "FPP_EN": (None, None, "True(1)", 1), "CQE_COMPRESSION": (None, None, "BALANCED(0)", 0),
+              "LRO_LOG_TIMEOUT0": (None, None, "6", 6)}, modified=[]),
+    "mlxconfig-openshift-sriov48-cx5-mstconfig-e-q-head.txt": dict(
+        device_type="ConnectX5", name="MCX556A-ECA_Ax", device="0000:02:00.1",
+        columns=["default", "current", "next"], count=3,
+        rows={"MEMIC_BAR_SIZE": ("0", "0", "0", 0), "MEMIC_SIZE_LIMIT": ("_256KB(1)", "_256KB(1)", "_256KB(1)", 1),
+              "HOST_CHAINING_MODE": ("DISABLED(0)", "DISABLED(0)", "DISABLED(0)", 0)}, modified=[]),
+    "mlxconfig-mstflint830-bf2-e-q-head-mstflint425.txt": dict(
+        device_type="BlueField2", name="MBF2H512C-AECO_Ax", device="ca:00.0",
+        columns=["default", "current", "next"], count=7,
+        rows={"HOST_CHAINING_DESCRIPTORS": ("Array[0..7]", "Array[0..7]", "Array[0..7]", None),
+              "INTERNAL_CPU_MODEL": ("EMBEDDED_CPU(1)", "EMBEDDED_CPU(1)", "EMBEDDED_CPU(1)", 1)}, modified=[]),
+    "mlxconfig-hpe-slingshot-cx5-e-q-star-author-elided.txt": dict(
+        device_type="ConnectX5", name="MCX515A-CCA_Ax_Bx", device="/dev/mst/mt4119_pciconf0",
+        columns=["default", "current", "next"], count=5,
+        rows={"ADVANCED_PCI_SETTINGS": ("False(0)", "True(1)", "True(1)", 1),
+              "SAFE_MODE_THRESHOLD": ("10", "10", "10", 10), "SAFE_MODE_ENABLE": ("True(1)", "True(1)", "True(1)", 1)},
+        modified=["ADVANCED_PCI_SETTINGS"]),
+    "mlxconfig-sriovdp601-cx7-next-boot-arrays.txt": dict(
+        device_type=None, name=None, device=None, columns=["next"], count=17,
+        rows={"MODULE_SPLIT_M0": (None, None, "Array[0..15]", None),
+              "MEMIC_ATOMIC": (None, None, "MEMIC_ATOMIC_ENABLE(2)", 2),
+              "MEMIC_ATOMIC_ENDIANESS": (None, None, "DEVICE_DEFAULT(0)", 0),
+              "DPA_AUTHENTICATION": (None, None, "True(1)", 1), "PF_BAR2_SIZE": (None, None, "0", 0)}, modified=[]),
+    "mlxconfig-qhn-cx5-mft411-query-full-x86-row.txt": dict(
+        device_type="ConnectX5", name="N/A", device="/dev/mst/mt4119_pciconf0", columns=["next"], count=89,
+        rows={"SRIOV_EN": (None, None, "True(1)", 1), "NUM_OF_VFS": (None, None, "0", 0),
+              "EXP_ROM_UEFI_x86_ENABLE": (None, None, "False(0)", 0),
+              "PCI_ATOMIC_MODE": (None, None, "PCI_ATOMIC_DISABLED_EXT_ATOMIC_ENABLED(0)", 0),
+              "PCI_WR_ORDERING": (None, None, "per_mkey(0)", 0), "ROCE_CC_PRIO_MASK_P1": (None, None, "255", 255),
+              "CNP_DSCP_P1": (None, None, "48", 48), "LLDP_NB_DCBX_P1": (None, None, "False(0)", 0),
+              "SAFE_MODE_ENABLE": (None, None, "True(1)", 1)}, modified=[]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLXCONFIG))
+def test_mlxconfig_query_real(name):
+    want = MLXCONFIG[name]
+    p = M.parse_mlxconfig_query(real(name))
+    assert (p["device_type"], p["name"], p["device"]) == (want["device_type"], want["name"], want["device"])
+    assert p["columns"] == want["columns"] and len(p["devices"]) == 1 and p["errors"] == []
+    assert len(p["params"]) == want["count"] and len(p["param_order"]) == want["count"]
+    for pname, (default, current, nxt, next_int) in want["rows"].items():
+        row = p["params"][pname]
+        assert (row["default"], row["current"], row["next"], row["next_int"]) == (default, current, nxt, next_int)
+    assert [n for n in p["param_order"] if p["params"][n]["modified"]] == want["modified"]
+    assert not any(p["params"][n]["read_only"] for n in p["param_order"])
+    json.dumps(p)
+
+
+def test_mlxconfig_real_pending_and_enum_labels():
+    star = M.parse_mlxconfig_query(real("mlxconfig-hpe-slingshot-cx5-e-q-star-author-elided.txt"))
+    assert M.mlxconfig_pending(star) == []            # '*' is next != default; current is already True(1)
+    assert star["params"]["ADVANCED_PCI_SETTINGS"]["default_int"] == 0
+    assert star["params"]["ADVANCED_PCI_SETTINGS"]["current_label"] == "True"
+    cx7 = M.parse_mlxconfig_query(real("mlxconfig-sriovdp601-cx7-next-boot-arrays.txt"))
+    assert cx7["params"]["MODULE_SPLIT_M0"]["next_array"] == [0, 15]
+    assert cx7["params"]["MEMIC_ATOMIC"]["next_label"] == "MEMIC_ATOMIC_ENABLE"
+    old = M.parse_mlxconfig_query(real("mlxconfig-ucx5749-mft450-cx4-current-column.txt"))
+    with pytest.raises(ValueError, match="-e"):
+        M.mlxconfig_pending(old)                      # no running values before MFT 4.6
+
+
+@pytest.mark.parametrize("row,words", [
+    ("         SRIOV_EN                            True(1)         True(1)", "1 column"),
+    ("*        NUM_OF_VFS", "0 value"),
+    ("*        ???", "cannot read parameter row"),
+])
+def test_mlxconfig_row_naming_a_parameter_is_never_dropped(row, words):
+    text = real("mlxconfig-qhn-cx5-mft411-query-full-x86-row.txt") + row + "\n"
+    with pytest.raises(ValueError, match=words):
+        M.parse_mlxconfig_query(text)
+
+
+def test_mlxconfig_failed_tlv_list_after_error_ends_the_table():
+    # mlxcfg_ui.cpp queryDevCfg: "-E- Failed to query some of the TLVs:" then the TLV names
+    text = (real("mlxconfig-sriovdp601-cx7-next-boot-arrays.txt")
+            + "-E- Failed to query some of the TLVs:\n    Failed to query the next values of the following TLVs:\n"
+            + "    NV_ROM_ROOT_CA_FINGERPRINT nv_global_pci_conf \n")
+    p = M.parse_mlxconfig_query(text)
+    assert len(p["params"]) == 17 and p["errors"] == ["Failed to query some of the TLVs:"]
+
+
+# ---------------------------------------------------------------- flint / mstflint
+
+FLINT = {
+    "mstflint-terrencemiao-cx4-fs3-flint-query-12.28.2006.txt": dict(
+        image_type="FS3", fw="12.28.2006", date="15.9.2020", psid="LNV2180110032",
+        guid=("ec0d9a030076eae2", 4), mac=("ec0d9a76eae2", 4), security=[],
+        roms=[("UEFI", "14.21.17", "AMD64"), ("PXE", "3.6.102", "AMD64")]),
+    "mstflint-lshca54-bluefield-fs4-virtio-roms-24.33.1048.txt": dict(
+        image_type="FS4", fw="24.33.1048", date="29.4.2022", psid="MT_0000000723",
+        guid=("08c0eb030053eaec", 16), mac=("08c0eb53eaec", 16), security=["secure-fw"],
+        roms=[("UEFI Virtio net", "21.2.10", "AMD64"), ("UEFI Virtio blk", "22.2.10", "AMD64"),
+              ("UEFI", "14.26.17", "AMD64,AARCH64"), ("PXE", "3.6.502", "AMD64")]),
+    "mstflint-niccfg97-bluefield3-q-32.41.1000-to-psid.txt": dict(
+        image_type="FS4", fw="32.41.1000", date="28.4.2024", psid="MT_0000000998",
+        guid=("946dae03004f296a", 38), mac=("946dae4f296a", 38), security=[],
+        roms=[("UEFI Virtio net", "21.4.13", "AMD64,AARCH64"), ("UEFI Virtio blk", "22.4.13", "AMD64,AARCH64"),
+              ("UEFI", "14.34.12", "AMD64,AARCH64"), ("PXE", "3.7.400", "AMD64")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLINT))
+def test_mstflint_query_real(name):
+    want = FLINT[name]
+    p = M.parse_mstflint_query(real(name))
+    assert p["image_type"] == want["image_type"]
+    assert p["fw_version"] == want["fw"] and p["product_version"] == want["fw"]
+    assert p["fw_version_running"] is None and p["reset_pending"] is False
+    assert p["fw_release_date"] == want["date"] and p["psid"] == want["psid"]
+    assert p["base_guid"] == {"value": want["guid"][0], "count": want["guid"][1]}
+    assert p["base_mac"] == {"value": want["mac"][0], "count": want["mac"][1]}
+    assert p["security_attributes"] == want["security"]
+    assert p["image_vsd"] == "N/A" and p["device_vsd"] == "N/A"
+    assert [(r["type"], r["version"], r["cpu"]) for r in p["rom_info"]] == want["roms"]
+    assert p["fields"]["description"] == "UID                GuidsNumber"
+    assert M.fw_version_tuple(p["fw_version"])[0] in (12, 24, 32)
+    json.dumps(p)
+
+
+def test_mstflint_rom_warning_and_orphan_value_line():
+    # displayExpRomInfo: " (-W- msg)" after the last ROM
+    text = real("mstflint-terrencemiao-cx4-fs3-flint-query-12.28.2006.txt").replace(
+        "cpu=AMD64\nDescription", "cpu=AMD64 (-W- ROM info is not compatible)\nDescription")
+    roms = M.parse_mstflint_query(text)["rom_info"]
+    assert roms[1] == {"type": "PXE", "version": "3.6.102", "cpu": "AMD64", "warning": "-W- ROM info is not compatible",
+                       "raw": "type=PXE version=3.6.102 cpu=AMD64 (-W- ROM info is not compatible)"}
+    orphan = real("mstflint-terrencemiao-cx4-fs3-flint-query-12.28.2006.txt") + "\n                       type=PXE\n"
+    with pytest.raises(ValueError, match="follows no field"):
+        M.parse_mstflint_query(orphan)
+    with pytest.raises(ValueError, match="PSID"):
+        M.parse_mstflint_query("FW Version:            28.39.1002\nPSID MT_0000000838\n")

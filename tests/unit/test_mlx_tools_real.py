@@ -268,3 +268,71 @@ def test_mstflint_rom_warning_and_orphan_value_line():
         M.parse_mstflint_query(orphan)
     with pytest.raises(ValueError, match="PSID"):
         M.parse_mstflint_query("FW Version:            28.39.1002\nPSID MT_0000000838\n")
+
+
+# ---------------------------------------------------------------- source-derived variants
+# Forms the tools' source prints that no published output here shows; each
+# was accepted before the parsers were made strict, and must still be.
+
+def test_mlxconfig_glued_values_of_mft_4_6_to_4_11_are_split():
+    """mstflint 4.11 mlxconfig/mlxcfg_ui.cpp printValue: printf("%-16s")
+    with no blank after it (015de1f4 added one), so a value of 16
+    characters or more runs into the next; every ConnectX-5 query has one
+    (PCI_ATOMIC_MODE)."""
+    long = "PCI_ATOMIC_DISABLED_EXT_ATOMIC_ENABLED(0)"
+    text = "\n".join([
+        "", "Device #1:", "----------", "",
+        "%-16s%-16s" % ("Device type:", "ConnectX5"),
+        "%-16s%-16s" % ("Device:", "/dev/mst/mt4119_pciconf0"), "",
+        "%-16s%36s%16s%18s" % ("Configurations:", "Default", "Current", "Next Boot"),
+        "         %-36s" % "SRIOV_EN" + "%-16s%-16s%-16s" % ("False(0)", "True(1)", "True(1)"),
+        "         %-36s" % "PCI_ATOMIC_MODE" + "%-16s" % long * 3,
+        "         %-36s" % "NUM_OF_VFS" + "%-16s%-16s%-16s" % ("0", "8", "16"), ""])
+    p = M.parse_mlxconfig_query(text)
+    assert p["param_order"] == ["SRIOV_EN", "PCI_ATOMIC_MODE", "NUM_OF_VFS"]
+    atomic = p["params"]["PCI_ATOMIC_MODE"]
+    assert (atomic["default"], atomic["current"], atomic["next"]) == (long, long, long)
+    assert (atomic["next_int"], p["params"]["NUM_OF_VFS"]["next_int"]) == (0, 16)
+
+
+def test_mlnx_qos_tc_lines_without_a_rate_limit():
+    """mlnx-tools python/mlnx_qos: where the driver reports no rate limits
+    ("Rate limit is not supported on your system!"), pretty_print's
+    "tc: N ratelimit: R, " part is lost and the line is the TSA alone."""
+    text = ("Rate limit is not supported on your system!\nDCBX mode: OS controlled\n"
+            "Priority trust state: pcp\nCable len: 7\nPFC configuration:\n"
+            "\tpriority    0   1   2   3   4   5   6   7\n\tenabled     0   0   0   1   0   0   0   0\n"
+            "ets, bw: 50%\n\t priority:  0\n\t priority:  1\nets, bw: 40%\n\t priority:  3\nstrict\n\t priority:  6\n")
+    p = M.parse_mlnx_qos(text)
+    assert [(t["tc"], t["tsa"], t["bw"], t["ratelimit_gbps"], t["priorities"]) for t in p["tcs"]] == [
+        (None, "ets", 50, None, [0, 1]), (None, "ets", 40, None, [3]), (None, "strict", None, None, [6])]
+    assert p["pfc_priorities"] == [3]
+
+
+def test_mlnx_qos_dscp_under_two_priorities_is_both_not_one():
+    """The kernel's own APP table (drivers without ieee_setapp) keeps a DSCP
+    with several priorities and mlnx_qos prints each; the map holds the
+    list, as iproute_dcb.dscp_to_prio does, which no intent of one matches."""
+    text = ("DCBX mode: OS controlled\nPriority trust state: dscp\ndscp2prio mapping:\n"
+            "\tprio:0 dscp:07,06,05,04,03,02,01,00,\n\tprio:3 dscp:24,\n\tprio:4 dscp:24,\n"
+            "PFC configuration:\n\tpriority    0   1   2   3   4   5   6   7\n"
+            "\tenabled     0   0   0   1   0   0   0   0\n")
+    p = M.parse_mlnx_qos(text)
+    assert p["dscp_to_prio"][24] == [3, 4] and p["dscp_to_prio"][7] == 0 and p["dscp_to_prio"][8] is None
+
+
+def test_flint_roms_after_an_unknown_rom_are_kept():
+    """mstflint flint/subcommands.cpp: displayOneExpRomInfo prints "0x%x -
+    Unknown ROM product ID" and displayExpRomInfo a newline after it, so a
+    blank line comes before the next ROM."""
+    text = ("Image type:            FS4\nFW Version:            16.35.2000\nFW Release Date:       18.10.2022\n"
+            "Rom Info:              0x1a - Unknown ROM product ID\n\n"
+            "                       type=UEFI version=14.28.15 cpu=AMD64,AARCH64\n"
+            "                       type=PXE version=3.6.804 cpu=AMD64\n"
+            "Description:           UID                GuidsNumber\n"
+            "Base GUID:             b8cef60300a1b2c3        4\nBase MAC:              b8cef6a1b2c3            4\n"
+            "PSID:                  MT_0000000008\nSecurity Attributes:   N/A\n")
+    p = M.parse_mstflint_query(text)
+    assert p["fw_version"] == "16.35.2000" and p["psid"] == "MT_0000000008"
+    assert [r.get("type") for r in p["rom_info"]] == [None, "UEFI", "PXE"]
+    assert p["rom_info"][2]["version"] == "3.6.804"

@@ -272,3 +272,17 @@ def test_every_fixture_is_tested_and_described():
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f
+
+
+def test_show_gids_row_of_an_unreadable_gid_is_kept_without_a_gid():
+    """mlnx-tools sbin/show_gids: `cat gids/N` has no 2>/dev/null; when it
+    fails the row is printed with empty columns and counted in the footer."""
+    text = ("DEV\tPORT\tINDEX\tGID\t\t\t\t\tIPv4  \t\tVER\tDEV\n"
+            "---\t----\t-----\t---\t\t\t\t\t------------  \t---\t---\n"
+            "cat: /sys/class/infiniband/mlx5_0/ports/1/gids/4: Invalid argument\n"
+            "mlx5_0\t1\t3\t0000:0000:0000:0000:0000:ffff:0a00:0001\t10.0.0.1  \tv2\teth0\n"
+            "mlx5_0\t1\t4\t\t\t\t\t\nn_gids_found=2\n")
+    p = R.parse_show_gids(text)
+    assert [(g["index"], g["gid"], g["version"], g["ndev"]) for g in p["gids"]] == [
+        (3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "v2", "eth0"), (4, None, None, None)]
+    assert p["n_gids_found"] == 2 and R.roce_v2_gid_index(p) == 3

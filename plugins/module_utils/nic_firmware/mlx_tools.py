@@ -40,6 +40,7 @@ _COLUMN_KEYS = {
 # Every name in mstflint's mlxconfig_host.db has an underscore; a few have
 # lower-case letters after it (EXP_ROM_UEFI_x86_ENABLE).
 _PARAM_NAME_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Za-z0-9]+)+(\[\d+(\.\.\d+)?\])?$")
+_GLUED_VALUES_RE = re.compile(r"(?<=\))(?=\S)")
 _ENUM_RE = re.compile(r"^(?P<label>.*)\((?P<num>-?\d+)\)$")
 _ARRAY_RE = re.compile(r"^Array\[(\d+)\.\.(\d+)\]$")
 # "PCI device:" is what MFT/mstflint before 4.6 printed instead of "Device:".
@@ -115,6 +116,11 @@ def _parse_param_row(line, columns):
         if marked:
             raise ValueError("mlxconfig: cannot read parameter row %r" % line.strip())
         return None
+    # MFT/mstflint 4.6-4.11 printed each value as "%-16s" with no blank
+    # after it, so a value of 16 characters or more runs into the next one
+    # (PCI_ATOMIC_DISABLED_EXT_ATOMIC_ENABLED(0)PCI_ATOMIC_...); a value
+    # ends at its "(N)"
+    tokens = tokens[:1] + [v for tok in tokens[1:] for v in _GLUED_VALUES_RE.split(tok) if v]
     if len(tokens) != len(columns) + 1:
         raise ValueError("mlxconfig: parameter row %r has %d value(s), the table has %d column(s) %r"
                          % (line.strip(), len(tokens) - 1, len(columns), columns))
@@ -373,7 +379,10 @@ def parse_mstflint_query(text):
     last = None
     for line in lines:
         if not line.strip():
-            last = None
+            # flint prints a blank line after a ROM it cannot name ("0x5 -
+            # Unknown ROM product ID") and goes on with the next ROM
+            if last != "Rom Info":
+                last = None
             continue
         if line[0] in " \t":
             # continuation of a multi-line value (Rom Info)
@@ -472,6 +481,10 @@ _DSCP_CONT_RE = re.compile(r"^\d+(?:\s*,\s*\d+)*\s*,?$")
 # "default priority:" then "\tprio:%d" (the ETHERTYPE app entry), printed by
 # the mlnx-tools releases from 2021 (a60252a) until Nov 2024 (374d9b5).
 _DEFAULT_PRIO_RE = re.compile(r"^prio:\s*(\d+)$")
+# mlnx_qos's pretty_print builds "tc: N ratelimit: R, " from the rate limits;
+# where the driver has none ("Rate limit is not supported on your system!")
+# that part is lost and the line is only the TSA ("ets, bw: 50%", "strict")
+_TC_NO_RATE_RE = re.compile(r"^(?P<tsa>ets|strict|vendor|unknown)(?:\s*,\s*bw:\s*(?P<bw>\d+)%)?$")
 _PRIO_OF_TC_RE = re.compile(r"^priority:\s*(\d+)$")
 
 
@@ -509,7 +522,8 @@ def parse_mlnx_qos(text):
     prio2buffer, buffers_supported, tcs}``.  ``dcbx`` is ``'os'``/``'fw'``;
     ``dscp2prio`` is a list of 8 lists (index = priority) of DSCP values in
     printed order; ``dscp_to_prio`` maps each DSCP 0..63 to its priority
-    (``None`` when unmapped); ``default_priority`` is the list of priorities
+    (``None`` when unmapped, the sorted list of its priorities when the
+    output lists it under several); ``default_priority`` is the list of priorities
     under ``default priority:`` (mlnx-tools 2021-2024 print that block; an
     empty list when it is empty, ``None`` when it is not printed); ``tcs`` is
     a list of ``{tc, tsa, bw, ratelimit_gbps, priorities}``.  Anything
@@ -658,6 +672,12 @@ def parse_mlnx_qos(text):
                 raise ValueError("mlnx_qos: TC %d out of range in %r" % (tc["tc"], s))
             res["tcs"].append(tc)
             continue
+        m = _TC_NO_RATE_RE.match(s)
+        if m:
+            tc = {"tc": None, "tsa": m.group("tsa"), "bw": int(m.group("bw")) if m.group("bw") else None,
+                  "ratelimit_gbps": None, "priorities": []}
+            res["tcs"].append(tc)
+            continue
         if low.startswith("priority:"):
             m = _PRIO_OF_TC_RE.match(s)
             if not m or tc is None:
@@ -673,11 +693,17 @@ def parse_mlnx_qos(text):
     if res["prio2buffer"] is not None and len(res["prio2buffer"]) != 8:
         raise ValueError("mlnx_qos: PFC buffer row has %d values, expected 8" % len(res["prio2buffer"]))
     if res["dscp2prio"] is not None:
+        # mlx5 keeps one priority per DSCP; the kernel's own APP table
+        # (drivers without ieee_setapp) can hold several, and mlnx_qos prints
+        # them all: such a DSCP maps to the sorted list of its priorities, as
+        # iproute_dcb.dscp_to_prio has it, which no intent of one matches
         d2p = [None] * 64
         for prio, dscps in enumerate(res["dscp2prio"]):
             for d in dscps:
-                if d2p[d] is not None and d2p[d] != prio:
-                    raise ValueError("mlnx_qos: DSCP %d is mapped to priorities %d and %d" % (d, d2p[d], prio))
-                d2p[d] = prio
+                have = d2p[d]
+                if have is None or have == prio:
+                    d2p[d] = prio
+                else:
+                    d2p[d] = sorted(set((have if isinstance(have, list) else [have]) + [prio]))
         res["dscp_to_prio"] = d2p
     return res

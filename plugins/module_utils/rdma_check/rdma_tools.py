@@ -51,6 +51,11 @@ def _show_gids_row(s, t):
     then ``$ipv4  `` for a GID whose first group is 0000, then ``$_type``
     and ``$_ndev``, either of which may be empty); ValueError quoting the
     line when it is not one."""
+    if len(t) == 3 and t[1].isdigit() and t[2].isdigit():
+        # the script's `cat gids/N` failed (no 2>/dev/null) and it printed
+        # the row with empty columns; the footer counts it
+        return {"dev": t[0], "port": int(t[1]), "index": int(t[2]), "gid": None,
+                "ipv4": None, "version": None, "ndev": None}
     if len(t) < 4 or not t[1].isdigit() or not t[2].isdigit() or not _GID_RE.match(t[3]):
         raise ValueError("show_gids: cannot read GID row %r" % s)
     rest = t[4:]

@@ -286,3 +286,16 @@ def test_show_gids_row_of_an_unreadable_gid_is_kept_without_a_gid():
     assert [(g["index"], g["gid"], g["version"], g["ndev"]) for g in p["gids"]] == [
         (3, "0000:0000:0000:0000:0000:ffff:0a00:0001", "v2", "eth0"), (4, None, None, None)]
     assert p["n_gids_found"] == 2 and R.roce_v2_gid_index(p) == 3
+
+
+def test_the_twins_verbose_gid_lines_are_the_real_ones():
+    """The twin's ibv_devinfo -v GID lines (simlab/tools/rdma.py, after
+    devinfo.c: raw with ", RoCE v1", inet_ntop with ", RoCE v2") against a
+    real ConnectX-5 port's (E3SM fixture), byte for byte, and read back."""
+    from simlab.tools import rdma as twin
+    real = recorded(_E3SM).splitlines(True)
+    link_local, v4 = "fe80:0000:0000:0000:0e42:a1ff:fe2b:07a4", "0000:0000:0000:0000:0000:ffff:8cdd:3c0b"
+    lines = [twin._gid_line(i, gid, kind, True) for i, (gid, kind) in enumerate(
+        [(link_local, "RoCE v1"), (link_local, "RoCE v2"), (v4, "RoCE v1"), (v4, "RoCE v2")])]
+    assert [line in real for line in lines] == [True] * 4
+    assert [R._devinfo_gid(line.strip()) for line in lines][3] == {"index": 3, "gid": v4, "type": "RoCE v2"}

@@ -514,6 +514,25 @@ def _dscps(text, line):
     return out
 
 
+def _is_pfc_header(tokens):
+    """The PFC table's header row: ``priority 0 1 2 3 4 5 6 7``."""
+    return tokens[0] == "priority" and tokens[1:] == [str(i) for i in range(8)]
+
+
+def _dscp_row(res, line):
+    """Add a ``prio:N dscp:a,b,...`` row to ``res['dscp2prio']`` (made on the
+    first row, so a filtered output without the header is read as well) and
+    return its priority; ``None`` when the line is not such a row."""
+    m = _DSCP_ROW_RE.match(line)
+    if not m:
+        return None
+    prio = _prio(m.group("prio"), line)
+    if res["dscp2prio"] is None:
+        res["dscp2prio"] = [[] for _ in range(8)]
+    res["dscp2prio"][prio].extend(_dscps(m.group("dscps"), line))
+    return prio
+
+
 def parse_mlnx_qos(text):
     """Parse ``mlnx_qos -i <if>`` output (or a filtered part of it).
 
@@ -560,10 +579,9 @@ def parse_mlnx_qos(text):
         low = s.lower()
         tokens = s.split()
         if block == "dscp":
-            m = _DSCP_ROW_RE.match(s)
-            if m:
-                last_dscp_prio = _prio(m.group("prio"), s)
-                res["dscp2prio"][last_dscp_prio].extend(_dscps(m.group("dscps"), s))
+            prio = _dscp_row(res, s)
+            if prio is not None:
+                last_dscp_prio = prio
                 continue
             if _DSCP_CONT_RE.match(s) and last_dscp_prio is not None:
                 res["dscp2prio"][last_dscp_prio].extend(_dscps(s, s))
@@ -576,7 +594,7 @@ def parse_mlnx_qos(text):
                 continue
             block = None
         elif block == "pfc":
-            if tokens[0] == "priority" and tokens[1:] == [str(i) for i in range(8)]:
+            if _is_pfc_header(tokens):
                 continue
             if tokens[0] == "enabled":
                 res["pfc_enabled"] = _int_row(tokens[1:], "PFC enabled")
@@ -603,14 +621,10 @@ def parse_mlnx_qos(text):
             if rest:
                 raise ValueError("mlnx_qos: cannot read dscp2prio line %r" % s)
             continue
-        if _DSCP_ROW_RE.match(s):
+        prio = _dscp_row(res, s)
+        if prio is not None:
             # a dscp2prio row whose header a filter left out
-            if res["dscp2prio"] is None:
-                res["dscp2prio"] = [[] for _ in range(8)]
-            block = "dscp"
-            m = _DSCP_ROW_RE.match(s)
-            last_dscp_prio = _prio(m.group("prio"), s)
-            res["dscp2prio"][last_dscp_prio].extend(_dscps(m.group("dscps"), s))
+            block, last_dscp_prio = "dscp", prio
             continue
         if low.startswith("default priority:"):
             res["default_priority"] = []
@@ -652,7 +666,7 @@ def parse_mlnx_qos(text):
         if low.startswith("pfc configuration:"):
             block = "pfc"
             continue
-        if tokens[0] == "priority" and tokens[1:] == [str(i) for i in range(8)]:
+        if _is_pfc_header(tokens):
             # the PFC table header of a filtered output without its title line
             block = "pfc"
             continue

@@ -21,6 +21,7 @@ tests/vm/sysfs_entries.py, with two on igbvf and autoprobe on)."""
 
 import base64
 import json
+import re
 import subprocess
 import sys
 import time
@@ -180,6 +181,89 @@ def test_the_twin_answers_the_rdma_cm_configfs_as_the_kernel_does(vmlab, twin1):
     for key in sorted(real):
         assert twin.get(key) == real[key], f"{key}: twin {twin.get(key)!r} != kernel {real[key]!r}"
     assert sorted(twin) == sorted(real)
+
+
+def devinfo_layout(block):
+    """ibv_devinfo's lines with their values taken out: the tabs before the
+    key, the key (``GID`` for a GID line) and the tabs after its colon."""
+    out = []
+    for line in block.splitlines():
+        m = re.match(r"(\t*)(GID\[\s*\d+\]|[A-Za-z_]+):(\t+)\S", line)
+        if m:
+            key = "GID" if m.group(2).startswith("GID[") else m.group(2)
+            out.append((m.group(1), key, m.group(3)))
+    return out
+
+
+def first_device(text):
+    """The first device block of ibv_devinfo's output (up to its blank line)."""
+    return text.split("\n\n")[0] + "\n"
+
+
+def port_block(block):
+    return block[block.index("\t\tport:"):]
+
+
+@pytest.mark.layers(9)
+def test_real_ibv_devinfo_on_soft_roce_reads_as_sysfs_and_is_laid_out_as_the_twin_prints_it(vmlab, twin1):
+    """rdma-core's ibv_devinfo (Debian 12's) over the VM node's Soft-RoCE
+    device, made by layer 5 (or here, on a lab brought up for this module
+    alone): parse_ibv_devinfo reads its plain and -v output as the kernel's
+    sysfs has the device (GUIDs, port state, physical state, link layer,
+    width and speed, every GID with its type). The twin's ibv_devinfo has the
+    real one's lines in the same order and layout, values aside (the twin
+    leaves out -v's device-wide capability block, and a device without a
+    board_id prints none), and the twin's GID line, given the kernel's GID
+    and type, is the real line byte for byte."""
+    import socket
+    from ansible_collections.gpufabric.stack.plugins.module_utils.rdma_check import rdma_tools
+    from simlab.tools import rdma as twin_rdma
+    dev = vmlab.sh("node01", "modprobe rdma_rxe && (ls /sys/class/infiniband | grep -q . || "
+                             "rdma link add rxe_enp1s0 type rxe netdev enp1s0); "
+                             "ls /sys/class/infiniband | head -n 1").stdout.strip()
+    assert dev, "node01 has no RDMA device"
+    plain = vmlab.sh("node01", f"ibv_devinfo -d {dev}").stdout
+    verbose = vmlab.sh("node01", f"ibv_devinfo -v -d {dev}").stdout
+    sysfs = vmlab.sh("node01", f"cd /sys/class/infiniband/{dev} && cat node_guid sys_image_guid ports/1/state "
+                               "ports/1/phys_state ports/1/link_layer ports/1/rate && cd ports/1 && "
+                               "for f in gids/*; do g=$(cat $f); "
+                               "[ $g = 0000:0000:0000:0000:0000:0000:0000:0000 ] && continue; "
+                               "i=${f#gids/}; echo \"GID $i $g $(cat gid_attrs/types/$i)\"; done").stdout.splitlines()
+    guid, image_guid, state, phys, link_layer, rate = sysfs[:6]
+    kernel_gids = [(int(i), g, " ".join(rest)) for _, i, g, *rest in (line.split() for line in sysfs[6:])]
+    assert kernel_gids, sysfs
+
+    (p,) = rdma_tools.parse_ibv_devinfo(plain)
+    (v,) = rdma_tools.parse_ibv_devinfo(verbose)
+    for d in (p, v):
+        assert (d["hca_id"], d["node_guid"], d["sys_image_guid"], d["phys_port_cnt"]) == (dev, guid, image_guid, 1), d
+        (port,) = d["ports"]
+        assert (port["port"], port["state_num"], port["link_layer"]) == (1, int(state.split(":")[0]), link_layer), \
+            (port, state, link_layer)
+        assert port["state"] == "PORT_" + state.split(": ")[1], (port, state)
+    (port,) = v["ports"]
+    assert [(g["index"], g["gid"], g["type"]) for g in port["gids"]] == kernel_gids, (port["gids"], kernel_gids)
+    assert int(port["fields"]["phys_state"].split("(")[1].rstrip(")")) == int(phys.split(":")[0]), (port, phys)
+    # sysfs rate: "2.5 Gb/sec (1X SDR)"; devinfo: active_width "1X (1)", active_speed "2.5 Gbps (1)"
+    assert port["fields"]["active_width"].split()[0] == rate.split("(")[1].split()[0], (port["fields"], rate)
+    assert port["fields"]["active_speed"].split()[0] == rate.split()[0], (port["fields"], rate)
+
+    # the twin's GID line for the kernel's GID and type is the real line
+    real_gid_lines = [line + "\n" for line in verbose.splitlines() if line.lstrip().startswith("GID[")]
+    assert real_gid_lines == [twin_rdma._gid_line(i, g, t, True) for i, g, t in kernel_gids]
+    for line, (_i, g, _t) in zip(real_gid_lines, kernel_gids):   # RoCE v2: the inet_ntop form
+        assert line.split("\t")[-1].split(",")[0] == socket.inet_ntop(socket.AF_INET6, bytes.fromhex(g.replace(":", "")))
+
+    # the twin's ibv_devinfo: the same lines in the same order and layout
+    twin_plain = first_device(twin1.sh("node01", "ibv_devinfo").stdout)
+    twin_verbose = first_device(twin1.sh("node01", "ibv_devinfo -v").stdout)
+    real_plain = devinfo_layout(first_device(plain))
+    assert [k for k in devinfo_layout(twin_plain) if k[1] != "board_id"] == real_plain, (twin_plain, plain)
+    assert "board_id" not in {k[1] for k in real_plain}   # rxe has none; devinfo prints it only when there is one
+    squeeze = lambda layout: [k for i, k in enumerate(layout) if k[1] != "GID" or i == 0 or layout[i - 1][1] != "GID"]
+    twin_port, real_port = devinfo_layout(port_block(twin_verbose)), devinfo_layout(port_block(first_device(verbose)))
+    assert squeeze(twin_port) == squeeze(real_port), (port_block(twin_verbose), port_block(verbose))
+    assert real_port[-1][1] == "GID" and twin_port[-1][1] == "GID"
 
 
 @pytest.mark.layers(8)

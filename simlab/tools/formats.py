@@ -414,8 +414,30 @@ def rdma_link(rows):
                                                      r.get("physical_state", "LINK_UP")))
         if r.get("netdev"):
             parts.append("netdev %s" % r["netdev"])
+            if r.get("netdev_index") is not None:    # -d (details) only
+                parts.append("netdev_index %d" % r["netdev_index"])
         out += " ".join(parts) + " \n"
     return out
+
+
+def iproute2_json(rows, pretty=False):
+    """A list of flat objects as iproute2's json_writer writes it (``rdma
+    -j``): compact, or with ``-p`` an array opened ``[ {`` and closed ``} ]``,
+    members one per line four spaces deeper than their object, and an array
+    value on one line as ``[ "a","b" ]`` (``[ ]`` when empty)."""
+    import json
+    if not pretty:
+        return json.dumps(rows, separators=(",", ":"))
+
+    def value(v):
+        if isinstance(v, list):
+            return "[ %s ]" % ",".join(json.dumps(x) for x in v) if v else "[ ]"
+        return json.dumps(v)
+    if not rows:
+        return "[ ]"
+    objs = ["{" + ",".join("\n        %s: %s" % (json.dumps(k), value(v)) for k, v in r.items()) + "\n    }"
+            for r in rows]
+    return "[ " + ",".join(objs) + " ]"
 
 
 # --------------------------------------------------------------------------

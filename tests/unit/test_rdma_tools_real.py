@@ -1,6 +1,7 @@
-"""rdma_tools' ``ibv_devinfo`` and ``show_gids`` parsers on real published
-outputs (tests/unit/fixtures/rdma_tools_real, each file only the output as
-published; its README names the source of every file), and the rule that a
+"""rdma_tools' ``ibv_devinfo``, ``show_gids`` and ``rdma link`` parsers on
+real outputs (tests/unit/fixtures/rdma_tools_real, each file only the output
+as published or captured; its README names the source of every file), the
+twin's ``rdma`` formats held to the captured ones, and the rule that a
 line naming a device, a port or a GID is read or fails the parse with the
 line quoted."""
 
@@ -59,6 +60,18 @@ DEVINFO = {
         ("mlx4_2", "2.40.7000", "0014:0500:8cc6:cd0a", 4100, 1, [
             (1, "PORT_ACTIVE", 4, 4096, 4096, "InfiniBand", 2, 1, [])]),
     ],
+    "ibv_devinfo-debian12-rdma-core-44-rxe-2dev.txt": [
+        ("rxe_enp1s0", "0.0.0", "5054:00ff:fe01:0001", 0, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [])]),
+        ("rxe_mgmt", "0.0.0", "5054:00ff:fe00:0001", 0, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [])]),
+    ],
+    "ibv_devinfo-v-debian12-rdma-core-44-rxe_enp1s0.txt": [
+        ("rxe_enp1s0", "0.0.0", "5054:00ff:fe01:0001", 0, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:5054:00ff:fe01:0001", "RoCE v2"),
+                (1, "0000:0000:0000:0000:0000:ffff:c0a8:6401", "RoCE v2")])]),
+    ],
     "ibv_devinfo-pib-2-centos65-no-ib-devices.txt": [],
     "ibv_devinfo-scout-5251-no-providers-no-ib-devices.txt": [],
 }
@@ -73,7 +86,8 @@ def test_ibv_devinfo_real_key_figures(name):
              for p in d["ports"]]) for d in devs]
     assert got == DEVINFO[name]
     for d in devs:
-        assert d["transport"] == "InfiniBand (0)" and d["vendor_id"] == "0x02c9"
+        # Mellanox's vendor ID; Soft-RoCE reports 0xffffff (rxe's RXE_VENDOR_ID)
+        assert d["transport"] == "InfiniBand (0)" and d["vendor_id"] == ("0xffffff" if "rxe" in name else "0x02c9")
     json.dumps(devs)
 
 
@@ -265,10 +279,56 @@ def test_show_gids_footer_is_kept_as_printed():
     assert len(R.parse_show_gids(noisy)["gids"]) == 4
 
 
+# ---------------------------------------------------------------- rdma (iproute2 6.1)
+_RXE_LINKS = [("rxe_enp1s0", 1, "ACTIVE", "LINK_UP", "enp1s0", 3), ("rxe_mgmt", 1, "ACTIVE", "LINK_UP", "enp0s3", 2)]
+RDMA_LINK = {
+    "rdma-d-link-debian12-iproute2-6.1-rxe-2dev.txt": _RXE_LINKS,
+    "rdma-j-link-debian12-iproute2-6.1-rxe-2dev.txt": _RXE_LINKS,
+    "rdma-j-p-link-debian12-iproute2-6.1-rxe-2dev.txt": _RXE_LINKS,
+}
+RDMA_JSON = {  # file: pretty
+    "rdma-j-link-debian12-iproute2-6.1-rxe-2dev.txt": False,
+    "rdma-j-p-link-debian12-iproute2-6.1-rxe-2dev.txt": True,
+    "rdma-j-p-d-dev-debian12-iproute2-6.1-rxe-2dev.txt": True,
+}
+
+
+@pytest.mark.parametrize("name", sorted(RDMA_LINK))
+def test_rdma_link_real_text_and_json(name):
+    got = [(x["dev"], x["port"], x["state"], x["physical_state"], x["netdev"], x["netdev_index"])
+           for x in R.parse_rdma_link(recorded(name))]
+    assert got == RDMA_LINK[name]
+
+
+@pytest.mark.parametrize("name", sorted(RDMA_JSON))
+def test_the_twins_iproute2_json_is_the_real_one(name):
+    """simlab's iproute2_json (the twin's rdma -j, -j -p) writes what real
+    iproute2 6.1 wrote, byte for byte, from the same objects."""
+    from simlab.tools import formats
+    text = recorded(name)
+    assert formats.iproute2_json(json.loads(text), pretty=RDMA_JSON[name]) + "\n" == text
+
+
+def test_the_twins_rdma_link_details_line_is_the_real_one():
+    from simlab.tools import formats
+    text = recorded("rdma-d-link-debian12-iproute2-6.1-rxe-2dev.txt")
+    rows = [{k: x[k] for k in ("dev", "port", "state", "physical_state", "netdev", "netdev_index")}
+            for x in R.parse_rdma_link(text)]
+    assert formats.rdma_link(rows) == text
+
+
+def test_the_twins_empty_pretty_array_and_empty_list_value():
+    """iproute2's json_writer: an empty array is `[]`, with -p `[ ]` (real
+    `rdma -j -p link show nosuchdev/1`, compared live by the VM tier)."""
+    from simlab.tools import formats
+    assert (formats.iproute2_json([]), formats.iproute2_json([], pretty=True)) == ("[]", "[ ]")
+    assert formats.iproute2_json([{"caps": []}], pretty=True) == '[ {\n        "caps": [ ]\n    } ]'
+
+
 # ---------------------------------------------------------------- the fixture set
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))
-    assert files == sorted(list(DEVINFO) + list(SHOW_GIDS))
+    assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON))
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f

@@ -266,6 +266,53 @@ def test_real_ibv_devinfo_on_soft_roce_reads_as_sysfs_and_is_laid_out_as_the_twi
     assert real_port[-1][1] == "GID" and twin_port[-1][1] == "GID"
 
 
+RDMA_COMMANDS = [
+    "rdma link show {dev}/1", "rdma -d link show {dev}/1", "rdma -j link show {dev}/1", "rdma -j -p link show {dev}/1",
+    "rdma -j -d link show {dev}/1", "rdma link show {dev}", "rdma -j link show {dev}", "rdma link show {dev}/2",
+    "rdma -j -p link show nosuchdev/1", "rdma link show {dev}/1 extra", "rdma link nosuchcmd",
+    "rdma dev show {dev}", "rdma -d dev show {dev}", "rdma -j dev show {dev}", "rdma -j -p -d dev show {dev}",
+    "rdma dev show nosuchdev", "rdma -j dev show nosuchdev", "rdma dev show {dev}/1", "rdma dev nosuchcmd",
+    "rdma system", "rdma -j system", "rdma -V", "rdma nosuchobject", "rdma -x link",
+]
+
+
+def rdma_answers(sh, dev, netdev):
+    """What each of RDMA_COMMANDS prints (stdout, stderr, exit status) on a
+    node, with what differs between one RDMA device and another put in
+    words: the device and netdev names, GUIDs, netdev index, firmware
+    (Soft-RoCE has none, and rdma prints none then), the capability list
+    and adaptive moderation (mlx5 has it on, rxe off)."""
+    script = "".join(f"{c.format(dev=dev)} 2>/tmp/rdma.err; echo \"@rc=$?\"; cat /tmp/rdma.err; echo @end; "
+                     for c in RDMA_COMMANDS)
+    out = sh(script).stdout.replace(dev, "DEV").replace(netdev, "NETDEV")
+    subs = [(r"[0-9a-f]{4}(:[0-9a-f]{4}){3}", "GUID"), (r"(netdev_index\"?:? ?)\d+", r"\1N"),
+            (r" fw \S+", ""), (r"(\n *)?\"fw\": ?\"[^\"]*\",", ""), (r"caps: <[^>]*>", "caps: <CAPS>"),
+            (r"(\"caps\": ?\[ ?)[^\]]*?( ?\])", r"\1CAPS\2"), (r"adaptive-moderation\"?:? ?(on|off|true|false)", "AM")]
+    for pattern, repl in subs:
+        out = re.sub(pattern, repl, out)
+    answers = out.split("@end\n")
+    assert len(answers) == len(RDMA_COMMANDS) + 1, out
+    return dict(zip(RDMA_COMMANDS, answers))
+
+
+@pytest.mark.layers(9)
+def test_the_twins_rdma_answers_as_real_iproute2_does(vmlab, twin1):
+    """iproute2's rdma (Debian 12's 6.1, the version the twin's names) on
+    the VM node's Soft-RoCE device and the twin's on a ConnectX PF: the
+    same text, JSON (compact and -p), details, errors and exit statuses,
+    device values aside."""
+    first = re.compile(r"^link (\S+)/1 .*netdev (\S+) $", re.M)
+    vmlab.sh("node01", "modprobe rdma_rxe && (ls /sys/class/infiniband | grep -q . || "
+                       "rdma link add rxe_enp1s0 type rxe netdev enp1s0)")
+    real_dev, real_netdev = first.search(vmlab.sh("node01", "rdma link").stdout).groups()
+    twin_dev, twin_netdev = first.search(twin1.sh("node01", "rdma link").stdout).groups()
+    real = rdma_answers(lambda s: vmlab.sh("node01", s), real_dev, real_netdev)
+    twin = rdma_answers(lambda s: twin1.sh("node01", s), twin_dev, twin_netdev)
+    assert "@rc=0" in real["rdma -j -p link show {dev}/1"] and "Wrong device name" in real["rdma link show {dev}/2"]
+    for cmd in RDMA_COMMANDS:
+        assert twin[cmd] == real[cmd], f"{cmd}: twin {twin[cmd]!r} != real {real[cmd]!r}"
+
+
 @pytest.mark.layers(8)
 def test_real_dcb_on_igb_is_named_as_a_device_without_dcb(vmlab):
     """The emulated 82576 has no dcbnl ops: real iproute2 answers `Attribute

@@ -579,7 +579,10 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, tim
 _DASHES_RE = re.compile(r"^\s*-{20,}\s*$")
 _TITLE_RE = re.compile(r"^\s*(\S.*\b(?:BW|Lat) Test)\s*$")
 _KV_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.*\- ]*?)\s*:\s*(\S+)")
-_RESULT_HDR_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]\s+MsgRate\[([^\]]+)\]")
+# the result header (perftest_parameters.h RESULT_LINE/RESULT_FMT*), and with
+# --cpu_util (duration mode) a sixth column, CPU_Util[%] (RESULT_EXT_CPU_UTIL)
+_RESULT_HDR_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]\s+MsgRate\[([^\]]+)\]"
+                            r"(\s+CPU_Util\[%\])?")
 
 
 def perftest_to_gbps(value, units):
@@ -605,11 +608,14 @@ def parse_ib_write_bw(text):
     best, last, warnings}``.  ``header`` holds every ``key : value`` pair of
     the parameter block as printed; ``rows`` are ``{bytes, iterations,
     bw_peak, bw_average, msg_rate_mpps}`` in the printed units (``units`` is
-    ``'Gb/sec'``, ``'MB/sec'`` or ``'MiB/sec'``); ``complete`` is true when
+    ``'Gb/sec'``, ``'MB/sec'`` or ``'MiB/sec'``), each with ``cpu_util`` (a
+    percentage) where ``--cpu_util`` added that column; ``complete`` is true when
     the closing dashed line follows the rows (``--run_infinitely`` output
     stopped with Ctrl-C has none); ``best`` is the row with the highest
     average, ``last`` the final row.  Lines printed by CUDA set-up and
-    perftest warnings are skipped (warnings are kept in ``warnings``).
+    perftest warnings are skipped (warnings are kept in ``warnings``); a
+    line among the rows that starts as a row (size and iterations) but cannot
+    be read raises ``ValueError`` quoting it.
     """
     lines = _lines(text, "ib_write_bw")
     res = {
@@ -633,6 +639,7 @@ def parse_ib_write_bw(text):
         "warnings": [],
     }
     state = "pre"
+    columns = 5
     for line in lines:
         s = line.strip()
         if state == "pre":
@@ -656,6 +663,7 @@ def parse_ib_write_bw(text):
                 res["units"] = m.group(1)
                 res["gbits"] = m.group(1).lower().startswith("gb")
                 res["msg_rate_units"] = m.group(3)
+                columns = 6 if m.group(4) else 5
                 state = "rows"
             continue
         if state == "rows":
@@ -664,19 +672,25 @@ def parse_ib_write_bw(text):
                 state = "post"
                 continue
             t = s.split()
-            if len(t) == 5 and _INT_RE.match(t[0]) and _INT_RE.match(t[1]):
+            if len(t) >= 2 and _INT_RE.match(t[0]) and _INT_RE.match(t[1]):
                 nums = [_num(x) for x in t[2:]]
-                if None not in nums:
-                    res["rows"].append({
-                        "bytes": int(t[0]), "iterations": int(t[1]),
-                        "bw_peak": nums[0], "bw_average": nums[1], "msg_rate_mpps": nums[2],
-                    })
-                    continue
+                if len(t) != columns or None in nums:
+                    raise ValueError("perftest: cannot read result row %r (%d columns expected)" % (s, columns))
+                row = {"bytes": int(t[0]), "iterations": int(t[1]),
+                       "bw_peak": nums[0], "bw_average": nums[1], "msg_rate_mpps": nums[2]}
+                if columns == 6:
+                    row["cpu_util"] = nums[3]
+                res["rows"].append(row)
+                continue
             if s:
                 res["warnings"].append(s)
             continue
         # post: teardown noise after the report
     if res["test"] is None:
+        figures = [ln.strip() for ln in lines if ln.strip()]
+        if len(figures) == 1 and _num(figures[0]) is not None:
+            raise ValueError("perftest: %r is a bare figure, as --output=bandwidth (message_rate, latency) prints "
+                             "it, not a report: run without --output" % figures[0])
         raise ValueError("perftest: no '... BW Test' title line found")
     if res["units"] is None:
         raise ValueError("perftest: no '#bytes #iterations BW peak[...]' result header found "

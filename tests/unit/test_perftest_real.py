@@ -1,0 +1,98 @@
+"""parse_ib_write_bw on real perftest reports that the project captured on
+its VM node (tests/unit/fixtures/perftest_real, README there): the BW tests
+perftest ships (write, read, send, atomic), both sides, and the options
+that change the report's layout (-a, -b, --report-both, -D with
+--cpu_util, -q, -R, --report_gbits), plus two outputs that are not a report
+and must be refused with a reason."""
+
+from pathlib import Path
+
+import pytest
+
+from ansible_collections.gpufabric.stack.plugins.plugin_utils import perf_parsers as P
+
+pytestmark = pytest.mark.layers(9)
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "perftest_real"
+
+# file: test, units, qps, rdma_cm, rows, last row (bytes, iterations, peak, average, msg rate[, cpu util]), warnings
+REPORTS = {
+    "ib_write_bw-a-report_gbits-client.txt": (
+        "RDMA_Write BW Test", "Gb/sec", 1, False, 23, (8388608, 20, 0.31, 0.31, 0.000005), []),
+    "ib_read_bw-client.txt": (
+        "RDMA_Read BW Test", "MB/sec", 1, False, 1, (65536, 100, 38.50, 33.53, 0.000536), []),
+    "ib_send_bw-server.txt": (
+        "Send BW Test", "MB/sec", 1, False, 1, (65536, 100, 0.00, 12.77, 0.000204), []),
+    "ib_write_bw-b-client.txt": (
+        "RDMA_Write Bidirectional BW Test", "MB/sec", 1, False, 1, (65536, 100, 91.55, 40.27, 0.000644), []),
+    "ib_send_bw-b-report-both-client.txt": (
+        "Send Bidirectional BW Test", "MB/sec", 1, False, 1, (65536, 100, 40.10, 27.00, 0.000432), []),
+    "ib_write_bw-D2-cpu_util-client.txt": (
+        "RDMA_Write BW Test", "MB/sec", 1, False, 1, (65536, 896, 0.00, 27.98, 0.000448, 100.00), []),
+    "ib_write_bw-D2-cpu_util-server.txt": (
+        "RDMA_Write BW Test", "MB/sec", 1, False, 1, (65536, 896, 0.00, 27.98, 0.000448, 0.00), []),
+    "ib_write_bw-q4-server.txt": (
+        "RDMA_Write BW Test", "MB/sec", 4, False, 1, (65536, 400, 52.35, 38.07, 0.000609), []),
+    "ib_write_bw-R-client.txt": (
+        "RDMA_Write BW Test", "MB/sec", 1, True, 1, (65536, 100, 15.97, 15.48, 0.000248), []),
+    "ib_atomic_bw-client.txt": (
+        "Atomic FETCH_AND_ADD BW Test", "MB/sec", 1, False, 1, (8, 100, 0.17, 0.14, 0.018179), []),
+}
+REFUSED = {
+    "ib_write_bw-output-bandwidth-client.txt": "bare figure",
+    "ib_write_bw-W-counters-client.txt": "title",
+}
+
+
+def recorded(name):
+    return (REAL / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(REPORTS))
+def test_real_report_key_figures(name):
+    test, units, qps, rdma_cm, nrows, last, warnings = REPORTS[name]
+    p = P.parse_ib_write_bw(recorded(name))
+    assert (p["test"], p["units"], p["num_qps"], p["rdma_cm"], len(p["rows"])) == (test, units, qps, rdma_cm, nrows)
+    assert (p["device"], p["link_type"], p["gid_index"], p["mtu"], p["transport"], p["connection_type"]) == \
+        ("rxe_enp1s0", "Ethernet", 1, 1024, "IB", "RC")
+    r = p["last"]
+    got = (r["bytes"], r["iterations"], r["bw_peak"], r["bw_average"], r["msg_rate_mpps"])
+    assert got + ((r["cpu_util"],) if "cpu_util" in r else ()) == last
+    assert p["complete"] is True and p["warnings"] == warnings
+
+
+def test_a_sweep_reads_every_size():
+    p = P.parse_ib_write_bw(recorded("ib_write_bw-a-report_gbits-client.txt"))
+    assert [r["bytes"] for r in p["rows"]] == [2 ** n for n in range(1, 24)]
+    assert p["gbits"] is True and p["best"]["bytes"] == 2097152
+
+
+def test_report_both_reads_the_total_before_the_local_and_remote_tables():
+    p = P.parse_ib_write_bw(recorded("ib_send_bw-b-report-both-client.txt"))
+    assert len(p["rows"]) == 1 and p["last"]["bw_average"] == 27.00
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_what_is_not_a_report_is_refused_with_a_reason(name):
+    with pytest.raises(ValueError, match=REFUSED[name]):
+        P.parse_ib_write_bw(recorded(name))
+
+
+def test_a_row_that_cannot_be_read_fails_quoting_it():
+    text = recorded("ib_write_bw-D2-cpu_util-client.txt")
+    row = next(line for line in text.splitlines() if line.strip().startswith("65536"))
+    # the CPU_Util column lost: five columns under a six-column header
+    with pytest.raises(ValueError, match=r"cannot read result row '65536 .*6 columns expected"):
+        P.parse_ib_write_bw(text.replace(row, row.rsplit("\t", 1)[0]))
+    plain = recorded("ib_write_bw-R-client.txt")
+    row = next(line for line in plain.splitlines() if line.strip().startswith("65536"))
+    with pytest.raises(ValueError, match="cannot read result row"):
+        P.parse_ib_write_bw(plain.replace(row, row.replace("15.48", "15.48x")))
+
+
+def test_every_fixture_is_tested_and_described():
+    files = sorted(p.name for p in REAL.glob("*.txt"))
+    assert files == sorted(set(REPORTS) | set(REFUSED))
+    readme = (REAL / "README.md").read_text()
+    for f in files:
+        assert "`%s`" % f in readme, f

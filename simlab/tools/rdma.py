@@ -13,7 +13,6 @@ and one per probed VF, and none at all while ``mlx5_ib`` is unloaded.
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 

@@ -13,6 +13,7 @@ and one per probed VF, and none at all while ``mlx5_ib`` is unloaded.
 
 from __future__ import annotations
 
+import re
 import socket
 import sys
 
@@ -98,24 +99,59 @@ def _verbose_port(pf: dict, vf: dict | None, port_state: str) -> str:
     return out
 
 
+_DEVINFO_USAGE = ("Usage: ibv_devinfo             print the ca attributes\n"
+                  "\n"
+                  "Options:\n"
+                  "  -d, --ib-dev=<dev>     use IB device <dev> (default first device found)\n"
+                  "  -i, --ib-port=<port>   use port <port> of IB device (default all ports)\n"
+                  "  -l, --list             print only the IB devices names\n"
+                  "  -v, --verbose          print all the attributes of the IB device(s)")
+
+
+def _strtol(text: str) -> int:
+    """C's strtol(text, NULL, 0): a leading number in base 16 (0x), 8 (0) or
+    10; 0 when there is none."""
+    m = re.match(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
+    if not m:
+        return 0
+    digits = m.group(2)
+    value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
+    return -value if m.group(1) == "-" else value
+
+
+def _getopt_error(prog: str, err) -> str:
+    """glibc getopt_long's message for what Python's getopt refused."""
+    long_form = f"--{err.opt}" in err.msg
+    if "requires argument" in err.msg:
+        return (f"{prog}: option '--{err.opt}' requires an argument" if long_form
+                else f"{prog}: option requires an argument -- '{err.opt}'")
+    return f"{prog}: unrecognized option '--{err.opt}'" if long_form else f"{prog}: invalid option -- '{err.opt}'"
+
+
 def ibv_devinfo(argv: list[str]) -> int:
+    """rdma-core's libibverbs/examples/devinfo.c, as a VM node's real one
+    answers (tests/vm/test_vm_twin_faithful.py): the usage and exit status 1
+    for a port that is not a positive number, -1 (255) for an unknown option
+    (after getopt's message), 4 for a port the device does not have."""
     import getopt
     try:
         opts, _ = getopt.gnu_getopt(argv, "d:i:lv", ["ib-dev=", "ib-port=", "list", "verbose"])
-    except getopt.GetoptError:
-        print("Usage: ibv_devinfo             print the ca attributes", file=sys.stdout)
+    except getopt.GetoptError as err:
+        print(_getopt_error("ibv_devinfo", err), file=sys.stderr)
+        print(_DEVINFO_USAGE)
         return 255
     dev_name, port, listing, verbose = None, None, False, False
     for flag, arg in opts:
         if flag in ("-d", "--ib-dev"):
             dev_name = arg
         elif flag in ("-i", "--ib-port"):
-            port = int(arg)
+            port = _strtol(arg)
             if port <= 0:
-                print("Usage: ibv_devinfo             print the ca attributes")
-                return 255
+                print(_DEVINFO_USAGE)
+                return 1
         elif flag in ("-l", "--list"):
             listing = True
+            break
         else:
             verbose = True
     s = summary("ibv_devinfo")
@@ -139,8 +175,10 @@ def ibv_devinfo(argv: list[str]) -> int:
     for lid, (name, pf, vf) in enumerate(devs, 1):
         d = _device(name, pf, vf, lid)
         if port is not None and port != 1:
+            sys.stdout.write(out)
+            out = ""
             print("Invalid port requested for device", file=sys.stderr)
-            rc = 255
+            rc |= 4
             continue
         text = formats.ibv_devinfo([d])
         if verbose:

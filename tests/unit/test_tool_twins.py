@@ -424,3 +424,11 @@ def test_the_wrappers_entry_point_runs_every_tool_on_the_standard_library_alone(
                  [sys.executable, "-m", "simlab.tools", "no-such-tool", "x"]):
         proc = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=tmp_path)
         assert (proc.returncode, proc.stdout, proc.stderr) == (127, "", "no-such-tool: not available in this twin node\n")
+
+
+def test_ibv_devinfo_reads_a_port_as_strtol_does():
+    """devinfo.c reads -i with strtol(optarg, NULL, 0): base 16 after 0x,
+    8 after 0, the leading digits only, 0 when there are none (then the
+    usage and exit status 1, as tests/vm holds against the real tool)."""
+    from simlab.tools.rdma import _strtol
+    assert [_strtol(x) for x in ("1", "0x2", "010", "08", "12abc", "abc", "-3", " 7")] == [1, 2, 8, 0, 12, 0, -3, 7]

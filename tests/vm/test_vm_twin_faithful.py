@@ -276,14 +276,20 @@ RDMA_COMMANDS = [
 ]
 
 
-def rdma_answers(sh, dev, netdev):
-    """What each of RDMA_COMMANDS prints (stdout, stderr, exit status) on a
+DEVINFO_COMMANDS = [
+    "ibv_devinfo -d nosuchdev", "ibv_devinfo -d {dev} -i 2", "ibv_devinfo -d {dev} -i 0", "ibv_devinfo -i abc",
+    "ibv_devinfo -x", "ibv_devinfo --nosuchoption", "ibv_devinfo -d",
+]
+
+
+def tool_answers(sh, commands, dev, netdev):
+    """What each of ``commands`` prints (stdout, stderr, exit status) on a
     node, with what differs between one RDMA device and another put in
     words: the device and netdev names, GUIDs, netdev index, firmware
     (Soft-RoCE has none, and rdma prints none then), the capability list
     and adaptive moderation (mlx5 has it on, rxe off)."""
-    script = "".join(f"{c.format(dev=dev)} 2>/tmp/rdma.err; echo \"@rc=$?\"; cat /tmp/rdma.err; echo @end; "
-                     for c in RDMA_COMMANDS)
+    script = "".join(f"{c.format(dev=dev)} 2>/tmp/tool.err; echo \"@rc=$?\"; cat /tmp/tool.err; echo @end; "
+                     for c in commands)
     out = sh(script).stdout.replace(dev, "DEV").replace(netdev, "NETDEV")
     subs = [(r"[0-9a-f]{4}(:[0-9a-f]{4}){3}", "GUID"), (r"(netdev_index\"?:? ?)\d+", r"\1N"),
             (r" fw \S+", ""), (r"(\n *)?\"fw\": ?\"[^\"]*\",", ""), (r"caps: <[^>]*>", "caps: <CAPS>"),
@@ -291,25 +297,28 @@ def rdma_answers(sh, dev, netdev):
     for pattern, repl in subs:
         out = re.sub(pattern, repl, out)
     answers = out.split("@end\n")
-    assert len(answers) == len(RDMA_COMMANDS) + 1, out
-    return dict(zip(RDMA_COMMANDS, answers))
+    assert len(answers) == len(commands) + 1, out
+    return dict(zip(commands, answers))
 
 
 @pytest.mark.layers(9)
-def test_the_twins_rdma_answers_as_real_iproute2_does(vmlab, twin1):
+def test_the_twins_rdma_and_ibv_devinfo_answer_as_the_real_tools_do(vmlab, twin1):
     """iproute2's rdma (Debian 12's 6.1, the version the twin's names) on
     the VM node's Soft-RoCE device and the twin's on a ConnectX PF: the
     same text, JSON (compact and -p), details, errors and exit statuses,
-    device values aside."""
+    device values aside; and rdma-core's ibv_devinfo the same on what it
+    refuses (an unknown device, option or port, a port that is no number)."""
     first = re.compile(r"^link (\S+)/1 .*netdev (\S+) $", re.M)
     vmlab.sh("node01", "modprobe rdma_rxe && (ls /sys/class/infiniband | grep -q . || "
                        "rdma link add rxe_enp1s0 type rxe netdev enp1s0)")
     real_dev, real_netdev = first.search(vmlab.sh("node01", "rdma link").stdout).groups()
     twin_dev, twin_netdev = first.search(twin1.sh("node01", "rdma link").stdout).groups()
-    real = rdma_answers(lambda s: vmlab.sh("node01", s), real_dev, real_netdev)
-    twin = rdma_answers(lambda s: twin1.sh("node01", s), twin_dev, twin_netdev)
+    commands = RDMA_COMMANDS + DEVINFO_COMMANDS
+    real = tool_answers(lambda s: vmlab.sh("node01", s), commands, real_dev, real_netdev)
+    twin = tool_answers(lambda s: twin1.sh("node01", s), commands, twin_dev, twin_netdev)
     assert "@rc=0" in real["rdma -j -p link show {dev}/1"] and "Wrong device name" in real["rdma link show {dev}/2"]
-    for cmd in RDMA_COMMANDS:
+    assert "@rc=4\nInvalid port requested for device\n" == real["ibv_devinfo -d {dev} -i 2"]
+    for cmd in commands:
         assert twin[cmd] == real[cmd], f"{cmd}: twin {twin[cmd]!r} != real {real[cmd]!r}"
 
 

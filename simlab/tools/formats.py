@@ -421,8 +421,9 @@ def rdma_link(rows):
 
 
 def iproute2_json(rows, pretty=False):
-    """A list of flat objects as iproute2's json_writer writes it (``rdma
-    -j``): compact, or with ``-p`` an array opened ``[ {`` and closed ``} ]``,
+    """A list of objects as iproute2's json_writer writes it (``rdma -j``,
+    ``ip -j``): compact, with no blank after ``,`` or ``:``; or, for flat
+    objects, with ``-p`` an array opened ``[ {`` and closed ``} ]``,
     members one per line four spaces deeper than their object, and an array
     value on one line as ``[ "a","b" ]`` (``[ ]`` when empty)."""
     import json

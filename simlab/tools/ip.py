@@ -9,7 +9,6 @@ Every other invocation is handed to the real ``ip`` unchanged.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
@@ -158,7 +157,7 @@ def _link_show(s: dict, names: list[str], as_json: bool) -> int:
             if vf is None:
                 out_text.extend(formats.ip_vf_lines(_vf_dicts(pf)))
     if as_json:
-        print(json.dumps(out_json))
+        print(formats.iproute2_json(out_json))
     else:
         print("\n".join(out_text))
     return 0

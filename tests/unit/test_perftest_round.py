@@ -23,12 +23,21 @@ CLIENT = ("import socket,sys,time\n"
           "c=socket.create_connection(('127.0.0.1', int(sys.argv[1]))); c.send(b'x'); print('client', sys.argv[1])\n")
 
 
+def free_ports(n):
+    """n distinct free ports: every socket is held until all are bound, so
+    two calls cannot hand out the same port."""
+    socks = [socket.socket() for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return free_ports(1)[0]
 
 
 def test_listening_ports_reads_listen_state_only():
@@ -41,7 +50,7 @@ def test_listening_ports_reads_listen_state_only():
 
 
 def test_a_round_serve_run_collect(tmp_path):
-    p1, p2 = free_port(), free_port()
+    p1, p2 = free_ports(2)
     servers = [{"port": p, "argv": [sys.executable, "-c", SERVER, str(p)]} for p in (p1, p2)]
     r = pr.serve(servers, str(tmp_path), timeout_s=30, listen_s=10)
     assert r["started"] == [p1, p2] and r["not_listening"] == []
@@ -165,7 +174,7 @@ def test_refused_tries_stop_after_retry_s_and_other_failures_are_not_tried_again
 def test_one_round_on_two_nodes_whose_calls_start_apart(tmp_path):
     """Two nodes, each the server of the other's client; the second node's call
     starts a second after the first's, so the first's client is refused first."""
-    pa, pb = free_port(), free_port()
+    pa, pb = free_ports(2)
 
     def node(name, own, peer, results):
         results[name] = pr.one_round([{"port": own, "argv": [sys.executable, "-c", SERVER, str(own)]}],
@@ -194,7 +203,7 @@ def test_after_unclaimed_s_only_servers_with_their_client_are_waited_for(tmp_pat
     that never listened is stopped without waiting the whole wait_s; one
     that holds its client's connection (perftest accepts it, closes its
     listener and keeps the connection through the test) is waited for."""
-    idle, hung, busy = free_port(), free_port(), free_port()
+    idle, hung, busy = free_ports(3)
     slow = ("import socket,sys,time\n"
             "s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
             "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(1)\n"
@@ -235,7 +244,7 @@ def test_a_server_whose_client_came_at_once_is_ready(tmp_path):
     """In a round of one call a peer's client may connect before serve looks:
     the listener is gone, but the server has its client (a connection on the
     port while it works; exit status 0 once done). Neither is 'not listening'."""
-    working, done = free_port(), free_port()
+    working, done = free_ports(2)
     held = []
     for port in (working, done):
         threading.Thread(target=_connect_when_listening, args=(port, held), daemon=True).start()

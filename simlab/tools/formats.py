@@ -420,25 +420,79 @@ def rdma_link(rows):
     return out
 
 
-def iproute2_json(rows, pretty=False):
-    """A list of objects as iproute2's json_writer writes it (``rdma -j``,
-    ``ip -j``): compact, with no blank after ``,`` or ``:``; or, for flat
-    objects, with ``-p`` an array opened ``[ {`` and closed ``} ]``,
-    members one per line four spaces deeper than their object, and an array
-    value on one line as ``[ "a","b" ]`` (``[ ]`` when empty)."""
-    import json
-    if not pretty:
-        return json.dumps(rows, separators=(",", ":"))
+_JSONW_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f", "\b": "\\b",
+                  "\\": "\\\\", '"': '\\"', "'": "\\'"}
 
-    def value(v):
-        if isinstance(v, list):
-            return "[ %s ]" % ",".join(json.dumps(x) for x in v) if v else "[ ]"
-        return json.dumps(v)
-    if not rows:
-        return "[ ]"
-    objs = ["{" + ",".join("\n        %s: %s" % (json.dumps(k), value(v)) for k, v in r.items()) + "\n    }"
-            for r in rows]
-    return "[ " + ",".join(objs) + " ]"
+
+def iproute2_json(value, pretty=False):
+    """``value`` (a list of objects, as ``ip -j`` and ``rdma -j`` print)
+    written as iproute2's json_writer (lib/json_writer.c) writes it.
+    Compact, there is no blank after ``,`` or ``:``. With ``-p`` every
+    member starts a line indented four spaces per level, a name is followed
+    by ``: ``, an array opens ``[ `` and closes `` ]`` (``[ ]`` when empty)
+    and keeps its plain values on one line (``[ "a","b" ]``), an object
+    without members is ``{}``, and ``},{`` joins the objects of an array.
+    Strings are escaped as jsonw_puts does (``'`` too, non-ASCII left as
+    it is). No newline at the end: the caller prints it, as jsonw_destroy."""
+    out = []
+    state = {"depth": 0, "sep": ""}
+
+    def eor():                         # a comma before all but the first
+        out.append(state["sep"])
+        state["sep"] = ","
+
+    def eol():
+        if pretty:
+            out.append("\n" + "    " * state["depth"])
+
+    def begin(c):
+        eor()
+        out.append(c)
+        state["depth"] += 1
+        state["sep"] = ""
+
+    def end(c):
+        state["depth"] -= 1
+        if state["sep"]:
+            eol()
+        out.append(c)
+        state["sep"] = ","
+
+    def write(v):
+        if isinstance(v, dict):
+            begin("{")
+            for k, member in v.items():
+                eor()
+                eol()
+                state["sep"] = ""
+                out.append(scalar(str(k)) + (": " if pretty else ":"))
+                write(member)
+            end("}")
+        elif isinstance(v, (list, tuple)):
+            begin("[")
+            if pretty:
+                out.append(" ")
+            for item in v:
+                write(item)
+            if pretty and state["sep"]:
+                out.append(" ")
+            state["sep"] = ""
+            end("]")
+        else:
+            eor()
+            out.append(scalar(v))
+
+    def scalar(v):
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if v is None:
+            return "null"
+        if isinstance(v, (int, float)):
+            return str(v)
+        return '"' + "".join(_JSONW_ESCAPES.get(c, c) for c in v) + '"'
+
+    write(value)
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------

@@ -290,6 +290,8 @@ RDMA_JSON = {  # file: pretty
     "rdma-j-link-debian12-iproute2-6.1-rxe-2dev.txt": False,
     "rdma-j-p-link-debian12-iproute2-6.1-rxe-2dev.txt": True,
     "rdma-j-p-d-dev-debian12-iproute2-6.1-rxe-2dev.txt": True,
+    "ip-j-link-show-debian12-iproute2-6.1-igb-2vf.txt": False,
+    "ip-j-p-link-show-debian12-iproute2-6.1-igb-2vf.txt": True,
 }
 
 
@@ -325,10 +327,47 @@ def test_the_twins_empty_pretty_array_and_empty_list_value():
     assert formats.iproute2_json([{"caps": []}], pretty=True) == '[ {\n        "caps": [ ]\n    } ]'
 
 
+# ---------------------------------------------------------------- ip link VF info (iproute2 6.1)
+# Per VF: vf, mac, vlan, qos, max_tx_rate, spoofchk, link_state, trust,
+# query_rss (igb leaves rss_query_en at -1, so iproute2 prints no query_rss).
+_IGB_VFS = [(0, "9e:6a:ae:90:9d:9a", 0, 0, 0, True, "auto", False, None),
+            (1, "02:11:22:33:44:55", 10, 3, 100, False, "auto", True, None)]
+IP_LINK = {
+    "ip-link-show-debian12-iproute2-6.1-igb-2vf.txt": _IGB_VFS,
+    "ip-j-link-show-debian12-iproute2-6.1-igb-2vf.txt": _IGB_VFS,
+    "ip-j-p-link-show-debian12-iproute2-6.1-igb-2vf.txt": _IGB_VFS,
+}
+
+
+def _vf_rows(vfs):
+    return [(v["vf"], v["mac"], v["vlan"], v["qos"], v["max_tx_rate"], v["spoofchk"], v["link_state"], v["trust"],
+             v["query_rss"]) for v in vfs]
+
+
+@pytest.mark.parametrize("name", sorted(IP_LINK))
+def test_ip_link_vfs_real_text_and_json(name):
+    text = recorded(name)
+    vfs = R.parse_ip_json_vfinfo(text) if text.startswith("[") else R.parse_ip_link_vfs(text)
+    assert _vf_rows(vfs) == IP_LINK[name]
+    assert {(v["link_type"], v["broadcast"]) for v in vfs} == {("ether", "ff:ff:ff:ff:ff:ff")}
+
+
+def test_the_twins_vf_lines_and_vfinfo_are_the_real_ones():
+    """simlab's ip_vf_lines and ip_json_vfinfo (the twin's ``ip link show``
+    and ``ip -j link show``) write, from the VFs read out of real iproute2
+    6.1 output, the same VF lines and vfinfo_list, byte for byte."""
+    from simlab.tools import formats
+    text = recorded("ip-link-show-debian12-iproute2-6.1-igb-2vf.txt")
+    assert formats.ip_vf_lines(R.parse_ip_link_vfs(text)) == [ln for ln in text.splitlines() if ln.startswith("    vf ")]
+    data = json.loads(recorded("ip-j-link-show-debian12-iproute2-6.1-igb-2vf.txt"))
+    vfs = [{k: v for k, v in vf.items() if k != "pf"} for vf in R.parse_ip_json_vfinfo(data)]
+    assert formats.ip_json_vfinfo(vfs) == data[0]["vfinfo_list"]
+
+
 # ---------------------------------------------------------------- the fixture set
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))
-    assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON))
+    assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON) | set(IP_LINK))
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f

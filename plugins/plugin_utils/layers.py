@@ -195,6 +195,7 @@ SHARED = {
     "simlab/tools/__main__.py": "the tool twins' entry point",
     "simlab/tools/agentclient.py": "the tool twins' way to the node agent",
     "simlab/tools/twin.py": "the tool twins' lookups",
+    "simlab/tools/cargs.py": "how the tool twins read a number or an address on their command line, as libc does",
     "simlab/tools/formats.py": "the tool twins' output formats",
     "simlab/tools/forkserver.py": "the tool twins' fork server and the wrappers' client",
 }

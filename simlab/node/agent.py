@@ -70,7 +70,7 @@ class Agent:
                     "hca": pf.spec.ids["hca"], "psid": pf.spec.ids["psid"], "part": pf.spec.ids["part"],
                     "mac": pf.spec.mac, "ipv4": pf.spec.ipv4, "link_type": pf.spec.link_type,
                     "speed_mbps": pf.spec.speed_mbps, "numa_node": pf.spec.numa_node,
-                    "bound": pf.bound, "operstate": pf.operstate, "mtu": pf.mtu, "numvfs": pf.numvfs,
+                    "bound": pf.bound, "admin_up": pf.admin_up, "operstate": pf.operstate, "mtu": pf.mtu, "numvfs": pf.numvfs,
                     "trust": pf.trust, "pfc": pf.pfc, "dscp2prio": {str(d): p for d, p in pf.dscp2prio.items()},
                     "app_dscp": sorted(pf.app_dscp),
                     "cable_len": pf.cable_len, "ecn_rp": pf.ecn_rp, "ecn_np": pf.ecn_np,

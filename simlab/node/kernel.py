@@ -110,6 +110,12 @@ def parse_u16(data: bytes) -> int:
     return value
 
 
+# the order do_setvfinfo() applies a VF's attributes in; vlan_proto and qos, checked
+# before vlan, ride with it in one ndo_set_vf_vlan() call
+_SETVF_ORDER = ("mac", "vlan_proto", "qos", "vlan", "max_tx_rate", "min_tx_rate", "spoofchk", "link_state",
+                "query_rss", "trust", "node_guid", "port_guid")
+
+
 @dataclass
 class VF:
     index: int
@@ -655,15 +661,25 @@ class Kernel:
             if not 0 <= index < pf.numvfs:
                 raise KernelError(errno.EINVAL, "Invalid argument")
             target = pf.vfs[index]
-            for key, value in settings.items():
-                if key in ("node_guid", "port_guid") and pf.spec.link_type != "IB":
+            # net/core/rtnetlink.c do_setvfinfo(): the attributes in its order,
+            # each through mlx5e's ndo (none for query_rss); the first refusal
+            # ends it, with what came before it applied
+            for key in sorted(settings, key=lambda k: _SETVF_ORDER.index(k)):
+                value = settings[key]
+                if key == "query_rss" or (key in ("node_guid", "port_guid") and pf.spec.link_type != "IB"):
                     raise KernelError(errno.EOPNOTSUPP, "Operation not supported")
+                if key == "mac" and int(value.split(":")[0], 16) & 1:
+                    raise KernelError(errno.EINVAL, "Invalid argument")     # multicast
+                if key == "vlan_proto":
+                    if value != "802.1Q":
+                        raise KernelError(errno.EPROTONOSUPPORT, "Protocol not supported")
+                    continue
                 if key == "vlan" and not 0 <= value <= 4095:
                     raise KernelError(errno.EINVAL, "Invalid argument")
                 if key == "qos" and not 0 <= value <= 7:
                     raise KernelError(errno.EINVAL, "Invalid argument")
                 setattr(target, key, value)
-            self.generation += 1
+                self.generation += 1
 
     def vf_netdev_mac(self, pf: PF, vf: VF) -> str:
         if vf.mac != "00:00:00:00:00:00":

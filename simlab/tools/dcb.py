@@ -19,7 +19,10 @@ the collection and a platform engineer use on a ConnectX host:
 
 Layouts follow iproute2's ``dcb/`` sources: an array line is its name then
 ``I:V`` tokens each followed by a space; the APP table is sorted by key; DSCP
-keys print as rt_dsfield names unless ``-N`` (DSCP 0 prints as ``0``).  A VF
+keys print as rt_dsfield names unless ``-N`` (DSCP 0 prints as ``0``); ``-j``
+is one object through iproute2's JSON writer (dcb opens no array), ``-p``
+its pretty layout (the writer's layout is held to real ``ip`` and ``rdma``
+output; no real ``dcb -j`` capture is recorded).  A VF
 or a device without DCB reads ``Attribute read: Operation not supported``, a
 missing device ``Attribute read: No such device``; both exit 1.  Sources and
 captures: tests/unit/fixtures/dcb_real/README.md.
@@ -27,9 +30,9 @@ captures: tests/unit/fixtures/dcb_real/README.md.
 
 from __future__ import annotations
 
-import json
 import sys
 
+from simlab.tools import formats
 from simlab.tools.agentclient import call, summary
 from simlab.tools.twin import netdevs
 
@@ -121,7 +124,7 @@ def pfc(cmd: str, args: list[str], s: dict, opts: dict) -> str:
                "prio_pfc": [bool(v) for v in pf["pfc"]]}
         if stats:
             out.update(requests=[0] * 8, indications=[0] * 8)
-        return json.dumps(out, separators=(",", ":")) + "\n"
+        return formats.iproute2_json(out, opts["p"]) + "\n"
     lines = {"pfc-cap": "pfc-cap 8 ", "macsec-bypass": "macsec-bypass off ", "delay": f"delay {pf['cable_len']} ",
              "prio-pfc": _arr("prio-pfc", [_onoff(v) for v in pf["pfc"]]),
              "requests": _arr("requests", [0] * 8), "indications": _arr("indications", [0] * 8)}
@@ -146,9 +149,9 @@ def ets(cmd: str, args: list[str], s: dict, opts: dict) -> str:
     d = call({"op": "dcb", "dev": name}, "dcb")["dcb"]
     tsa = [t if t in ("strict", "ets", "vendor") else "???" for t in d["tsa"]]
     if opts["j"]:
-        return json.dumps({"willing": False, "ets_cap": 8, "cbs": False, "tc_bw": d["tcbw"], "pg_bw": [0] * 8,
-                           "tc_tsa": tsa, "prio_tc": d["prio_tc"], "reco_tc_bw": [0] * 8,
-                           "reco_tc_tsa": ["strict"] * 8, "reco_prio_tc": [0] * 8}, separators=(",", ":")) + "\n"
+        return formats.iproute2_json({"willing": False, "ets_cap": 8, "cbs": False, "tc_bw": d["tcbw"],
+                                      "pg_bw": [0] * 8, "tc_tsa": tsa, "prio_tc": d["prio_tc"], "reco_tc_bw": [0] * 8,
+                                      "reco_tc_tsa": ["strict"] * 8, "reco_prio_tc": [0] * 8}, opts["p"]) + "\n"
     lines = {"willing": "willing off ", "ets-cap": "ets-cap 8 ", "cbs": "cbs off ",
              "tc-bw": _arr("tc-bw", d["tcbw"]), "pg-bw": _arr("pg-bw", [0] * 8), "tc-tsa": _arr("tc-tsa", tsa),
              "prio-tc": _arr("prio-tc", d["prio_tc"]), "reco-tc-bw": _arr("reco-tc-bw", [0] * 8),
@@ -212,8 +215,8 @@ def app(cmd: str, args: list[str], s: dict, opts: dict) -> str:
         if rest and "dscp-prio" not in rest:
             return "{}\n" if opts["j"] else ""
         if opts["j"]:
-            return json.dumps({"dscp_prio": [[d, p, " "] for d, p in table]} if table else {},
-                              separators=(",", ":")) + "\n"
+            return formats.iproute2_json({"dscp_prio": [[d, p, " "] for d, p in table]} if table else {},
+                                         opts["p"]) + "\n"
         if not table:
             return ""
         key = (lambda d: str(d)) if opts["N"] else (lambda d: DSCP_NAMES.get(d, str(d)))

@@ -13,13 +13,13 @@ and one per probed VF, and none at all while ``mlx5_ib`` is unloaded.
 
 from __future__ import annotations
 
-import re
 import socket
 import sys
 
 from simlab.node.hardware import MODELS
 from simlab.tools import formats
 from simlab.tools.agentclient import summary
+from simlab.tools.cargs import strtol
 from simlab.tools.twin import gids, node_guid, port_up, rdma_devices
 
 _WIDTH_SPEED = {  # port speed (Mb/s) -> (active_width, active_speed) as devinfo prints them
@@ -108,17 +108,6 @@ _DEVINFO_USAGE = ("Usage: ibv_devinfo             print the ca attributes\n"
                   "  -v, --verbose          print all the attributes of the IB device(s)")
 
 
-def _strtol(text: str) -> int:
-    """C's strtol(text, NULL, 0): a leading number in base 16 (0x), 8 (0) or
-    10; 0 when there is none."""
-    m = re.match(r"\s*([+-]?)(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)", text)
-    if not m:
-        return 0
-    digits = m.group(2)
-    value = int(digits, 16) if digits[:2].lower() == "0x" else int(digits, 8) if digits.startswith("0") else int(digits)
-    return -value if m.group(1) == "-" else value
-
-
 def _getopt_error(prog: str, err) -> str:
     """glibc getopt_long's message for what Python's getopt refused."""
     long_form = f"--{err.opt}" in err.msg
@@ -145,7 +134,7 @@ def ibv_devinfo(argv: list[str]) -> int:
         if flag in ("-d", "--ib-dev"):
             dev_name = arg
         elif flag in ("-i", "--ib-port"):
-            port = _strtol(arg)
+            port = strtol(arg)[0]
             if port <= 0:
                 print(_DEVINFO_USAGE)
                 return 1

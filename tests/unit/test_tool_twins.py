@@ -12,8 +12,8 @@ from plugins.module_utils.nic_firmware import mlx_tools
 from plugins.module_utils.rdma_check import rdma_tools
 from simlab.node import agent as agent_mod
 from simlab.node import boot, hardware
-from simlab.tools import (agentclient, cma_roce, grubby, mlnx_qos, mlxconfig, modprobe, mstflint, mstfwreset,
-                          nmcli, rdma)
+from simlab.tools import (agentclient, cargs, cma_roce, grubby, ip, mlnx_qos, mlxconfig, modprobe, mstflint,
+                          mstfwreset, nmcli, rdma)
 
 pytestmark = pytest.mark.layers(4, 5, 8)
 
@@ -430,5 +430,122 @@ def test_ibv_devinfo_reads_a_port_as_strtol_does():
     """devinfo.c reads -i with strtol(optarg, NULL, 0): base 16 after 0x,
     8 after 0, the leading digits only, 0 when there are none (then the
     usage and exit status 1, as tests/vm holds against the real tool)."""
-    from simlab.tools.rdma import _strtol
-    assert [_strtol(x) for x in ("1", "0x2", "010", "08", "12abc", "abc", "-3", " 7")] == [1, 2, 8, 0, 12, 0, -3, 7]
+    from simlab.tools.cargs import strtol
+    assert [strtol(x)[0] for x in ("1", "0x2", "010", "08", "12abc", "abc", "-3", " 7")] == [1, 2, 8, 0, 12, 0, -3, 7]
+
+
+# ----------------------------------------------------------------- ip link
+# What real iproute2 6.1 answers (the VM tier compares them live on an igb PF:
+# tests/vm/test_vm_twin_faithful.py): exit status and stderr.
+IP_REFUSALS = [
+    (["vf", "1", "trust", "maybe"], 1, 'Error: argument of "trust" must be one of "off", "on", not "maybe"\n'),
+    (["vf", "x", "trust", "on"], 255, 'Error: argument "x" is wrong: Invalid "vf" value\n\n'),
+    (["vf", "1", "spoofchk"], 255, 'Command line is not complete. Try option "help"\n'),
+    (["vf", "1", "qos", "3"], 255, 'Command line is not complete. Try option "help"\n'),
+    (["vf", "7", "trust", "on"], 2, "RTNETLINK answers: Invalid argument\n"),
+    (["vf", "1", "vlan", "5000"], 255, 'Error: argument "5000" is wrong: Invalid "vlan" value\n\n'),
+    (["vf", "1", "vlan", "10", "qos", "9"], 2, "RTNETLINK answers: Invalid argument\n"),
+    (["vf", "1", "vlan", "10", "proto", "802.1ad"], 2, "RTNETLINK answers: Protocol not supported\n"),
+    (["vf", "1", "vlan", "10", "proto", "ipx"], 255,
+     'Error: argument "ipx" is wrong: Invalid "vlan protocol" value - supported 802.1Q, 802.1ad\n\n'),
+    (["vf", "1", "vlan", "10", "proto", "foo"], 255, 'Error: argument "foo" is wrong: protocol is invalid\n\n'),
+    (["vf", "1", "mac", "02:zz:00:00:00:01"], 1, '"zz" is invalid lladdr.\n'),
+    (["vf", "1", "mac", "02:11:22:33:44"], 1, "Invalid address length 5 - must be 6 bytes\n"),
+    (["vf", "1", "mac", "1.2.3.4"], 1, "Invalid address length 4 - must be 6 bytes\n"),
+    (["vf", "1", "mac", "01:00:5e:00:00:01"], 2, "RTNETLINK answers: Invalid argument\n"),
+    (["vf", "1", "max_tx_rate", "x"], 255, 'Error: argument "x" is wrong: Invalid "max tx rate" value\n\n'),
+    (["vf", "1", "query_rss", "on"], 2, "RTNETLINK answers: Operation not supported\n"),
+    (["vf", "1", "mtu", "1500"], 255, 'Command line is not complete. Try option "help"\n'),
+    (["mtu", "x"], 255, 'Error: argument "x" is wrong: Invalid "mtu" value\n\n'),
+    ([PF], 255, f'Error: either "dev" is duplicate, or "{PF}" is a garbage.\n'),
+]
+
+
+@pytest.mark.parametrize("words,rc,err", IP_REFUSALS, ids=[" ".join(w) for w, _, _ in IP_REFUSALS])
+def test_ip_link_set_vf_refuses_as_iproute2_and_the_kernel_do(agent, capsys, words, rc, err):
+    """ip/iplink.c iplink_parse_vf() (iproute2 6.1) refuses what it cannot
+    read before anything is sent; the kernel refuses what mlx5 does not take
+    (a multicast MAC, 802.1ad, qos above 7, query_rss); nothing of a refused
+    VLAN call is applied."""
+    pf = enable_vfs(agent)
+    before = [vars(v).copy() for v in pf.vfs]
+    assert run(capsys, ip, ["link", "set", "dev", PF, *words]) == (rc, "", err)
+    assert [vars(v) for v in pf.vfs] == before
+
+
+def test_ip_link_set_vf_reads_words_as_iproute2_does_and_applies_in_the_kernels_order(agent, capsys):
+    """A keyword's prefix (``t`` trust, ``o`` off), numbers in C's bases
+    (``rate 0x64``), the legacy ``rate`` overridden by max_tx_rate, and
+    do_setvfinfo()'s order: the MAC is set before query_rss is refused."""
+    pf = enable_vfs(agent)
+    assert run(capsys, ip, ["link", "set", "dev", PF, "vf", "1", "t", "on", "spoofchk", "o", "rate", "0x64"]) == (0, "", "")
+    assert (pf.vfs[1].trust, pf.vfs[1].spoofchk, pf.vfs[1].max_tx_rate) == (True, False, 100)
+    assert run(capsys, ip, ["link", "set", PF, "vf", "1", "rate", "5", "max_tx_rate", "200"])[0] == 0
+    assert pf.vfs[1].max_tx_rate == 200
+    assert run(capsys, ip, ["link", "set", PF, "vf", "1", "min_tx_rate", "300"]) == (
+        1, "", "Invalid min_tx_rate 300 - must be <= max_tx_rate 200\n")
+    rc, _, err = run(capsys, ip, ["link", "set", PF, "vf", "0", "query_rss", "on", "mac", "02:00:00:00:00:aa"])
+    assert (rc, err, pf.vfs[0].mac) == (2, "RTNETLINK answers: Operation not supported\n", "02:00:00:00:00:aa")
+    assert run(capsys, ip, ["link", "set", PF, "vf", "0", "vlan", "0x10", "qos", "2", "proto", "0x8100"])[0] == 0
+    assert (pf.vfs[0].vlan, pf.vfs[0].qos) == (16, 2)
+
+
+def test_ip_link_show_json_pretty_and_up_filter(agent, capsys):
+    """-j, -j -p (any prefix of -json/-pretty, --json too) through
+    iproute2's json_writer; ``up`` leaves a link that is down out; a second
+    device name is iproute2's duplicate error."""
+    enable_vfs(agent)
+    rc, compact, _ = run(capsys, ip, ["-j", "link", "show", "dev", PF])
+    rc2, pretty, _ = run(capsys, ip, ["-json", "-pr", "link", "show", PF])
+    assert (rc, rc2) == (0, 0)
+    data = json.loads(compact)
+    assert json.loads(pretty) == data and pretty.startswith('[ {\n        "ifindex": ') and pretty.endswith("} ]\n")
+    assert [v["vf"] for v in data[0]["vfinfo_list"]] == [0, 1]
+    assert rdma_tools.parse_ip_json_vfinfo(pretty)[1]["vf"] == 1
+    assert run(capsys, ip, ["--json", "link", "show", PF, "up"])[1] == compact
+    assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
+    assert run(capsys, ip, ["link", "show", PF, "up"]) == (0, "", "")
+    assert run(capsys, ip, ["-j", "link", "show", PF, "up"]) == (0, "[]\n", "")
+    assert run(capsys, ip, ["link", "show", PF, PF]) == (255, "", f'Error: either "dev" is duplicate, or "{PF}" is a garbage.\n')
+
+
+def test_c_number_words_are_read_as_libc_reads_them():
+    """get_integer/get_unsigned take the whole word (strtol/strtoul, base 0);
+    sscanf("%x") takes a leading hex number."""
+    assert [cargs.whole_int(x) for x in ("7", "0x10", "010", "-3", "08", "", "1x", "2147483648")] == \
+        [7, 16, 8, -3, None, None, None, None]
+    assert [cargs.whole_unsigned(x) for x in ("4294967295", "4294967296", "-1", "-0", " 5")] == \
+        [4294967295, None, None, 0, 5]
+    assert [cargs.scan_hex(x) for x in ("ff", "0x1f", "1g", "zz", "-1", " a")] == [255, 31, 1, None, -1, 10]
+
+
+def test_dcb_pretty_json_is_iproute2s_writer_on_one_object(agent, capsys):
+    """dcb opens no array (new_json_obj_plain): -j is one object, -j -p the
+    same object in the writer's pretty layout."""
+    from simlab.tools import dcb
+    rc, compact, _ = run(capsys, dcb, ["-j", "pfc", "show", "dev", PF])
+    rc2, pretty, _ = run(capsys, dcb, ["-j", "-p", "pfc", "show", "dev", PF])
+    assert (rc, rc2) == (0, 0) and json.loads(pretty) == json.loads(compact)
+    assert compact.startswith('{"pfc_cap":8,') and pretty.startswith('{\n    "pfc_cap": 8,\n') and pretty.endswith("\n}\n")
+    assert '"prio_pfc": [ ' in pretty
+
+
+@pytest.mark.parametrize("want", [{"vlan": 200, "qos": 3}, {"vlan": 100, "qos": 5}, {"vlan": 300}])
+def test_the_sriov_modules_vlan_change_converges_in_one_pass(agent, capsys, want):
+    """sriov_vf's plan (vf_changes, vf_settings_to_send, ip_args) sent to ip
+    as iproute2 reads it: after one pass nothing differs, where a VLAN sent
+    without its QoS would have reset the QoS to 0 and a QoS sent with vlan 0
+    would have removed the VLAN."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
+
+    def current():
+        out = run(capsys, ip, ["-j", "link", "show", "dev", PF])[1]
+        return {v["vf"]: v for v in rdma_tools.parse_ip_json_vfinfo(out)}[0]
+    enable_vfs(agent)
+    assert run(capsys, ip, ["link", "set", "dev", PF, "vf", "0", "vlan", "100", "qos", "3"])[0] == 0
+    cur = current()
+    delta = sriov.vf_changes(cur, want)
+    args = sriov.ip_args(PF, 0, sriov.vf_settings_to_send(cur, want, delta))
+    assert run(capsys, ip, args) == (0, "", "")
+    assert sriov.vf_changes(current(), want) == {}
+    assert current()["qos"] == want.get("qos", 3)

@@ -162,6 +162,19 @@ def test_vf_changes_and_ip_args():
     assert sriov.vf_changes(cur, {"spoofchk": True, "trust": False, "mac": "00:00:00:00:00:00"}) == {}
 
 
+@pytest.mark.parametrize("cur,want,args", [
+    ({"vlan": 100, "qos": 0}, {"vlan": 100, "qos": 3}, ["vlan", "100", "qos", "3"]),
+    ({"vlan": 100, "qos": 3}, {"vlan": 200, "qos": 3}, ["vlan", "200", "qos", "3"]),
+    ({"vlan": 100, "qos": 3}, {"vlan": 200}, ["vlan", "200", "qos", "3"]),
+    ({"vlan": 100, "qos": 3}, {"vlan": 0, "qos": 0}, ["vlan", "0", "qos", "0"]),
+])
+def test_a_vlan_or_qos_change_sends_both_as_iproute2_takes_them(cur, want, args):
+    """iproute2 reads ``vlan V`` without ``qos`` as qos 0: a change of the
+    VLAN alone keeps the QoS, a change of the QoS alone keeps the VLAN."""
+    delta = sriov.vf_changes(dict(cur, vf=0), want)
+    assert sriov.ip_args("enp59s0f0np0", 0, sriov.vf_settings_to_send(cur, want, delta))[6:] == args
+
+
 def test_every_layer_selects_the_pfs_of_gpufabric_nics_by_one_rule():
     """Layers 4, 5 and 6 (and their doctor checks), rdma_check and
     nccl_validate select with sriov's rule: a netdev name as the kernel spells

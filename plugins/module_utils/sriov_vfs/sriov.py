@@ -505,6 +505,20 @@ def vf_changes(current, desired):
     return out
 
 
+def vf_settings_to_send(current, desired, changes):
+    """What ``ip link set ... vf`` carries for ``changes`` (of vf_changes):
+    iproute2 sends a VF's VLAN and QoS in one call and reads a missing qos
+    as 0 (iplink_parse_vf_vlan_info), so a change of either sends both, the
+    other one as the intent wants it or, where the intent is silent, as the
+    VF has it."""
+    out = dict(changes)
+    if "vlan" in out or "qos" in out:
+        current = current or {}
+        out["vlan"] = desired.get("vlan", current.get("vlan") or 0)
+        out["qos"] = desired.get("qos", current.get("qos") or 0)
+    return out
+
+
 def ip_args(pf_name, index, changes):
     """``ip link set dev <pf> vf N ...`` arguments for one VF's changes (VLAN
     and QoS go together, as iproute2 takes them)."""

@@ -110,10 +110,11 @@ def parse_u16(data: bytes) -> int:
     return value
 
 
-# the order do_setvfinfo() applies a VF's attributes in; vlan_proto and qos, checked
-# before vlan, ride with it in one ndo_set_vf_vlan() call
-_SETVF_ORDER = ("mac", "vlan_proto", "qos", "vlan", "max_tx_rate", "min_tx_rate", "spoofchk", "link_state",
-                "query_rss", "trust", "node_guid", "port_guid")
+# the order do_setvfinfo() applies a VF's attributes in; the length of an 802.1ad
+# VLAN list, vlan_proto and qos, checked before vlan, ride with it in one
+# ndo_set_vf_vlan() call
+_SETVF_ORDER = ("mac", "vlan_list_len", "vlan_proto", "qos", "vlan", "tx_rate", "max_tx_rate", "min_tx_rate",
+                "spoofchk", "link_state", "query_rss", "trust", "node_guid", "port_guid")
 
 
 @dataclass
@@ -664,12 +665,30 @@ class Kernel:
             # net/core/rtnetlink.c do_setvfinfo(): the attributes in its order,
             # each through mlx5e's ndo (none for query_rss); the first refusal
             # ends it, with what came before it applied
-            for key in sorted(settings, key=lambda k: _SETVF_ORDER.index(k)):
+            unknown = sorted(set(settings) - set(_SETVF_ORDER))
+            if unknown:
+                raise KernelError(errno.EINVAL, f"no VF attribute {unknown[0]}")
+            for key in sorted(settings, key=_SETVF_ORDER.index):
                 value = settings[key]
+                if key == "qos":
+                    value &= 0xFF        # ndo_set_vf_vlan() takes a u8
+                if key in ("tx_rate", "max_tx_rate") or (key == "min_tx_rate" and "max_tx_rate" not in settings):
+                    # rtnl_set_vf_rate(): both rates in one call (the legacy tx_rate
+                    # with the VF's min), a max below the min refused
+                    low = settings.get("min_tx_rate", target.min_tx_rate) if key != "tx_rate" else target.min_tx_rate
+                    high = value if key == "tx_rate" else settings.get("max_tx_rate", target.max_tx_rate)
+                    if high and high < low:
+                        raise KernelError(errno.EINVAL, "Invalid argument")
+                    if key == "tx_rate":
+                        key = "max_tx_rate"
                 if key == "query_rss" or (key in ("node_guid", "port_guid") and pf.spec.link_type != "IB"):
                     raise KernelError(errno.EOPNOTSUPP, "Operation not supported")
                 if key == "mac" and int(value.split(":")[0], 16) & 1:
                     raise KernelError(errno.EINVAL, "Invalid argument")     # multicast
+                if key == "vlan_list_len":    # an 802.1ad VLAN list: MAX_VLAN_LIST_LEN is 1
+                    if value > 1:
+                        raise KernelError(errno.EOPNOTSUPP, "Operation not supported")
+                    continue
                 if key == "vlan_proto":
                     if value != "802.1Q":
                         raise KernelError(errno.EPROTONOSUPPORT, "Protocol not supported")

@@ -39,9 +39,9 @@ def whole_int(text: str) -> int | None:
 def whole_unsigned(text: str) -> int | None:
     """iproute2's ``get_unsigned(.., 0)``: strtoul takes a sign and wraps a
     negative number around 2**64, which is then out of an unsigned int's
-    range (``-0`` stays 0)."""
+    range (``-0`` stays 0); a number past 64 bits is ERANGE."""
     value, rest = strtol(text)
-    if not text or rest:
+    if not text or rest or abs(value) >= 2 ** 64:     # beyond an unsigned long: ERANGE
         return None
     value %= 2 ** 64
     return value if value <= UINT_MAX else None
@@ -55,3 +55,31 @@ def scan_hex(text: str) -> int | None:
         return None
     value = int(m.group(2), 16)
     return -value if m.group(1) == "-" else value
+
+
+def ipv4_address(text: str) -> bool:
+    """iproute2's get_addr_ipv4(): one to four ``.``-separated parts, each
+    read by strtoul (base 0) and at most 255 (``10.8`` and ``0x1.2.3.4``
+    are addresses)."""
+    part = text
+    for i in range(4):
+        value, rest = strtol(part)
+        if rest == part or abs(value) >= 2 ** 64 or value % 2 ** 64 > 255:
+            return False
+        if rest == "":
+            return True
+        if i == 3 or not rest.startswith("."):
+            return False
+        part = rest[1:]
+    return False
+
+
+def strtoul16(text: str) -> tuple[int, str]:
+    """C's ``strtoul(text, &end, 16)``: the leading hex number (a sign and
+    ``0x`` allowed, a negative one wrapped around 2**64) and the text after
+    it; ``(0, text)`` when there is none."""
+    m = _HEX_RE.match(text)
+    if not m:
+        return 0, text
+    value = int(m.group(2), 16)
+    return (-value if m.group(1) == "-" else value) % 2 ** 64, text[m.end():]

@@ -421,7 +421,7 @@ def rdma_link(rows):
 
 
 _JSONW_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f", "\b": "\\b",
-                  "\\": "\\\\", '"': '\\"', "'": "\\'"}
+                  "\\": "\\\\", '"': '\\"'}
 
 
 def iproute2_json(value, pretty=False):
@@ -432,8 +432,8 @@ def iproute2_json(value, pretty=False):
     by ``: ``, an array opens ``[ `` and closes `` ]`` (``[ ]`` when empty)
     and keeps its plain values on one line (``[ "a","b" ]``), an object
     without members is ``{}``, and ``},{`` joins the objects of an array.
-    Strings are escaped as jsonw_puts does (``'`` too, non-ASCII left as
-    it is). No newline at the end: the caller prints it, as jsonw_destroy."""
+    Strings are escaped as 6.1's jsonw_puts does (``'`` is not, non-ASCII
+    is left as it is). No newline at the end: the caller prints it, as jsonw_destroy."""
     out = []
     state = {"depth": 0, "sep": ""}
 

@@ -7,8 +7,10 @@ model. They read the command line as iproute2 6.1 does (ip/iplink.c,
 ip/ipaddress.c, lib/utils.c: its messages and exit statuses for what it
 cannot read) and print its formats (``vf N     link/ether ... spoof checking
 ..., trust ...``, its JSON writer); the VM tier holds them to the real ``ip``
-on an igb PF (tests/vm/test_vm_twin_faithful.py). Every other invocation is
-handed to the real ``ip`` unchanged.
+on an igb PF (tests/vm/test_vm_twin_faithful.py). On a twin netdev an
+option other than ``-j``/``-p``, or a ``link set`` word of iproute2's other
+than ``up``, ``down``, ``mtu`` and ``vf``, is refused as not modelled; every
+other invocation is handed to the real ``ip`` unchanged.
 """
 
 from __future__ import annotations
@@ -74,17 +76,15 @@ def _on_off(what: str, arg: str) -> bool:
     raise _Stop(1, f'Error: argument of "{what}" must be one of "off", "on", not "{arg}"')
 
 
-def _lladdr(arg: str) -> str:
-    """lib/ll_addr.c ll_addr_a2n() for an Ethernet device: ``:``-separated
-    groups read by sscanf("%x"), each 0-255, six of them (iplink_parse_vf's
-    length check); a word with a dot is an IPv4 address, four bytes."""
+def _lladdr(arg: str, halen: int) -> str:
+    """lib/ll_addr.c ll_addr_a2n(): ``:``-separated groups read by
+    sscanf("%x"), each 0-255, or, for a word with a dot, an IPv4 address
+    (get_addr_ipv4: four bytes); then iplink_parse_vf()'s check against the
+    device's address length (6 on Ethernet, 20 on IPoIB)."""
     if "." in arg:
-        import ipaddress
-        try:
-            ipaddress.IPv4Address(arg)
-        except ValueError:
-            raise _Stop(1, f'"{arg}" is invalid lladdr.') from None
-        octets = []
+        if not cargs.ipv4_address(arg):
+            raise _Stop(1, f'"{arg}" is invalid lladdr.')
+        octets = [0, 0, 0, 0]
     else:
         octets = []
         for group in arg.split(":"):
@@ -92,9 +92,24 @@ def _lladdr(arg: str) -> str:
             if value is None or not 0 <= value <= 255:
                 raise _Stop(1, f'"{group}" is invalid lladdr.')
             octets.append(value)
-    if len(octets) != 6:
-        raise _Stop(1, f"Invalid address length {len(octets) or 4} - must be 6 bytes")
+    if len(octets) != halen:
+        raise _Stop(1, f"Invalid address length {len(octets)} - must be {halen} bytes")
     return ":".join("%02x" % o for o in octets)
+
+
+def _guid(arg: str) -> str | None:
+    """lib/utils.c get_guid(): 23 characters, a ``:`` after every two, each
+    pair read by strtoul(.., 16), which must end exactly at the next colon
+    and give at most 255."""
+    if len(arg) != 23 or any(arg[2 + i * 3] != ":" for i in range(7)):
+        return None
+    groups = []
+    for i in range(8):
+        value, rest = cargs.strtoul16(arg[i * 3:])
+        if len(arg) - len(rest) != i * 3 + 2 or value > 255:
+            return None
+        groups.append(value)
+    return ":".join("%02x" % g for g in groups)
 
 
 # lib/ll_proto.c's names (compared ignoring case); a number is read as get_be16() reads it
@@ -120,7 +135,27 @@ def _vlan_proto(arg: str) -> str:
     return "802.1Q" if proto == 0x8100 else "802.1ad"
 
 
-def _parse_vf(args: list[str], i: int) -> tuple[dict, int]:
+def _vlan_info(args: list[str], i: int, value) -> tuple[dict, int]:
+    """iplink_parse_vf_vlan_info() from ``args[i]`` (``vlan``): the VLAN, a
+    ``qos`` (0 when not given) and a ``proto`` (802.1Q when not given)."""
+    vlan = cargs.whole_unsigned(value(i))
+    if vlan is None or vlan > 4095:
+        raise _invarg('Invalid "vlan" value\n', args[i + 1])
+    info = {"vlan": vlan, "qos": 0, "vlan_proto": "802.1Q"}
+    i += 2
+    if i < len(args) and _matches(args[i], "qos"):
+        qos = cargs.whole_unsigned(value(i))
+        if qos is None:
+            raise _invarg('Invalid "qos" value\n', args[i + 1])
+        info["qos"] = qos
+        i += 2
+    if i < len(args) and _matches(args[i], "proto"):
+        info["vlan_proto"] = _vlan_proto(value(i))
+        i += 2
+    return info, i
+
+
+def _parse_vf(args: list[str], i: int, halen: int) -> tuple[dict, int]:
     """ip/iplink.c iplink_parse_vf() (iproute2 6.1) from ``args[i]``, the word
     after ``vf N``: the settings (keys of the kernel model's VF) and the
     index of the first word it did not take. A word that is no VF keyword
@@ -139,28 +174,25 @@ def _parse_vf(args: list[str], i: int) -> tuple[dict, int]:
     while i < len(args):
         word = args[i]
         if _matches(word, "mac"):
-            settings["mac"] = _lladdr(value(i))
+            settings["mac"] = _lladdr(value(i), halen)
             i += 2
         elif _matches(word, "vlan"):
-            vlan = cargs.whole_unsigned(value(i))
-            if vlan is None or vlan > 4095:
-                raise _invarg('Invalid "vlan" value\n', args[i + 1])
-            settings.update(vlan=vlan, qos=0, vlan_proto="802.1Q")
-            i += 2
-            if i < len(args) and _matches(args[i], "qos"):
-                qos = cargs.whole_unsigned(value(i))
-                if qos is None:
-                    raise _invarg('Invalid "qos" value\n', args[i + 1])
-                settings["qos"] = qos
-                i += 2
-            if i < len(args) and _matches(args[i], "proto"):
-                settings["vlan_proto"] = _vlan_proto(value(i))
-                i += 2
+            info, i = _vlan_info(args, i, value)
+            settings.update(info)
+            if info["vlan_proto"] != "802.1Q":
+                # IFLA_VF_VLAN_LIST: the words ``vlan ...`` that follow join it
+                entries = 1
+                while i < len(args) and _matches(args[i], "vlan"):
+                    _more, i = _vlan_info(args, i, value)
+                    entries += 1
+                settings["vlan_list_len"] = entries
         elif _matches(word, "rate"):
             rate = cargs.whole_unsigned(value(i))
             if rate is None:
                 raise _invarg('Invalid "rate" value\n', args[i + 1])
-            if not new_rate_api or not override_legacy:
+            if not new_rate_api:
+                settings["tx_rate"] = rate          # IFLA_VF_TX_RATE, the legacy call
+            elif not override_legacy:
                 settings["max_tx_rate"] = rate
             i += 2
         elif _matches(word, "max_tx_rate") or _matches(word, "min_tx_rate"):
@@ -182,10 +214,10 @@ def _parse_vf(args: list[str], i: int) -> tuple[dict, int]:
             i += 2
         elif _matches(word, "node_guid") or _matches(word, "port_guid"):
             key = "node_guid" if _matches(word, "node_guid") else "port_guid"
-            guid = value(i)
-            if not re.fullmatch(r"[0-9a-fA-F]{2}(:[0-9a-fA-F]{2}){7}", guid):
-                raise _invarg("Invalid GUID format\n", guid)
-            settings[key] = guid.lower()
+            guid = _guid(value(i))
+            if guid is None:
+                raise _invarg("Invalid GUID format\n", args[i + 1])
+            settings[key] = guid
             i += 2
         else:
             break
@@ -196,23 +228,48 @@ def _parse_vf(args: list[str], i: int) -> tuple[dict, int]:
 
 def _check_rates(s: dict, dev: str, index: int, settings: dict) -> None:
     """iplink_parse_vf()'s last check: a rate it was not given is the VF's
-    current one (ipaddr_get_vf_rate), and min_tx_rate may not exceed a
+    current one (ipaddr_get_vf_rate, which ends the command with ``Cannot
+    find VF N`` for a VF the PF lacks), and min_tx_rate may not exceed a
     max_tx_rate that is set."""
     if "min_tx_rate" not in settings and "max_tx_rate" not in settings:
         return
-    pf, _vf = _netdevs(s).get(dev, (None, None))
-    current = next((v for v in (pf or {}).get("vfs", []) if v["vf"] == index), {})
+    if "min_tx_rate" not in settings or "max_tx_rate" not in settings:
+        pf, _vf = _netdevs(s).get(dev, (None, None))
+        current = next((v for v in (pf or {}).get("vfs", []) if v["vf"] == index), None)
+        if current is None:
+            raise _Stop(1, f"Cannot find VF {index}")
+    else:
+        current = {}
     tmin = settings.get("min_tx_rate", current.get("min_tx_rate", 0))
     tmax = settings.get("max_tx_rate", current.get("max_tx_rate", 0))
     if tmax and tmin > tmax:
         raise _Stop(1, f"Invalid min_tx_rate {tmin} - must be <= max_tx_rate {tmax}")
 
 
-def _link_set(s: dict, args: list[str]) -> int:
+# the words of ip/iplink.c iplink_parse() the twin does not model: (word, a
+# prefix is enough) in its order
+_SET_UNMODELLED = [("name", False), ("index", False), ("link", True), ("address", True), ("broadcast", True),
+                   ("brd", False), ("txqueuelen", True), ("qlen", False), ("txqlen", True), ("xdpgeneric", False),
+                   ("xdpdrv", False), ("xdpoffload", False), ("xdp", False), ("netns", False),
+                   ("multicast", False), ("allmulticast", False), ("promisc", False), ("trailers", False),
+                   ("arp", False), ("carrier", False), ("master", True), ("vrf", False), ("nomaster", True),
+                   ("dynamic", True), ("type", True), ("alias", True), ("group", False), ("mode", False),
+                   ("state", False), ("numtxqueues", True), ("numrxqueues", True), ("addrgenmode", True),
+                   ("link-netns", True), ("link-netnsid", True), ("protodown", False), ("protodown_reason", False),
+                   ("gso_max_size", False), ("gso_max_segs", False), ("gro_max_size", False), ("parentdev", False)]
+
+
+def _unmodelled(word: str) -> bool:
+    return any(_matches(word, k) if prefix else word == k for k, prefix in _SET_UNMODELLED)
+
+
+def _link_set(s: dict, args: list[str], argv: list[str]) -> int:
     """``ip link set`` on a twin netdev, read as ip/iplink.c iplink_parse()
     (iproute2 6.1) reads it: the device (``dev X`` or the bare name), ``up``,
-    ``down``, ``mtu N`` and any number of ``vf N ...``. The first word that
-    is none of them gets iproute2's answer to a second device name. Then,
+    ``down``, ``mtu N`` and any number of ``vf N ...``; another of
+    iproute2's words is refused as one the twin does not model, ``help``
+    goes to the real ip, and any other word gets iproute2's answer to a
+    second device name. Then,
     as the kernel's do_setlink() does, the MTU, the flags and the VF
     settings in that order; the first refusal ends it (RTNETLINK answers,
     status 2)."""
@@ -241,8 +298,14 @@ def _link_set(s: dict, args: list[str]) -> int:
                     raise _invarg('Invalid "vf" value\n', args[i + 1])
                 if dev is None:
                     raise _Stop(255, 'Error: argument "dev" is required')
-                settings, i = _parse_vf(args, i + 2)
+                pf = _netdevs(s).get(dev, ({}, None))[0]
+                settings, i = _parse_vf(args, i + 2, 20 if pf.get("link_type") == "IB" else 6)
+                _check_rates(s, dev, index, settings)
                 vfs.append((index, settings))
+            elif _unmodelled(word):
+                raise _Stop(2, f'ip: the simlab twin does not model "{word}" on its netdevs')
+            elif _matches(word, "help"):
+                return _real(argv)
             else:
                 if word == "dev":
                     if i + 1 >= len(args):
@@ -254,8 +317,6 @@ def _link_set(s: dict, args: list[str]) -> int:
                 i += 1
         if dev is None:
             raise _Stop(255, 'Not enough information: "dev" argument is required.')
-        for index, settings in vfs:
-            _check_rates(s, dev, index, settings)
     except _Stop as stop:
         print(stop.msg, file=sys.stderr)
         return stop.rc
@@ -309,12 +370,12 @@ _SHOW_FILTERS = ("to", "scope", "label", "group", "master", "vrf", "nomaster", "
 def _link_show(s: dict, name: str, up: bool, as_json: bool, pretty: bool = False) -> int:
     """One twin netdev as ``ip [-j [-p]] link show [dev] NAME [up]`` prints
     it, with the VF lines of a PF; ``up`` leaves out a netdev that is not
-    (nothing printed, or an empty JSON array)."""
+    (nothing printed, or ``[{}]``)."""
     pf, vf = _netdevs(s)[name]
     flags, state = _flags(pf, vf)
     if up and "UP" not in flags:
-        if as_json:
-            print(formats.iproute2_json([], pretty))
+        if as_json:       # iplink_get() opens the link's object before print_linkinfo() leaves it
+            print(formats.iproute2_json([{}], pretty))
         return 0
     mtu = pf["mtu"] if vf is None else vf["mtu"]
     mac = pf["mac"] if vf is None else vf["netdev_mac"]
@@ -336,21 +397,46 @@ def _link_show(s: dict, name: str, up: bool, as_json: bool, pretty: bool = False
     return 0
 
 
-def _option(opts: list[str], name: str) -> bool:
-    """ip/ip.c: ``--x`` is read as ``-x``, and an option is any prefix of its
-    name (``-j``, ``-js``, ``-json``)."""
-    return any(_matches(o[1:] if o.startswith("--") else o, name) and len(o) > 1 for o in opts)
+# ip/ip.c's options in the order it tries them: (name, a prefix is enough, takes a value)
+_OPTIONS = [("-loops", True, True), ("-family", True, True), ("-4", False, False), ("-6", False, False),
+            ("-0", False, False), ("-M", False, False), ("-B", False, False), ("-human", True, False),
+            ("-human-readable", True, False), ("-iec", True, False), ("-stats", True, False),
+            ("-statistics", True, False), ("-details", True, False), ("-resolve", True, False),
+            ("-oneline", True, False), ("-timestamp", True, False), ("-tshort", True, False),
+            ("-Version", True, False), ("-force", True, False), ("-batch", True, True), ("-brief", True, False),
+            ("-json", True, False), ("-pretty", True, False), ("-rcvbuf", True, True), ("-help", True, False),
+            ("-netns", True, True), ("-Numeric", True, False), ("-all", True, False), ("-echo", False, False),
+            ("-color", True, False)]
+
+
+def _ip_option(word: str) -> tuple[str, bool] | None:
+    """The option ip/ip.c reads ``word`` as (``--x`` is ``-x``; ``-c`` and
+    ``-color=...`` are its colour option), and whether it takes the next
+    word; None for an option it does not know."""
+    opt = word[1:] if word.startswith("--") else word
+    for name, prefix, value in _OPTIONS:
+        if (_matches(opt.split("=")[0] if name == "-color" else opt, name) and len(opt) > 1) if prefix \
+                else opt == name:
+            return name, value
+    return None
 
 
 def main(argv: list[str]) -> int:
     opts, i = [], 0
     while i < len(argv) and argv[i].startswith("-"):
-        opts.append(argv[i])
-        i += 1
+        if argv[i] == "--":
+            i += 1
+            break
+        option = _ip_option(argv[i])
+        if option is None or option[0] in ("-Version", "-help", "-batch"):
+            return _real(argv)        # its message for an unknown option, its version, help or batch
+        opts.append(option[0])
+        i += 2 if option[1] else 1
     rest = argv[i:]
     if not rest or rest[0] not in ("link", "l", "li", "lin"):
         return _real(argv)
     rest = rest[1:]
+    unmodelled = [o for o in opts if o not in ("-json", "-pretty")]
     s = None
     twin = None
 
@@ -366,12 +452,12 @@ def main(argv: list[str]) -> int:
 
     verb = rest[0] if rest else "show"
     args = rest[1:]
-    if verb in ("set", "s"):
+    if _matches(verb, "set") or _matches(verb, "change"):
         dev = args[1] if args and args[0] == "dev" and len(args) > 1 else (args[0] if args else "")
         if dev in twin_names():
-            return _link_set(s, args)
+            return _not_modelled(unmodelled) if unmodelled else _link_set(s, args, argv)
         return _real(argv)
-    if verb in ("show", "list", "sh", "ls"):
+    if _matches(verb, "show") or _matches(verb, "lst") or _matches(verb, "list"):
         # ip/ipaddress.c ipaddr_list_flush_or_save(): one device (``dev X`` or
         # the bare name) and the ``up`` filter are what the twin answers; any
         # other filter goes to the real ip with the rest of the command
@@ -393,6 +479,13 @@ def main(argv: list[str]) -> int:
                 filter_dev = args[i]
             i += 1
         if filter_dev is not None and filter_dev in twin_names():
-            return _link_show(s, filter_dev, up, as_json=_option(opts, "-json"), pretty=_option(opts, "-pretty"))
+            if unmodelled:
+                return _not_modelled(unmodelled)
+            return _link_show(s, filter_dev, up, as_json="-json" in opts, pretty="-pretty" in opts)
         return _real(argv)
     return _real(argv)
+
+
+def _not_modelled(opts: list[str]) -> int:
+    print(f"ip: the simlab twin does not model {opts[0]} for its netdevs (it prints -j and -p)", file=sys.stderr)
+    return 2

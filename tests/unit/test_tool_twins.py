@@ -457,6 +457,14 @@ IP_REFUSALS = [
     (["vf", "1", "query_rss", "on"], 2, "RTNETLINK answers: Operation not supported\n"),
     (["vf", "1", "mtu", "1500"], 255, 'Command line is not complete. Try option "help"\n'),
     (["mtu", "x"], 255, 'Error: argument "x" is wrong: Invalid "mtu" value\n\n'),
+    (["vf", "1", "vlan", "18446744073709551616"], 255,
+     'Error: argument "18446744073709551616" is wrong: Invalid "vlan" value\n\n'),
+    (["vf", "1", "mac", "10.8"], 1, "Invalid address length 4 - must be 6 bytes\n"),
+    (["vf", "1", "vlan", "10", "proto", "802.1ad", "vlan", "20"], 2, "RTNETLINK answers: Operation not supported\n"),
+    (["vf", "9", "min_tx_rate", "5"], 1, "Cannot find VF 9\n"),
+    (["vf", "1", "node_guid", "00:11:22:33:44:55:66:zz"], 255,
+     'Error: argument "00:11:22:33:44:55:66:zz" is wrong: Invalid GUID format\n\n'),
+    (["promisc", "on"], 2, 'ip: the simlab twin does not model "promisc" on its netdevs\n'),
     ([PF], 255, f'Error: either "dev" is duplicate, or "{PF}" is a garbage.\n'),
 ]
 
@@ -488,6 +496,10 @@ def test_ip_link_set_vf_reads_words_as_iproute2_does_and_applies_in_the_kernels_
     assert (rc, err, pf.vfs[0].mac) == (2, "RTNETLINK answers: Operation not supported\n", "02:00:00:00:00:aa")
     assert run(capsys, ip, ["link", "set", PF, "vf", "0", "vlan", "0x10", "qos", "2", "proto", "0x8100"])[0] == 0
     assert (pf.vfs[0].vlan, pf.vfs[0].qos) == (16, 2)
+    # the legacy rate keeps the VF's min_tx_rate, and rtnl_set_vf_rate() refuses a max below it
+    assert run(capsys, ip, ["link", "set", PF, "vf", "0", "max_tx_rate", "0", "min_tx_rate", "50"])[0] == 0
+    assert run(capsys, ip, ["link", "set", PF, "vf", "0", "rate", "10"]) == (2, "", "RTNETLINK answers: Invalid argument\n")
+    assert (pf.vfs[0].max_tx_rate, pf.vfs[0].min_tx_rate) == (0, 50)
 
 
 def test_ip_link_show_json_pretty_and_up_filter(agent, capsys):
@@ -505,7 +517,9 @@ def test_ip_link_show_json_pretty_and_up_filter(agent, capsys):
     assert run(capsys, ip, ["--json", "link", "show", PF, "up"])[1] == compact
     assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
     assert run(capsys, ip, ["link", "show", PF, "up"]) == (0, "", "")
-    assert run(capsys, ip, ["-j", "link", "show", PF, "up"]) == (0, "[]\n", "")
+    # iplink_get() opens the link's object before print_linkinfo() leaves it out
+    assert run(capsys, ip, ["-j", "link", "show", PF, "up"]) == (0, "[{}]\n", "")
+    assert run(capsys, ip, ["-j", "-p", "link", "show", PF, "up"]) == (0, "[ {} ]\n", "")
     assert run(capsys, ip, ["link", "show", PF, PF]) == (255, "", f'Error: either "dev" is duplicate, or "{PF}" is a garbage.\n')
 
 
@@ -535,7 +549,7 @@ def test_the_sriov_modules_vlan_change_converges_in_one_pass(agent, capsys, want
     """sriov_vf's plan (vf_changes, vf_settings_to_send, ip_args) sent to ip
     as iproute2 reads it: after one pass nothing differs, where a VLAN sent
     without its QoS would have reset the QoS to 0 and a QoS sent with vlan 0
-    would have removed the VLAN."""
+    would have removed the VLAN; a QoS the intent is silent on is 0."""
     from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import sriov
 
     def current():
@@ -545,7 +559,28 @@ def test_the_sriov_modules_vlan_change_converges_in_one_pass(agent, capsys, want
     assert run(capsys, ip, ["link", "set", "dev", PF, "vf", "0", "vlan", "100", "qos", "3"])[0] == 0
     cur = current()
     delta = sriov.vf_changes(cur, want)
-    args = sriov.ip_args(PF, 0, sriov.vf_settings_to_send(cur, want, delta))
+    args = sriov.ip_args(PF, 0, sriov.vf_settings_to_send(want, delta))
     assert run(capsys, ip, args) == (0, "", "")
     assert sriov.vf_changes(current(), want) == {}
-    assert current()["qos"] == want.get("qos", 3)
+    assert current()["qos"] == want.get("qos", 0)
+
+
+def test_ip_options_and_the_kernels_u8_qos(agent, capsys):
+    """ip.c stops reading options at ``--``; an option the twin does not
+    print with is named rather than ignored; ndo_set_vf_vlan() takes the
+    QoS as a u8, so 256 is 0."""
+    pf = enable_vfs(agent)
+    assert run(capsys, ip, ["--", "link", "show", PF])[1].startswith("100: " + PF)
+    assert run(capsys, ip, ["-s", "link", "show", PF]) == (
+        2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j and -p)\n")
+    assert run(capsys, ip, ["-d", "-j", "link", "set", PF, "up"])[0] == 2
+    assert run(capsys, ip, ["link", "set", PF, "vf", "1", "vlan", "10", "qos", "256"]) == (0, "", "")
+    assert (pf.vfs[1].vlan, pf.vfs[1].qos) == (10, 0)
+
+
+def test_the_json_writer_leaves_single_quotes_as_they_are():
+    """iproute2 6.1's jsonw_puts escapes tab, newline, CR, FF, BS, backslash
+    and the double quote only (single quotes are not, since "json: do not
+    escape single quotes")."""
+    from simlab.tools import formats
+    assert formats.iproute2_json([{"alias": "it's \"x\"\t\\"}]) == '[{"alias":"it\'s \\"x\\"\\t\\\\"}]'

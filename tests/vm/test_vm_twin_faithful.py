@@ -336,7 +336,10 @@ IP_COMMANDS = [
     "ip link set dev {pf} vf 1 trust maybe", "ip link set dev {pf} vf x trust on", "ip link set dev {pf} vf 1 spoofchk",
     "ip link set dev {pf} vf 7 trust on", "ip link set dev {pf} vf 1 bogus 1", "ip link set dev {pf} vf 1 qos 3",
     "ip link set dev {pf} vf", "ip link set dev {pf} vf 1 state sideways", "ip link set dev {pf} vf 1 vlan 5000",
-    "ip link set dev {pf} vf 1 vlan 10 qos 9", "ip link set dev {pf} vf 1 vlan 10 proto 802.1ad",
+    "ip link set dev {pf} vf 1 vlan 10 qos 9", "ip link set dev {pf} vf 1 vlan 10 qos 256",
+    "ip link set dev {pf} vf 1 vlan 18446744073709551616", "ip link set dev {pf} vf 1 vlan 10 proto 802.1ad",
+    "ip link set dev {pf} vf 1 vlan 10 proto 802.1ad vlan 20", "ip link set dev {pf} vf 1 mac 10.8",
+    "ip link set dev {pf} vf 9 min_tx_rate 5", "ip link set dev {pf} vf 1 node_guid 00:11:22:33:44:55:66:zz",
     "ip link set dev {pf} vf 1 vlan 10 proto ipx", "ip link set dev {pf} vf 1 vlan 10 proto foo",
     "ip link set dev {pf} vf 1 vlan 10 proto 0x88a8", "ip link set dev {pf} vf 1 vlan 10 qos 3 proto 0x8100",
     "ip link set dev {pf} vf 1 mac zz",
@@ -345,7 +348,9 @@ IP_COMMANDS = [
     "ip link set dev {pf} vf 1 min_tx_rate 200", "ip link set dev {pf} vf 1 query_rss on",
     "ip link set dev {pf} vf 1 rate 0x64", "ip link set dev {pf} vf 1 trust o", "ip link set dev {pf} vf 1 t on",
     "ip link set dev {pf} vf 1 mtu 1500", "ip link set dev {pf} mtu x", "ip link set dev {pf} {pf}",
-    "ip -j link show dev {pf}",
+    "ip -- link show dev {pf}", "ip -j link show dev {pf}",
+    "ip link set dev {pf} down", "ip link show dev {pf}", "ip link show dev {pf} up", "ip -j link show dev {pf} up",
+    "ip -j -p link show dev {pf} up", "ip link set dev {pf} up",
 ]
 
 
@@ -361,11 +366,11 @@ def ip_answers(sh, pf, pf_mac, query_rss_zeroed):
     out = sh(script).stdout.replace(pf, "PF").replace(pf_mac, "PFMAC")
     out = re.sub(r"(?m)^\d+: PF:", "N: PF:", out)
     out = re.sub(r"(\"ifindex\": ?)\d+", r"\1N", out)
-    if query_rss_zeroed:
-        out = re.sub(r", query_rss off|,\s*\"query_rss_en\": ?false", "", out)
+    if query_rss_zeroed:      # the last item of a VF line, of a vfinfo_list entry
+        out = re.sub(r"(?m), query_rss off$|,\s*\"query_rss_en\": ?false(?=\s*\})", "", out)
     answers = out.split("@end\n")
     assert len(answers) == len(IP_COMMANDS) + 1, out
-    return dict(zip(IP_COMMANDS, answers))
+    return answers[:-1]       # in order: a command may come twice, before and after a change
 
 
 @pytest.mark.layers(6)
@@ -384,10 +389,15 @@ def test_the_twins_ip_link_answers_as_real_iproute2_does(vmlab, twin1):
     mac = lambda sh, pf: json.loads(sh(f"ip -j link show dev {pf}").stdout)[0]["address"]
     real = ip_answers(lambda s: vmlab.sh("node02", s), real_pf, mac(lambda s: vmlab.sh("node02", s), real_pf), False)
     twin = ip_answers(lambda s: twin1.sh("node01", s), twin_pf, mac(lambda s: twin1.sh("node01", s), twin_pf), True)
-    assert "vf 1     link/ether 02:11:22:33:44:55 brd ff:ff:ff:ff:ff:ff, vlan 10, qos 3" in real["ip link show dev {pf}"]
-    assert real["ip link set dev {pf} vf 1 query_rss on"] == "@rc=2\nRTNETLINK answers: Operation not supported\n"
-    for cmd in IP_COMMANDS:
-        assert twin[cmd] == real[cmd], f"{cmd}: twin {twin[cmd]!r} != real {real[cmd]!r}"
+    vmlab.sh("node02", f"for i in $(seq 100); do [ \"$(cat /sys/class/net/{real_pf}/carrier)\" = 1 ] && break; "
+                       "sleep 0.2; done")     # the PF up again for the tests after this one
+    said = {c: a for c, a in reversed(list(zip(IP_COMMANDS, real)))}     # the first answer to each command
+    assert "vf 1     link/ether 02:11:22:33:44:55 brd ff:ff:ff:ff:ff:ff, vlan 10, qos 3" in said["ip link show dev {pf}"]
+    assert said["ip link set dev {pf} vf 1 query_rss on"] == "@rc=2\nRTNETLINK answers: Operation not supported\n"
+    assert said["ip -j -p link show dev {pf}"].startswith("[ {\n") and \
+        said["ip -j -p link show dev {pf} up"] == "[ {} ]\n@rc=0\n"      # asked while the PF is down
+    for n, (cmd, t, r) in enumerate(zip(IP_COMMANDS, twin, real)):
+        assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
 
 
 @pytest.mark.layers(8)

@@ -505,17 +505,16 @@ def vf_changes(current, desired):
     return out
 
 
-def vf_settings_to_send(current, desired, changes):
+def vf_settings_to_send(desired, changes):
     """What ``ip link set ... vf`` carries for ``changes`` (of vf_changes):
     iproute2 sends a VF's VLAN and QoS in one call and reads a missing qos
-    as 0 (iplink_parse_vf_vlan_info), so a change of either sends both, the
-    other one as the intent wants it or, where the intent is silent, as the
-    VF has it."""
+    as 0 (iplink_parse_vf_vlan_info), so a change of either sends both as
+    the intent has them, one it is silent on as 0: what the boot script
+    sends (boot_settings), and no VLAN left priority-tagged by an old QoS."""
     out = dict(changes)
     if "vlan" in out or "qos" in out:
-        current = current or {}
-        out["vlan"] = desired.get("vlan", current.get("vlan") or 0)
-        out["qos"] = desired.get("qos", current.get("qos") or 0)
+        out["vlan"] = desired.get("vlan") or 0
+        out["qos"] = desired.get("qos") or 0
     return out
 
 

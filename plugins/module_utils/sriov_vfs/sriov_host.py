@@ -179,7 +179,7 @@ def run(module, backend, found=None):
             delta = sriov.vf_changes(cur, desired)
             if delta:
                 changed = True
-                args = sriov.ip_args(pf["name"], idx, sriov.vf_settings_to_send(cur, desired, delta))
+                args = sriov.ip_args(pf["name"], idx, sriov.vf_settings_to_send(desired, delta))
                 commands.append(" ".join(["ip"] + args))
                 if not module.check_mode:
                     backend.set_vf(args)

@@ -47,14 +47,18 @@ def whole_unsigned(text: str) -> int | None:
     return value if value <= UINT_MAX else None
 
 
+def _leading_hex(text: str) -> tuple[int | None, str]:
+    m = _HEX_RE.match(text)
+    if not m:
+        return None, text
+    value = int(m.group(2), 16)
+    return (-value if m.group(1) == "-" else value), text[m.end():]
+
+
 def scan_hex(text: str) -> int | None:
     """``sscanf(text, "%x", &v)``: the leading hex number, the rest of the
     word ignored; None when it has none."""
-    m = _HEX_RE.match(text)
-    if not m:
-        return None
-    value = int(m.group(2), 16)
-    return -value if m.group(1) == "-" else value
+    return _leading_hex(text)[0]
 
 
 def ipv4_address(text: str) -> bool:
@@ -78,8 +82,5 @@ def strtoul16(text: str) -> tuple[int, str]:
     """C's ``strtoul(text, &end, 16)``: the leading hex number (a sign and
     ``0x`` allowed, a negative one wrapped around 2**64) and the text after
     it; ``(0, text)`` when there is none."""
-    m = _HEX_RE.match(text)
-    if not m:
-        return 0, text
-    value = int(m.group(2), 16)
-    return (-value if m.group(1) == "-" else value) % 2 ** 64, text[m.end():]
+    value, rest = _leading_hex(text)
+    return (0, text) if value is None else (value % 2 ** 64, rest)

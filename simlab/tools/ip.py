@@ -67,6 +67,19 @@ def _invarg(msg: str, arg: str) -> _Stop:
     return _Stop(255, f'Error: argument "{arg}" is wrong: {msg}')
 
 
+def _device_word(args: list[str], i: int, dev: str | None) -> tuple[str, int]:
+    """The device at ``args[i]`` (``dev X`` or the bare name), as iplink_parse()
+    and ipaddr_list_flush_or_save() read it: a second one is duparg2()'s
+    error. Returns the device and the index after it."""
+    if args[i] == "dev":
+        if i + 1 >= len(args):
+            raise _incomplete()
+        i += 1
+    if dev is not None:
+        raise _Stop(255, f'Error: either "dev" is duplicate, or "{args[i]}" is a garbage.')
+    return args[i], i + 1
+
+
 def _on_off(what: str, arg: str) -> bool:
     """lib/utils.c parse_on_off(): the first of "off", "on" that the word is a
     prefix of; otherwise the message, and the command fails with status 1."""
@@ -307,14 +320,7 @@ def _link_set(s: dict, args: list[str], argv: list[str]) -> int:
             elif _matches(word, "help"):
                 return _real(argv)
             else:
-                if word == "dev":
-                    if i + 1 >= len(args):
-                        raise _incomplete()
-                    i += 1
-                if dev is not None:
-                    raise _Stop(255, f'Error: either "dev" is duplicate, or "{args[i]}" is a garbage.')
-                dev = args[i]
-                i += 1
+                dev, i = _device_word(args, i, dev)
         if dev is None:
             raise _Stop(255, 'Not enough information: "dev" argument is required.')
     except _Stop as stop:
@@ -468,15 +474,12 @@ def main(argv: list[str]) -> int:
             elif args[i] in _SHOW_FILTERS:
                 return _real(argv)
             else:
-                if args[i] == "dev":
-                    if i + 1 >= len(args):
-                        print(_incomplete().msg, file=sys.stderr)
-                        return 255
-                    i += 1
-                if filter_dev is not None:
-                    print(f'Error: either "dev" is duplicate, or "{args[i]}" is a garbage.', file=sys.stderr)
-                    return 255
-                filter_dev = args[i]
+                try:
+                    filter_dev, i = _device_word(args, i, filter_dev)
+                except _Stop as stop:
+                    print(stop.msg, file=sys.stderr)
+                    return stop.rc
+                continue
             i += 1
         if filter_dev is not None and filter_dev in twin_names():
             if unmodelled:

@@ -521,6 +521,7 @@ def test_ip_link_show_json_pretty_and_up_filter(agent, capsys):
     assert run(capsys, ip, ["-j", "link", "show", PF, "up"]) == (0, "[{}]\n", "")
     assert run(capsys, ip, ["-j", "-p", "link", "show", PF, "up"]) == (0, "[ {} ]\n", "")
     assert run(capsys, ip, ["link", "show", PF, PF]) == (255, "", f'Error: either "dev" is duplicate, or "{PF}" is a garbage.\n')
+    assert run(capsys, ip, ["link", "show", PF, "dev"]) == (255, "", 'Command line is not complete. Try option "help"\n')
 
 
 def test_c_number_words_are_read_as_libc_reads_them():

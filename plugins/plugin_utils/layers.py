@@ -108,7 +108,7 @@ FILES = {
         "filters": ("plugins/filter/nic_firmware.py",),
         "twin": ("simlab/tools/mlxconfig.py", "simlab/tools/mstflint.py", "simlab/tools/mstfwreset.py")},
     5: {"module_utils": ("plugins/module_utils/rdma_drivers/driver_stack.py", "plugins/module_utils/rdma_drivers/gpudirect.py"),
-        "twin": ("simlab/tools/modprobe.py", "simlab/tools/modinfo.py", "simlab/tools/nvidia_smi.py")},
+        "twin": ("simlab/tools/modprobe.py", "simlab/tools/modinfo.py", "simlab/node/kmod.py", "simlab/tools/nvidia_smi.py")},
     6: {"modules": ("plugins/modules/sriov_vf.py",),
         "actions": ("plugins/action/sriov_vf.py",),
         "module_utils": ("plugins/module_utils/sriov_vfs/sriov.py", "plugins/module_utils/sriov_vfs/sriov_host.py",

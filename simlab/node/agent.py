@@ -18,7 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
-from . import boot
+from . import boot, kmod
 from .kernel import VFIO_MODULE, Kernel, KernelError
 from .sysfs import Tree
 from ..tools import forkserver
@@ -270,11 +270,10 @@ class Agent:
         (in a container both units are skipped): load the modules listed in
         modules-load.d that the twin models, then apply sysctl.d to the
         sysctls it models."""
-        from simlab.tools.modprobe import DEPS, _load_order
         order: list[str] = []
         for name in boot.boot_modules():
-            if name in DEPS:
-                _load_order(name, order)
+            if kmod.norm(name) in kmod.MODULES_DEP:
+                kmod.load_order(kmod.norm(name), order)
         if order:
             self.op_driver_modules({"load": [m for m in order if m not in self.kernel.modules]})
         with self.kernel.lock:

@@ -36,6 +36,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from . import kmod
 from .hardware import VENDOR, NicSpec, gpu_driver, nic_specs
 from .sysctls import BASE_SYSCTLS, BRIDGE_SYSCTLS, sysctl_key
 
@@ -210,7 +211,9 @@ class Kernel:
         self.kernel_names = hw.get("rdma_naming") == "kernel"
         self.firmware = firmware
         self.generation = 0
-        self.modules = {"mlx5_core", "mlx5_ib", "ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "ib_cm"}
+        # what a booted node has loaded (mlx5_core and what it needs for the
+        # PFs, mlx5_ib and rdma_ucm through rdma-core's udev rules)
+        self.modules = {m for name in kmod.BOOT_MODULES for m in kmod.load_order(name)}
         if self.ofed:
             # DOCA-OFED's modules all depend on its compat layer (lsmod shows
             # mlx_compat used by ib_core, mlx5_core, ...)

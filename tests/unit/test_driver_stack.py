@@ -31,6 +31,7 @@ def test_every_fixture_has_its_source_and_is_in_the_readme():
 @pytest.mark.parametrize("name,release", [
     ("modinfo-mlx5_core-inbox-debian12-6.1.0-20.txt", "6.1.0-20-amd64"),
     ("modinfo-mlx5_core-inbox-debian12-6.1.0-31.txt", "6.1.0-31-amd64"),
+    ("modinfo-mlx5_core-inbox-debian12-6.1.0-50-simlab-vm.txt", "6.1.0-50-amd64"),
 ])
 def test_inbox_modinfo_is_inbox(name, release):
     info = D.parse_modinfo(body(name), "mlx5_core")
@@ -40,6 +41,19 @@ def test_inbox_modinfo_is_inbox(name, release):
     found = D.classify("mlx5_core", INBOX, None, None, info, None, release, "inbox")
     assert (found["stack"], found["file_stack"], found["problems"]) == ("inbox", "inbox", [])
     assert D.describe(found).startswith("inbox mlx5_core (/lib/modules/%s/kernel/drivers/" % release)
+
+
+@pytest.mark.parametrize("module,depends,aliases,parms", [
+    ("mlx5_ib", "mlx5_core,ib_uverbs,ib_core", 3, 0),
+    ("ib_core", "", 3, 4),
+])
+def test_the_other_inbox_rdma_modules_read_as_inbox(module, depends, aliases, parms):
+    """Fields before ``license:`` (ib_core's alias), an empty ``depends:``
+    with its padding, a module without parameters: read, not refused."""
+    info = D.parse_modinfo(body("modinfo-%s-inbox-debian12-6.1.0-50-simlab-vm.txt" % module), module)
+    assert (info["depends"], len(info["alias"]), len(info.get("parm", []))) == (depends, aliases, parms)
+    assert info["filename"].endswith("/%s.ko" % module) and D.disk_stack(info) == "inbox"
+    assert info["signature"].count(":") == 511       # 512 bytes, its 26 lines joined
 
 
 def test_a_rhel_backport_with_srcversion_is_still_inbox():

@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.gpufabric.stack.plugins.module_utils.host import sysfs_nic
 from ansible_collections.gpufabric.stack.plugins.module_utils.sriov_vfs import vfio_passthrough as vp
 from simlab.node import agent as agent_mod
-from simlab.node import boot, hardware
+from simlab.node import boot, hardware, kmod
 from simlab.node.kernel import KernelError
 from simlab.node.sysfs import Link
 from simlab.tools import agentclient, modprobe
@@ -100,7 +100,7 @@ def test_modprobe_answers_as_kmod_did_on_debian_12(case, tmp_path, monkeypatch, 
         assert delegated == [case["argv"][1:]]
         return
     assert not delegated
-    real = {k: case[k].replace(REAL_RELEASE, modprobe.RELEASE) for k in ("stdout", "stderr")}
+    real = {k: case[k].replace(REAL_RELEASE, kmod.release()) for k in ("stdout", "stderr")}
     assert (rc, out.out, out.err) == (case["rc"], real["stdout"], real["stderr"])
     if "loaded_after" in case:
         assert set(a.kernel.modules) & VFIO == set(case["loaded_after"])

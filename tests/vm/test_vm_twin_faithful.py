@@ -400,6 +400,50 @@ def test_the_twins_ip_link_answers_as_real_iproute2_does(vmlab, twin1):
         assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
 
 
+KMOD_COMMANDS = ["modinfo mlx5_core", "modinfo mlx5_ib", "modinfo ib_core", "modinfo mlx5_core ib_core",
+                 "modinfo -F depends ib_core", "modinfo -F depends mlx5_core", "modinfo -n mlx5_ib",
+                 "modinfo -F vermagic mlx5-ib", "modinfo -F parm ib_core", "modinfo -p mlx5_core",
+                 "modinfo --field=alias mlx5_ib", "modinfo -F signature ib_core", "modinfo -a -F license mlx5_ib",
+                 "modinfo -F nosuch ib_core", "modinfo nosuch", "modinfo", "modinfo -F",
+                 "modprobe -D mlx5_ib", "modprobe -D rdma_ucm", "modprobe -D mlx5-core", "modprobe -D ib_core",
+                 "modprobe --show-depends br_netfilter", "modprobe -D overlay", "modprobe -D vfio-pci",
+                 "modprobe -D nosuch"]
+
+
+def kmod_answers(sh):
+    """What each of KMOD_COMMANDS prints (stdout, stderr, exit status) on a
+    node, its kernel release put in a word, and what differs by the key
+    that signed the modules (signer, key, the signature's bytes) masked."""
+    script = "uname -r; " + "".join(f"{c} 2>/tmp/kmod.err; echo \"@rc=$?\"; cat /tmp/kmod.err; echo @end; "
+                                    for c in KMOD_COMMANDS)
+    out = sh(script).stdout
+    release, _, out = out.partition("\n")
+    out = re.sub(r"(?m)^(signer|sig_key):( +).*$", r"\1:\2KEY", out.replace(release, "RELEASE"))
+    out = re.sub(r"(?m)^(signature: +|\t\t)?((?:[0-9A-F]{2}:)+[0-9A-F]{2}:?)$",
+                 lambda m: (m.group(1) or "") + re.sub("[0-9A-F]{2}", "XX", m.group(2)), out)
+    answers = out.split("@end\n")
+    assert len(answers) == len(KMOD_COMMANDS) + 1, out
+    return answers[:-1]
+
+
+@pytest.mark.layers(5)
+def test_the_twins_modinfo_and_modprobe_answer_as_real_kmod_does(vmlab, twin1):
+    """kmod 30 on the VM node's Debian 12 kernel and the twin's kmod on its
+    inbox node: modinfo of mlx5_core, mlx5_ib and ib_core line for line
+    (every alias, parameter and signature line, the padding of an empty
+    field), its -F/-n/-p answers, and modprobe -D's chains of the ConnectX,
+    RDMA, bridge and VFIO modules from modules.dep, the same, and what kmod
+    says of a module it lacks or an option without its value; the release
+    and the signing key aside."""
+    real = kmod_answers(lambda s: vmlab.sh("node02", s))
+    twin = kmod_answers(lambda s: twin1.sh("node01", s))
+    said = dict(zip(KMOD_COMMANDS, real))
+    assert said["modinfo -F depends ib_core"] == "\n@rc=0\n" and said["modinfo nosuch"].startswith("@rc=1\n")
+    assert "insmod /lib/modules/RELEASE/kernel/drivers/infiniband/hw/mlx5/mlx5_ib.ko \n@rc=0" in said["modprobe -D mlx5_ib"]
+    for n, (cmd, t, r) in enumerate(zip(KMOD_COMMANDS, twin, real)):
+        assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
+
+
 @pytest.mark.layers(8)
 def test_real_dcb_on_igb_is_named_as_a_device_without_dcb(vmlab):
     """The emulated 82576 has no dcbnl ops: real iproute2 answers `Attribute

@@ -60,7 +60,12 @@ def parse_modinfo(text, name):
         if raw[0] in " \t":
             if last is None:
                 raise DriverStackError("modinfo %s: a continuation line before any field: %r" % (name, raw))
-            continue      # only the signature continues; nothing read here
+            # the signature's further lines (kmod prints them after two tabs)
+            if isinstance(out[last], list):
+                out[last][-1] += raw.strip()
+            else:
+                out[last] += raw.strip()
+            continue
         key, sep, value = raw.partition(":")
         if not sep or not re.match(r"^[A-Za-z0-9_.]+$", key):
             raise DriverStackError("modinfo %s: cannot read the line %r" % (name, raw))

@@ -76,6 +76,34 @@ class KernelError(OSError):
         super().__init__(err, msg or errno.errorcode.get(err, str(err)))
 
 
+def proc_int(text: str) -> int:
+    """One int written to a /proc/sys file, as kernel/sysctl.c's
+    __do_proc_dointvec() reads it: leading blanks skipped, an optional
+    ``-``, a number in C's base 0 (``0x1f`` hex, ``010`` octal), then a
+    blank, a newline or the end; within int's range.  Anything else (or
+    nothing) is EINVAL."""
+    p = text.lstrip(" \t\n\v\f\r")
+    neg = p.startswith("-") and len(p) > 1
+    p = p[1:] if neg else p
+    if not p[:1].isdigit():
+        raise KernelError(errno.EINVAL)
+    if p[:2].lower() == "0x" and p[2:3] and p[2:3] in "0123456789abcdefABCDEF":
+        digits, base, start = "0123456789abcdefABCDEF", 16, 2
+    elif p.startswith("0"):
+        digits, base, start = "01234567", 8, 0
+    else:
+        digits, base, start = "0123456789", 10, 0
+    end = start
+    while end < len(p) and p[end] in digits:
+        end += 1
+    if end < len(p) and p[end] not in " \t\n":
+        raise KernelError(errno.EINVAL)
+    number = int(p[start:end], base)
+    if number > 2 ** 31 - 1 + neg:
+        raise KernelError(errno.EINVAL)
+    return -number if neg else number
+
+
 def _mac_to_eui64(mac: str) -> str:
     b = [int(x, 16) for x in mac.split(":")]
     b[0] ^= 0x02
@@ -267,15 +295,14 @@ class Kernel:
         return self.sysctls[key]
 
     def sysctl_set(self, key: str, value) -> str:
-        """proc_dointvec: an integer, else EINVAL; the bridge switches store
-        any non-zero value as 1."""
+        """A write of ``value`` to the key's /proc/sys file: read as
+        proc_dointvec() does (proc_int()), EINVAL for what it refuses; the
+        bridge switches store any non-zero value as 1
+        (brnf_sysctl_call_tables())."""
         key = sysctl_key(key)
         if key not in self.sysctls:
             raise KernelError(errno.ENOENT)
-        try:
-            number = int(str(value).strip())
-        except ValueError:
-            raise KernelError(errno.EINVAL) from None
+        number = proc_int(str(value))
         if key.startswith("net.bridge."):
             number = 1 if number else 0
         self.sysctls[key] = str(number)

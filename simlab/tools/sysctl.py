@@ -7,18 +7,27 @@ twin kernel holds these; every other key goes to the real ``sysctl`` (where a
 write fails as it does in any container).  At the node's boot the agent
 applies modules-load.d and sysctl.d to them, as systemd does on a host.
 
-    sysctl [-n] [-e] [-q] KEY...          read
-    sysctl [-e] [-q] [-w] KEY=VALUE...    write
-    sysctl [-e] [-q] -p [FILE...]         load files (default /etc/sysctl.conf)
+    sysctl [-n] [-b] [-e] KEY...                 read
+    sysctl [-n] [-b] [-e] [-q] [-w] KEY=VALUE... write
+    sysctl [-e] [-q] -p [FILE...]                load files (default /etc/sysctl.conf)
 
-Messages and exit codes as procps-ng 4.0: ``sysctl: cannot stat
-/proc/sys/net/bridge/bridge-nf-call-iptables: No such file or directory``
-(exit 1; -e silences it), ``sysctl: setting key "...": Invalid argument``.
+It reads its command line and does what procps-ng 4.0.2's src/sysctl.c does
+(Debian 12's): getopt's options anywhere (``-nw``, ``-pFILE``, ``--load=FILE``),
+a key in dots or slashes (slashdot()), the value trimmed and echoed as given
+(``KEY = VALUE``, only VALUE with ``-n``, without its newline with ``-b``), a
+write without ``=`` refused as ``command line(0): invalid syntax``, a file's
+line without ``=`` as ``FILE(N): invalid syntax, continuing...``, ``sysctl:
+cannot stat /proc/sys/...: No such file or directory`` for a key the kernel
+lacks (silenced by ``-e``), ``sysctl: setting key "...": Invalid argument``
+for a value the kernel refuses, and its exit status: each failed read adds
+one, a failed write or load makes it 1.  The VM tier compares it with the real
+sysctl on a VM node's kernel.
 """
 
 from __future__ import annotations
 
 import errno
+import glob as globmod
 import os
 import sys
 
@@ -62,119 +71,140 @@ def _twin(req: dict) -> dict:
     return call({"op": "sysctl", **req}, "sysctl")
 
 
-def _read(key: str, names: bool, ignore: bool) -> int:
+def _read(key: str, o: dict) -> int:
+    """ReadSetting(): 1 for a key the kernel lacks (0 with -e)."""
     reply = _twin({"get": [key]})
     if not reply.get("ok"):
         if reply.get("errno") == errno.ENOENT:
-            if not ignore:
+            if not o["ignore"]:
                 print(f"sysctl: cannot stat {_proc_path(key)}: No such file or directory", file=sys.stderr)
                 return 1
             return 0
         print(f"sysctl: reading key \"{sysctl_key(key)}\": {reply.get('error')}", file=sys.stderr)
         return 1
     value = reply["values"][key]
-    print(value if names else f"{sysctl_key(key)} = {value}")
+    if o["names"]:
+        print(f"{sysctl_key(key)} = {value}")
+    else:
+        print(value, end="\n" if o["newline"] else "")
     return 0
 
 
-def _write(key: str, value: str, quiet: bool, ignore: bool) -> int:
-    key, value = sysctl_key(key), value.strip()
-    reply = _twin({"set": {key: value}, "get": [key]})
+def _write(key: str, value: str, o: dict) -> int:
+    """WriteSetting(): the value goes to the kernel as ``VALUE\\n`` and is
+    echoed as given, not read back."""
+    key = sysctl_key(key)
+    reply = _twin({"set": {key: value + "\n"}})
     if not reply.get("ok"):
         if reply.get("errno") == errno.ENOENT:
-            if not ignore:
+            if not o["ignore"]:
                 print(f"sysctl: cannot stat {_proc_path(key)}: No such file or directory", file=sys.stderr)
                 return 1
             return 0
-        print(f"sysctl: setting key \"{key}\": Invalid argument", file=sys.stderr)
+        print(f"sysctl: setting key \"{key}\": {os.strerror(reply.get('errno') or errno.EINVAL)}", file=sys.stderr)
         return 1
-    if not quiet:
-        print(f"{key} = {reply['values'][key]}")
+    if not o["quiet"]:
+        if o["names"]:
+            print(f"{key} = {value}")
+        else:
+            print(value, end="\n" if o["newline"] else "")
     return 0
 
 
-def _load(path: str, quiet: bool, ignore: bool) -> int:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            lines = fh.read().splitlines()
-    except OSError as exc:
-        print(f"sysctl: cannot open \"{path}\": {exc.strerror}", file=sys.stderr)
-        return 1
+def _setting(line: str, where: str) -> tuple[str, str] | None:
+    """parse_setting_line(): (key, value) of ``[-]key = value``, trimmed; a
+    line without ``=`` is a syntax error (None, said), or with a leading
+    ``-`` a glob exclusion (None, silent)."""
+    key = line.lstrip(" \t")
+    if len(key) < 2 or key[0] in "#;":
+        return None
+    if "=" not in key:
+        if key[0] != "-":
+            print(f"sysctl: {where}: invalid syntax, continuing...", file=sys.stderr)
+        return None
+    key, value = key.split("=", 1)
+    key = key[1:] if key[0] == "-" else key
+    return key.rstrip(" \t\n\r"), value.lstrip(" \t").rstrip(" \t\n\r")
+
+
+def _apply(key: str, value: str, o: dict) -> int:
+    if sysctl_modelled(key):
+        return _write(key, value, o)
+    flags = [f"-{f}" for f, on in (("e", o["ignore"]), ("q", o["quiet"])) if on]
+    return _run_real([*flags, "-w", f"{key}={value}"])
+
+
+def _load(path: str, o: dict) -> int:
+    """Preload() of one file (a glob, as glob() with GLOB_NOCHECK), then its
+    settings written; a file that cannot be opened ends this file with 1."""
     rc = 0
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith(("#", ";")) or "=" not in line:
-            continue
-        key, value = (part.strip() for part in line.split("=", 1))
-        optional = key.startswith("-")
-        key = key.lstrip("-")
-        if sysctl_modelled(key):
-            rc |= _write(key, value, quiet, ignore or optional)
-        else:
-            rc |= _run_real([*(["-e"] if ignore or optional else []), *(["-q"] if quiet else []), "-w", f"{key}={value}"])
-    return 1 if rc else 0
+    for name in sorted(globmod.glob(path)) or [path]:
+        try:
+            with open(name, encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines(keepends=True)
+        except OSError as exc:
+            print(f"sysctl: cannot open \"{name}\": {exc.strerror}", file=sys.stderr)
+            return 1
+        for n, line in enumerate(lines, 1):
+            if len(line) < 2:
+                continue
+            setting = _setting(line, f"{name}({n})")
+            if setting:
+                rc |= _apply(*setting, o)
+    return rc
+
+
+# long options: name -> the short option it stands for
+_LONG = {"values": "n", "binary": "b", "ignore": "e", "quiet": "q", "write": "w", "load": "p"}
 
 
 def main(argv: list[str]) -> int:
-    names = ignore = quiet = write = load = False
-    files: list[str] = []
-    args: list[str] = []
-    for a in argv:
+    o = {"names": True, "newline": True, "ignore": False, "quiet": False, "write": False, "load": False}
+    preload, args = None, []
+    for i, a in enumerate(argv):
+        if a == "--":
+            args += argv[i + 1:]
+            break
         if a.startswith("--"):
-            if a in ("--values",):
-                names = True
-            elif a in ("--ignore",):
-                ignore = True
-            elif a in ("--quiet",):
-                quiet = True
-            elif a in ("--write",):
-                write = True
-            elif a == "--load" or a.startswith("--load="):
-                load = True
-                if "=" in a:
-                    files.append(a.split("=", 1)[1])
-            else:
-                return _exec_real(argv)      # --system, --all, ...
+            name, eq, value = a[2:].partition("=")
+            flags = _LONG.get(name)
+            if flags is None or (eq and flags != "p"):
+                return _exec_real(argv)      # --system, --all, --names, --pattern, ...
+            if eq:
+                preload = value
         elif a.startswith("-") and len(a) > 1:
-            for flag in a[1:]:
-                if flag == "n":
-                    names = True
-                elif flag == "e":
-                    ignore = True
-                elif flag == "q":
-                    quiet = True
-                elif flag == "w":
-                    write = True
-                elif flag == "p":
-                    load = True
-                else:
-                    return _exec_real(argv)  # -a, -A, -N, -r, ...
-        elif load:
-            files.append(a)
+            flags = a[1:]
         else:
             args.append(a)
-    if load:
+            continue
+        for j, f in enumerate(flags):
+            if f in "pf":
+                o["load"] = True
+                if a[1:] == flags and flags[j + 1:]:
+                    preload = flags[j + 1:]      # -pFILE
+                break
+            if f not in "nbeqw":
+                return _exec_real(argv)      # -a, -A, -N, -r, ...
+            o.update({"n": {"names": False}, "b": {"names": False, "newline": False}, "e": {"ignore": True},
+                      "q": {"quiet": True}, "w": {"write": True}}[f])
+    if o["load"]:
+        files = ([preload] if preload else ([] if args else ["/etc/sysctl.conf"])) + args
         rc = 0
-        for path in files or ["/etc/sysctl.conf"]:
-            rc |= _load(path, quiet, ignore)
+        for path in files:
+            rc |= _load(path, o)
         return rc
-    if not args:
-        return _exec_real(argv)
-    if not any(sysctl_modelled(a.split("=", 1)[0]) for a in args):
+    if not args or not any(sysctl_modelled(a.split("=", 1)[0].lstrip("-")) for a in args):
         return _exec_real(argv)
     rc = 0
     for a in args:
-        if "=" in a or write:
-            key, _, value = a.partition("=")
-            if sysctl_modelled(key):
-                rc |= _write(key, value, quiet, ignore)
-            else:
-                rc |= _run_real([*(["-e"] if ignore else []), *(["-q"] if quiet else []), "-w", a])
+        if o["write"] or "=" in a:
+            setting = _setting(a, "command line(0)")
+            rc |= _apply(*setting, o) if setting else 1
         elif sysctl_modelled(a):
-            rc |= _read(a, names, ignore)
+            rc += _read(a, o)
         else:
-            rc |= _run_real([*(["-n"] if names else []), *(["-e"] if ignore else []), a])
-    return 1 if rc else 0
+            rc += _run_real([*(["-n"] if not o["names"] else []), *(["-e"] if o["ignore"] else []), a])
+    return rc & 0xFF
 
 
 if __name__ == "__main__":

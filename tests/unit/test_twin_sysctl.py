@@ -121,3 +121,55 @@ def test_the_twin_reads_as_procps_sysctl_does(agent, capsys, argv):  # noqa: F81
     real = subprocess.run([REAL_SYSCTL, *argv], capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/bin"})
     rc, out, err = run(capsys, sysctl, argv)
     assert (rc, _numbers(out), err) == (real.returncode, _numbers(real.stdout), real.stderr), _real_sysctl_version()
+
+
+# What procps-ng 4.0.2's src/sysctl.c does with a write, and what the
+# kernel's proc_dointvec() takes; the VM tier holds both to a VM node's
+# real sysctl and kernel (tests/vm/test_vm_twin_faithful.py).
+def test_a_write_echoes_the_value_as_given_in_the_form_asked(agent, capsys):  # noqa: F811
+    assert run(capsys, sysctl, ["-w", "net.ipv4.ip_forward=0x1"]) == (0, "net.ipv4.ip_forward = 0x1\n", "")
+    assert agent.kernel.sysctls["net.ipv4.ip_forward"] == "1"
+    assert run(capsys, sysctl, ["-nw", "net.ipv4.ip_forward= 010 "]) == (0, "010\n", "")
+    assert agent.kernel.sysctls["net.ipv4.ip_forward"] == "8"
+    assert run(capsys, sysctl, ["-b", "-w", "net.ipv4.ip_forward=0"]) == (0, "0", "")
+    assert run(capsys, sysctl, ["--values", "--binary", "net.ipv4.ip_forward"]) == (0, "0", "")
+    assert run(capsys, sysctl, ["-w", "net.bridge.bridge-nf-call-iptables=1"])[0] == 1
+    run(capsys, modprobe, ["br_netfilter"])
+    assert run(capsys, sysctl, ["-w", BRIDGE + "=2"]) == (0, f"{BRIDGE} = 2\n", "")
+    assert agent.kernel.sysctls[BRIDGE] == "1"          # brnf_sysctl_call_tables(): non-zero is 1
+
+
+@pytest.mark.parametrize("value,stored", [
+    ("1", 1), (" 1 ", 1), ("0x1f", 31), ("010", 8), ("-1", -1), ("-2147483648", -2147483648),
+    ("2147483647", 2147483647), ("2147483648", None), ("09", None), ("+1", None), ("yes", None), ("", None),
+    ("1.5", None), ("0x", None), ("-", None),
+])
+def test_the_kernel_reads_an_int_as_proc_dointvec_does(value, stored):
+    from simlab.node.kernel import KernelError, proc_int
+    if stored is None:
+        with pytest.raises(KernelError):
+            proc_int(value + "\n")
+    else:
+        assert proc_int(value + "\n") == stored
+
+
+def test_command_line_forms_and_exit_statuses_of_procps(agent, capsys):  # noqa: F811
+    rc, out, err = run(capsys, sysctl, ["-w", "net.ipv4.ip_forward"])
+    assert (rc, out, err) == (1, "", "sysctl: command line(0): invalid syntax, continuing...\n")
+    rc, out, err = run(capsys, sysctl, [ABSENT, "net.bridge.nope", "net.ipv4.ip_forward"])
+    assert rc == 2 and out == "net.ipv4.ip_forward = 0\n" and err.count("cannot stat") == 2
+    assert run(capsys, sysctl, ["-e", "-w", ABSENT + "=1"]) == (0, "", "")
+    assert run(capsys, sysctl, ["-w", "net.ipv4.ip_forward = 1", "-q"]) == (0, "", "")
+    assert agent.kernel.sysctls["net.ipv4.ip_forward"] == "1"
+
+
+def test_a_files_lines_as_procps_reads_them(agent, capsys, tmp_path):  # noqa: F811
+    conf = tmp_path / "k.conf"
+    conf.write_text("; comment\nnet.ipv4.ip_forward\n-net.bridge.excluded\n-net.bridge.no-such = 1\n"
+                    "   net.ipv4.ip_forward =  1  \n")
+    for argv in (["-p", str(conf)], [f"-p{conf}"], [f"--load={conf}"]):
+        rc, out, err = run(capsys, sysctl, argv)
+        assert (rc, out) == (1, "net.ipv4.ip_forward = 1\n"), argv
+        assert err == (f"sysctl: {conf}(2): invalid syntax, continuing...\n"
+                       "sysctl: cannot stat /proc/sys/net/bridge/no-such: No such file or directory\n")
+    assert run(capsys, sysctl, ["-e", "-p", str(conf)])[0] == 0

@@ -444,6 +444,62 @@ def test_the_twins_modinfo_and_modprobe_answer_as_real_kmod_does(vmlab, twin1):
         assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
 
 
+SYSCTL_CONF = ("; a comment\nnet.ipv4.ip_forward\n-net.bridge.excluded\n-net.bridge.no-such-key = 1\n"
+               "   net.bridge.bridge-nf-call-iptables =  1  \nnet.ipv4.ip_forward=0\n")
+SYSCTL_COMMANDS = [
+    "sysctl net.ipv4.ip_forward", "sysctl -n net.ipv4.ip_forward", "sysctl net/ipv4/ip_forward",
+    "sysctl -w net.ipv4.ip_forward=1", "sysctl -n -w net.ipv4.ip_forward=0", "sysctl -b net.ipv4.ip_forward",
+    "sysctl --values --binary net.ipv4.ip_forward", "sysctl -w net.ipv4.ip_forward=0x1", "sysctl -n net.ipv4.ip_forward",
+    "sysctl -nw net.ipv4.ip_forward=010", "sysctl -n net.ipv4.ip_forward", "sysctl -w net.ipv4.ip_forward=09",
+    "sysctl -w net.ipv4.ip_forward=+1", "sysctl -w net.ipv4.ip_forward=yes", "sysctl -w net.ipv4.ip_forward=",
+    "sysctl -w net.ipv4.ip_forward=2147483648", "sysctl -w net.ipv4.ip_forward", "sysctl -w 'net.ipv4.ip_forward = 2 '",
+    "sysctl -n net.ipv4.ip_forward", "sysctl -qw net.ipv4.ip_forward=0", "sysctl net.ipv4.ip_forward -q -w",
+    "sysctl -w net.bridge.bridge-nf-call-iptables=2", "sysctl net.bridge.bridge-nf-call-iptables",
+    "sysctl -w net.bridge.bridge-nf-call-iptables=0", "sysctl net.bridge.no-such-key",
+    "sysctl -e net.bridge.no-such-key", "sysctl net.bridge.no-such-key net.bridge.nope net.ipv4.ip_forward",
+    "sysctl -w net.bridge.no-such-key=1", "sysctl -e -w net.bridge.no-such-key=1",
+    "sysctl -p /tmp/sysctl-test.conf", "sysctl -p/tmp/sysctl-test.conf", "sysctl --load=/tmp/sysctl-test.conf",
+    "sysctl -e -p /tmp/sysctl-test.conf", "sysctl -p /tmp/no-such.conf", "sysctl -n net.bridge.bridge-nf-call-iptables",
+]
+
+
+@pytest.mark.layers(10)
+def test_the_twins_sysctl_answers_as_procps_on_a_real_kernel_does(vmlab, twin1):
+    """procps-ng's sysctl (Debian 12's 4.0.2) on the VM node's kernel and the
+    twin's on its node, br_netfilter loaded on both: reads in dots and
+    slashes, -n and -b, writes echoed as given, what the kernel's
+    proc_dointvec() takes (hex, octal, blanks) and refuses (09, +1, a word,
+    nothing, past int), the bridge switch storing 2 as 1, keys the kernel
+    lacks (with -e too, and the exit status adding up over reads), a write
+    without '=', and a file's lines (a comment, a line without '=', an
+    excluded key, an ignored failure) through -p, -pFILE and --load=; each
+    the same stdout, stderr and exit status."""
+    setup = (f"modprobe br_netfilter && printf '{SYSCTL_CONF}' > /tmp/sysctl-test.conf && "
+             "sysctl -qw net.ipv4.ip_forward=0 net.bridge.bridge-nf-call-iptables=1")
+    keep = "net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables"
+
+    def answers(sh):
+        before = sh(f"sysctl -n {keep}").stdout.split() if sh("lsmod | grep -q ^br_netfilter", check=False) \
+            .returncode == 0 else None
+        sh(setup)
+        script = "".join(f"{c} 2>/tmp/sysctl.err; echo \"@rc=$?\"; cat /tmp/sysctl.err; echo @end; "
+                         for c in SYSCTL_COMMANDS)
+        out = sh(script).stdout.split("@end\n")
+        assert len(out) == len(SYSCTL_COMMANDS) + 1, out
+        if before:
+            sh(f"sysctl -qw net.ipv4.ip_forward={before[0]} net.bridge.bridge-nf-call-iptables={before[1]}")
+        return out[:-1]
+
+    real = answers(lambda s, check=True: vmlab.sh("node02", s, check=check))
+    twin = answers(lambda s, check=True: twin1.sh("node01", s, check=check))
+    said = dict(zip(SYSCTL_COMMANDS, real))
+    assert said["sysctl -w net.ipv4.ip_forward=09"] == \
+        '@rc=1\nsysctl: setting key "net.ipv4.ip_forward": Invalid argument\n'
+    assert said["sysctl net.bridge.bridge-nf-call-iptables"].startswith("net.bridge.bridge-nf-call-iptables = 1\n")
+    for n, (cmd, t, r) in enumerate(zip(SYSCTL_COMMANDS, twin, real)):
+        assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
+
+
 @pytest.mark.layers(8)
 def test_real_dcb_on_igb_is_named_as_a_device_without_dcb(vmlab):
     """The emulated 82576 has no dcbnl ops: real iproute2 answers `Attribute

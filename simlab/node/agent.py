@@ -258,7 +258,7 @@ class Agent:
     def op_sysctl(self, req):
         """sysctl twin: {"set": {key: value}} then {"get": [key]}; ENOENT for
         a key the kernel does not have (br_netfilter not loaded), EINVAL for a
-        value that is not an integer."""
+        value proc_dointvec() refuses (kernel.proc_int)."""
         k = self.kernel
         with k.lock:
             for key, value in (req.get("set") or {}).items():

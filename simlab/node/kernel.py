@@ -80,7 +80,9 @@ def proc_int(text: str) -> int:
     """One int written to a /proc/sys file, as kernel/sysctl.c's
     __do_proc_dointvec() reads it: leading blanks skipped, an optional
     ``-``, a number in C's base 0 (``0x1f`` hex, ``010`` octal), then a
-    blank, a newline or the end; within int's range.  Anything else (or
+    blank, a newline or the end; within int's range, and shorter than the
+    21 characters proc_get_long() copies (TMPBUFLEN - 1: a sign and number
+    that fill them are EINVAL even when they are 1).  Anything else (or
     nothing) is EINVAL."""
     p = text.lstrip(" \t\n\v\f\r")
     neg = p.startswith("-") and len(p) > 1
@@ -96,7 +98,7 @@ def proc_int(text: str) -> int:
     end = start
     while end < len(p) and p[end] in digits:
         end += 1
-    if end < len(p) and p[end] not in " \t\n":
+    if end < len(p) and p[end] not in " \t\n" or neg + end >= 21:
         raise KernelError(errno.EINVAL)
     number = int(p[start:end], base)
     if number > 2 ** 31 - 1 + neg:

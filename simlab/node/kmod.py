@@ -89,28 +89,30 @@ def path(module: str, ofed: bool = False) -> str:
 
 
 def chain(module: str) -> list[str]:
-    """The modules ``modprobe --show-depends`` walks for ``module``, one
-    line each: modules.dep's list read backwards, then the module, and a
-    module's post softdeps after it, each with its own chain (a module met
-    again comes again; its softdeps only the first time)."""
+    """The modules ``modprobe --show-depends`` prints for ``module``, one line
+    each, as libkmod's __kmod_module_get_probe_list() builds them: for a
+    module not yet visited, its modules.dep list read backwards, then the
+    module itself, each of these followed by the chains of its post softdeps
+    (__kmod_module_fill_softdep()).  A dependency comes again each time it
+    is met; a softdep's chain only once, and not for the module asked for."""
     out: list[str] = []
-    expanded: set[str] = set()
+    visited: set[str] = set()
 
-    def emit(m: str) -> None:
-        first = m not in expanded
-        expanded.add(m)
+    def fill(m: str) -> None:
         out.append(m)
-        if first:
-            for soft in SOFTDEP_POST.get(m, []):
-                if soft in MODULES_DEP:
-                    walk(soft)
+        for soft in SOFTDEP_POST.get(m, []):
+            if soft in MODULES_DEP:
+                probe(soft)
 
-    def walk(m: str) -> None:
+    def probe(m: str) -> None:
+        if m in visited:
+            return
+        visited.add(m)
         for dep in reversed(MODULES_DEP[m][1]):
-            emit(dep)
-        emit(m)
+            fill(dep)
+        fill(m)
 
-    walk(module)
+    probe(module)
     return out
 
 
@@ -124,6 +126,13 @@ def load_order(module: str, out: list[str] | None = None) -> list[str]:
     return out
 
 
+# modules a booted node keeps in use without another module: systemd mounts
+# configfs at /sys/kernel/config (sys-kernel-config.mount), which holds it
+PINNED = {"configfs": "the configfs mount at /sys/kernel/config"}
+
+
 def holders(module: str, loaded) -> list[str]:
-    """The loaded modules that need ``module`` directly or through another."""
-    return [m for m in loaded if module in MODULES_DEP.get(m, ("", []))[1]]
+    """What keeps ``module`` in use: the loaded modules that need it
+    directly or through another, or the mount that pins it."""
+    pinned = [PINNED[module]] if module in PINNED and module in loaded else []
+    return pinned + [m for m in loaded if module in MODULES_DEP.get(m, ("", []))[1]]

@@ -140,12 +140,15 @@ def modinfo(argv: list[str]) -> int:
         else:
             args.append(a)
         i += 1
-    modules = [a.replace("-", "_") for a in args]
+    modules = [kmod.norm(a) for a in args]
     if not modules or not all(m in MODULES for m in modules):
         return _real(argv)
     ofed = bool(summary("modinfo").get("ofed"))
     for module in modules:
         rows = fields(module, ofed)
+        if field == "parmtype":       # kept apart in .modinfo; kmod joins it to parm's lines, in reverse
+            rows = [("parmtype", f"{v.split(':', 1)[0]}:{v.rsplit('(', 1)[1].rstrip(')')}")
+                    for k, v in reversed(rows) if k == "parm"]
         if field:
             sys.stdout.write("".join(f"{v}\n" for k, v in rows if k == field))
         else:

@@ -8,11 +8,12 @@ sysctls of the twin kernel (see the sysctl twin).
 ``modprobe [-q] [-v] [-n] <mod> [param=value ...]`` loads the module and
 what it needs (``-v``: an ``insmod <file> `` line for each module it loads;
 an ``install`` rule of /etc/modprobe.d for it runs instead of loading it, as
-kmod does); ``modprobe -r [-q] [-v] <mod>...`` removes it, then makes one pass
-over its modules.dep list, last first, removing each that nothing loaded
-needs any more, as kmod's rmmod_do_deps_list() does.  A module still used by
-another gives kmod's "Module X is in use" and exit 1; removing a module that
-is not loaded gives "Module X is not in kernel".  Unloading mlx5_core unbinds
+kmod does); ``modprobe -r [-q] [-v] [-n] [-a] <mod>...`` removes each in turn,
+then makes one pass over its modules.dep list, last first, removing each that
+nothing loaded needs any more, as kmod 30's rmmod_do_module() does (_remove).
+A module still used by another gives kmod's "Module X is in use" and exit 1
+after what was already removed; a module that is not loaded is passed over
+(with --first-time: "Module X is not in kernel").  Unloading mlx5_core unbinds
 every PF; without mlx5_ib the RDMA devices vanish; ``/sys/module/<name>``
 follows.
 
@@ -108,7 +109,7 @@ def _run_install(mod: str, command: str, verbose: bool, quiet: bool) -> int:
 
 
 def main(argv: list[str]) -> int:
-    remove = quiet = verbose = all_mods = dry = show = False
+    remove = quiet = verbose = all_mods = dry = show = first_time = False
     names: list[str] = []
     args: list[str] = []
     for a in argv:
@@ -130,16 +131,20 @@ def main(argv: list[str]) -> int:
             dry = True
         elif a in ("-D", "--show-depends"):
             show = True
+        elif a == "--first-time":
+            first_time = True
         elif a.startswith("-"):
             return _real(argv)
         else:
             names.append(a)
     if not names:
         return _real(argv)
+    params = ""
     if remove or all_mods:
         mods = [kmod.norm(n) for n in names]
     else:
-        mods = [kmod.norm(names[0])]     # the rest are module parameters
+        mods = [kmod.norm(names[0])]     # the rest are the module's parameters
+        params = " ".join(names[1:])
     if show:
         # a dry run that ignores what is loaded: the twin's own chains only
         if remove or not all(m in kmod.MODULES_DEP for m in mods):
@@ -155,7 +160,8 @@ def main(argv: list[str]) -> int:
                 return 2
         rules = install_rules()
         for m in mods:
-            print("\n".join(show_depends(m, rules)))
+            lines = show_depends(m, rules)
+            print("\n".join(lines[:-1] + [lines[-1] + params]))
         return 0
     if not all(m in kmod.MODULES_DEP for m in mods):
         return _real(argv)
@@ -177,7 +183,7 @@ def main(argv: list[str]) -> int:
             return 1
         for m in todo:
             if verbose:
-                print(f"insmod {kmod.path(m, ofed=bool(s.get('ofed')))} ")
+                print(f"insmod {kmod.path(m, ofed=bool(s.get('ofed')))} {params if m == mods[0] else ''}")
         if todo and not dry:
             call({"op": "driver_modules", "load": todo}, "modprobe")
         for m in order:
@@ -186,29 +192,46 @@ def main(argv: list[str]) -> int:
                 if rc:
                     return rc
         return 0
-    removed: list[str] = []
+    return _remove(mods, loaded, quiet, verbose, all_mods, dry, first_time)
+
+
+def _remove(mods: list[str], loaded: set[str], quiet: bool, verbose: bool, all_mods: bool, dry: bool,
+            first_time: bool) -> int:
+    """kmod 30's rmmod_do_module() for each module named, in turn: one not
+    loaded is passed over (named, with --first-time); one in use stops the
+    run with FATAL, after what was already removed (with -a it is a
+    WARNING and the run goes on; -q says nothing and goes on); otherwise it
+    goes, then one pass over its modules.dep list, last first, removing each
+    that nothing needs at its turn (kmod_module_get_dependencies() builds
+    that list backwards) and not recursing.  A dry run (-n) removes nothing,
+    so the modules it would remove still hold theirs."""
+    rc = 0
     for m in mods:
         if m not in loaded:
-            if not quiet:
-                print(f"modprobe: FATAL: Module {m} is not in kernel.", file=sys.stderr)
-            return 1
+            if first_time and not quiet:
+                print(f"modprobe: {'WARNING' if all_mods else 'FATAL'}: Module {m} is not in kernel.", file=sys.stderr)
+                if not all_mods:
+                    return 1
+            rc |= 1 if first_time else 0
+            continue
         if kmod.holders(m, loaded):
             if not quiet:
-                print(f"modprobe: FATAL: Module {m} is in use.", file=sys.stderr)
-            return 1
-        loaded.discard(m)
-        removed.append(m)
-        # kmod: one pass over modules.dep's list, last first; a module still
-        # held at its turn stays (vfio_pci takes vfio_pci_core with it, not
-        # vfio_virqfd, which only vfio_pci_core held; mlx5_core leaves mlxfw,
-        # psample and pci_hyperv_intf, which it held itself)
+                print(f"modprobe: {'WARNING' if all_mods else 'FATAL'}: Module {m} is in use.", file=sys.stderr)
+                if not all_mods:
+                    return 1
+            rc = 1
+            continue
+        kept = set(loaded) if dry else set(loaded) - {m}
+        gone = [m]
         for dep in reversed(kmod.MODULES_DEP[m][1]):
-            if dep in loaded and not kmod.holders(dep, loaded):
-                loaded.discard(dep)
-                removed.append(dep)
-    if verbose:
-        for m in removed:
-            print(f"rmmod {m}")
-    if removed and not dry:
-        call({"op": "driver_modules", "unload": removed}, "modprobe")
-    return 0
+            if dep in kept and not kmod.holders(dep, kept):
+                gone.append(dep)
+                if not dry:
+                    kept.discard(dep)
+        if not dry:
+            loaded.intersection_update(kept)
+            call({"op": "driver_modules", "unload": gone}, "modprobe")
+        if verbose:
+            print("".join(f"rmmod {g}\n" for g in gone), end="")
+            sys.stdout.flush()
+    return rc

@@ -60,6 +60,8 @@ def _run_real(argv: list[str]) -> int:
         print("sysctl: procps not installed", file=sys.stderr)
         return 127
     import subprocess  # only for the keys the twin does not model
+    sys.stdout.flush()      # what the twin printed before comes first
+    sys.stderr.flush()
     return subprocess.run([path, *argv], check=False).returncode
 
 
@@ -111,10 +113,10 @@ def _write(key: str, value: str, o: dict) -> int:
     return 0
 
 
-def _setting(line: str, where: str) -> tuple[str, str] | None:
-    """parse_setting_line(): (key, value) of ``[-]key = value``, trimmed; a
-    line without ``=`` is a syntax error (None, said), or with a leading
-    ``-`` a glob exclusion (None, silent)."""
+def _setting(line: str, where: str) -> tuple[str, str, bool] | None:
+    """parse_setting_line(): (key, value, ignore_failure) of ``[-]key =
+    value``, trimmed; a line without ``=`` is a syntax error (None, said),
+    or with a leading ``-`` a glob exclusion (None, silent)."""
     key = line.lstrip(" \t")
     if len(key) < 2 or key[0] in "#;":
         return None
@@ -123,25 +125,41 @@ def _setting(line: str, where: str) -> tuple[str, str] | None:
             print(f"sysctl: {where}: invalid syntax, continuing...", file=sys.stderr)
         return None
     key, value = key.split("=", 1)
-    key = key[1:] if key[0] == "-" else key
-    return key.rstrip(" \t\n\r"), value.lstrip(" \t").rstrip(" \t\n\r")
+    ignore_failure = key[0] == "-"
+    key = key[1:] if ignore_failure else key
+    return key.rstrip(" \t\n\r"), value.lstrip(" \t").rstrip(" \t\n\r"), ignore_failure
 
 
-def _apply(key: str, value: str, o: dict) -> int:
+def _flags(o: dict) -> list[str]:
+    """The options the real sysctl is handed for a key the twin does not model."""
+    return [f for f, on in (("-b", not o["newline"]), ("-n", not o["names"] and o["newline"]),
+                            ("-e", o["ignore"]), ("-q", o["quiet"])) if on]
+
+
+def _apply(key: str, value: str, ignore_failure: bool, o: dict) -> int:
+    """WriteSetting() of one setting: the twin's key, or the real sysctl
+    with the line's ``-`` (ignore-failure) kept.  A failure the kernel
+    gives the twin's keys (a missing key, a refused value) is not one that
+    ``-`` forgives: procps stats the file first and fails the close."""
     if sysctl_modelled(key):
         return _write(key, value, o)
-    flags = [f"-{f}" for f, on in (("e", o["ignore"]), ("q", o["quiet"])) if on]
-    return _run_real([*flags, "-w", f"{key}={value}"])
+    return _run_real([*_flags(o), "-w", "--", f"{'-' if ignore_failure else ''}{key}={value}"])
 
 
 def _load(path: str, o: dict) -> int:
-    """Preload() of one file (a glob, as glob() with GLOB_NOCHECK), then its
-    settings written; a file that cannot be opened ends this file with 1."""
+    """Preload() of one file (a glob, as glob() with GLOB_NOCHECK; ``-`` is
+    standard input; a directory reads as nothing), then its settings
+    written; a file that cannot be opened ends this file with 1."""
     rc = 0
     for name in sorted(globmod.glob(path)) or [path]:
         try:
-            with open(name, encoding="utf-8", errors="replace") as fh:
-                lines = fh.read().splitlines(keepends=True)
+            if name == "-":
+                lines = sys.stdin.read().splitlines(keepends=True)
+            elif os.path.isdir(name):
+                lines = []
+            else:
+                with open(name, encoding="utf-8", errors="replace") as fh:
+                    lines = fh.read().splitlines(keepends=True)
         except OSError as exc:
             print(f"sysctl: cannot open \"{name}\": {exc.strerror}", file=sys.stderr)
             return 1
@@ -178,22 +196,27 @@ def main(argv: list[str]) -> int:
             args.append(a)
             continue
         for j, f in enumerate(flags):
-            if f in "pf":
+            if f == "p" or f == "f":
                 o["load"] = True
-                if a[1:] == flags and flags[j + 1:]:
-                    preload = flags[j + 1:]      # -pFILE
-                break
+                if f == "p" and a[1:] == flags and flags[j + 1:]:
+                    preload = flags[j + 1:]      # -pFILE (getopt's "p::"; -f takes nothing)
+                    break
+                continue
             if f not in "nbeqw":
                 return _exec_real(argv)      # -a, -A, -N, -r, ...
             o.update({"n": {"names": False}, "b": {"names": False, "newline": False}, "e": {"ignore": True},
                       "q": {"quiet": True}, "w": {"write": True}}[f])
     if o["load"]:
-        files = ([preload] if preload else ([] if args else ["/etc/sysctl.conf"])) + args
+        files = ([preload] if preload is not None else ([] if args else ["/etc/sysctl.conf"])) + args
         rc = 0
         for path in files:
             rc |= _load(path, o)
         return rc
-    if not args or not any(sysctl_modelled(a.split("=", 1)[0].lstrip("-")) for a in args):
+    def key_of(a: str) -> str:         # a write's leading '-' is its ignore-failure mark, a read's is part of the key
+        key = a.split("=", 1)[0]
+        return key[1:] if key.startswith("-") and ("=" in a or o["write"]) else key
+
+    if not args or not any(sysctl_modelled(key_of(a)) for a in args):
         return _exec_real(argv)
     rc = 0
     for a in args:
@@ -203,7 +226,7 @@ def main(argv: list[str]) -> int:
         elif sysctl_modelled(a):
             rc += _read(a, o)
         else:
-            rc += _run_real([*(["-n"] if not o["names"] else []), *(["-e"] if o["ignore"] else []), a])
+            rc += _run_real([*_flags(o), "--", a])
     return rc & 0xFF
 
 

@@ -173,3 +173,42 @@ def test_a_files_lines_as_procps_reads_them(agent, capsys, tmp_path):  # noqa: F
         assert err == (f"sysctl: {conf}(2): invalid syntax, continuing...\n"
                        "sysctl: cannot stat /proc/sys/net/bridge/no-such: No such file or directory\n")
     assert run(capsys, sysctl, ["-e", "-p", str(conf)])[0] == 0
+
+
+def test_what_goes_to_the_real_sysctl_keeps_the_options_and_the_ignore_mark(agent, capsys, tmp_path, monkeypatch):  # noqa: F811
+    """A key the twin does not model goes to the real sysctl with -b/-n/-e/-q
+    as given, after ``--`` (a read's leading '-' is part of its key), and a
+    file line's ``-`` (procps' ignore-failure) kept on the key."""
+    handed = []
+    monkeypatch.setattr(sysctl, "_run_real", lambda argv: handed.append(argv) or 0)
+    monkeypatch.setattr(sysctl, "_exec_real", lambda argv: handed.append(["exec", *argv]) or 0)
+    assert run(capsys, sysctl, ["-b", "net.ipv4.ip_forward", "kernel.ostype"])[1] == "0"
+    assert run(capsys, sysctl, ["-e", "-n", "--", "net.ipv4.ip_forward", "-kernel.x"])[1] == "0\n"
+    conf = tmp_path / "k.conf"
+    conf.write_text("-kernel.pid_max = 4194304\nkernel.y=1\n")
+    assert run(capsys, sysctl, ["-q", "-p", str(conf)])[0] == 0
+    run(capsys, sysctl, ["--", "-net.ipv4.ip_forward"])
+    assert handed == [["-b", "--", "kernel.ostype"], ["-n", "-e", "--", "-kernel.x"],
+                      ["-q", "-w", "--", "-kernel.pid_max=4194304"], ["-q", "-w", "--", "kernel.y=1"],
+                      ["exec", "--", "-net.ipv4.ip_forward"]]
+
+
+def test_load_options_as_getopt_reads_them(agent, capsys, tmp_path, monkeypatch):  # noqa: F811
+    """-f takes no file (``-fq`` is -f -q on /etc/sysctl.conf); -p takes one
+    only attached; ``--load=`` names the empty file; a directory reads as
+    nothing; ``-`` is standard input."""
+    import io
+    opened = []
+    monkeypatch.setattr(sysctl, "_load", lambda path, o: opened.append((path, o["quiet"])) or 0)
+    for argv, want in ((["-fq"], [("/etc/sysctl.conf", True)]), (["-pq"], [("q", False)]),
+                       (["-qp", "a", "b"], [("a", True), ("b", True)]), (["--load="], [("", False)])):
+        opened.clear()
+        run(capsys, sysctl, argv)
+        assert opened == want, argv
+    monkeypatch.undo()
+    import test_tool_twins as ttt
+    monkeypatch.setattr(ttt.agentclient, "request", lambda req, sock_path=None, timeout=30: agent.handle(req))
+    assert run(capsys, sysctl, ["-p", str(tmp_path)]) == (0, "", "")
+    assert run(capsys, sysctl, ["--load="]) == (1, "", 'sysctl: cannot open "": No such file or directory\n')
+    monkeypatch.setattr("sys.stdin", io.StringIO("net.ipv4.ip_forward = 1\n"))
+    assert run(capsys, sysctl, ["-p", "-"]) == (0, "net.ipv4.ip_forward = 1\n", "")

@@ -407,7 +407,7 @@ KMOD_COMMANDS = ["modinfo mlx5_core", "modinfo mlx5_ib", "modinfo ib_core", "mod
                  "modinfo -F nosuch ib_core", "modinfo nosuch", "modinfo", "modinfo -F",
                  "modprobe -D mlx5_ib", "modprobe -D rdma_ucm", "modprobe -D mlx5-core", "modprobe -D ib_core",
                  "modprobe --show-depends br_netfilter", "modprobe -D overlay", "modprobe -D vfio-pci",
-                 "modprobe -D nosuch"]
+                 "modprobe -D vfio_iommu_type1", "modprobe -D vfio", "modinfo -F parmtype mlx5_core", "modprobe -D nosuch"]
 
 
 def kmod_answers(sh):
@@ -460,6 +460,8 @@ SYSCTL_COMMANDS = [
     "sysctl -w net.bridge.no-such-key=1", "sysctl -e -w net.bridge.no-such-key=1",
     "sysctl -p /tmp/sysctl-test.conf", "sysctl -p/tmp/sysctl-test.conf", "sysctl --load=/tmp/sysctl-test.conf",
     "sysctl -e -p /tmp/sysctl-test.conf", "sysctl -p /tmp/no-such.conf", "sysctl -n net.bridge.bridge-nf-call-iptables",
+    "sysctl -fq", "sysctl -p /tmp", "sysctl --load=", "sysctl -b net.ipv4.ip_forward kernel.ostype",
+    "sysctl net.ipv4.ip_forward kernel.ostype", "sysctl -- -net.ipv4.ip_forward",
 ]
 
 
@@ -479,15 +481,16 @@ def test_the_twins_sysctl_answers_as_procps_on_a_real_kernel_does(vmlab, twin1):
     keep = "net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables"
 
     def answers(sh):
-        before = sh(f"sysctl -n {keep}").stdout.split() if sh("lsmod | grep -q ^br_netfilter", check=False) \
-            .returncode == 0 else None
+        forward = sh("sysctl -n net.ipv4.ip_forward").stdout.strip()
+        had_bridge = sh("test -e /sys/module/br_netfilter || test -e /run/simlab/sys/module/br_netfilter",
+                        check=False).returncode == 0
         sh(setup)
         script = "".join(f"{c} 2>/tmp/sysctl.err; echo \"@rc=$?\"; cat /tmp/sysctl.err; echo @end; "
                          for c in SYSCTL_COMMANDS)
         out = sh(script).stdout.split("@end\n")
         assert len(out) == len(SYSCTL_COMMANDS) + 1, out
-        if before:
-            sh(f"sysctl -qw net.ipv4.ip_forward={before[0]} net.bridge.bridge-nf-call-iptables={before[1]}")
+        sh(f"sysctl -qw net.ipv4.ip_forward={forward} net.bridge.bridge-nf-call-iptables=1" +
+           ("" if had_bridge else " && modprobe -r br_netfilter"))
         return out[:-1]
 
     real = answers(lambda s, check=True: vmlab.sh("node02", s, check=check))

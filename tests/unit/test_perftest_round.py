@@ -130,8 +130,23 @@ CLIENT_TRYING = ("import socket,sys\n"
                  "try:\n"
                  "    c=socket.create_connection(('127.0.0.1', int(sys.argv[1])))\n"
                  "except OSError:\n"
+                 "    open(sys.argv[2], 'a').write('refused\\n')\n"
                  "    sys.stderr.write(\"Couldn't connect to 127.0.0.1:%s\\n\" % sys.argv[1]); sys.exit(1)\n"
                  "c.send(b'x'); print('client', sys.argv[1])\n")
+
+
+def once_refused(tries, fn, *args):
+    """A thread that runs ``fn(*args)`` once CLIENT_TRYING has written that its
+    first try was refused: the late server starts after that try, however
+    slowly the machine runs, not after a guess of a delay."""
+    def wait_then_run():
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if tries.exists() and "refused" in tries.read_text():
+                break
+            time.sleep(0.05)
+        fn(*args)
+    return threading.Thread(target=wait_then_run)
 
 
 def test_connect_failed_is_only_a_refused_connection():
@@ -147,8 +162,8 @@ def test_a_refused_client_tries_again_until_its_server_listens(tmp_path):
     port = free_port()
     tries = tmp_path / "tries"
     clients = [{"id": "early", "argv": [sys.executable, "-c", CLIENT_TRYING, str(port), str(tries)]}]
-    late = threading.Timer(1.5, pr.serve, args=([{"port": port, "argv": [sys.executable, "-c", SERVER, str(port)]}],
-                                                str(tmp_path / "run"), 30, 10))
+    late = once_refused(tries, pr.serve, [{"port": port, "argv": [sys.executable, "-c", SERVER, str(port)]}],
+                        str(tmp_path / "run"), 30, 10)
     late.start()
     try:
         out = pr.run_clients(clients, timeout_s=20, retry_s=30)
@@ -173,7 +188,7 @@ def test_refused_tries_stop_after_retry_s_and_other_failures_are_not_tried_again
 
 def test_one_round_on_two_nodes_whose_calls_start_apart(tmp_path):
     """Two nodes, each the server of the other's client; the second node's call
-    starts a second after the first's, so the first's client is refused first."""
+    starts once the first's client was refused, so that client tries again."""
     pa, pb = free_ports(2)
 
     def node(name, own, peer, results):
@@ -184,7 +199,7 @@ def test_one_round_on_two_nodes_whose_calls_start_apart(tmp_path):
                                      command=sys.executable)
     results = {}
     a = threading.Thread(target=node, args=("a", pa, pb, results))
-    b = threading.Timer(1.0, node, args=("b", pb, pa, results))
+    b = once_refused(tmp_path / "a.tries", node, "b", pb, pa, results)
     a.start()
     b.start()
     a.join()

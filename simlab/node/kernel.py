@@ -409,6 +409,26 @@ class Kernel:
                     out[pf.spec.vf_netdev(vf.index)] = (pf, vf)
         return out
 
+    def ifindex(self, pf: PF, vf: VF | None = None) -> int:
+        """The netdev's ifindex: a PF's 100 times its index plus 100, its VFs'
+        the ones after it (sysfs ``ifindex``, ``ip link``, ``rdma link``)."""
+        return 100 + pf.spec.index * 100 + (vf.index + 1 if vf else 0)
+
+    def carrier(self, pf: PF, vf: VF | None = None) -> bool:
+        """Whether the netdev, and the RDMA port on it, has its link. A PF's
+        is its operstate. A VF's follows its PF's under ``link_state auto``;
+        ``enable`` keeps it up and ``disable`` down whatever the PF's
+        (ip-link(8) ``vf N state``; mlx5 sets its vport's admin state so)."""
+        if vf is None:
+            return pf.operstate == "up"
+        return vf.link_state == "enable" or (vf.link_state == "auto" and pf.operstate == "up")
+
+    def netdev_operstate(self, pf: PF, vf: VF | None = None) -> str:
+        """The netdev's operstate: up when it is up (IFF_UP) and has its link."""
+        if vf is None:
+            return pf.operstate
+        return "up" if vf.admin_up and self.carrier(pf, vf) else "down"
+
     def rdma_name(self, pf: PF, vf: VF | None = None) -> str:
         if self.kernel_names:
             return f"mlx5_{(vf.rdma_index if vf else pf.rdma_index)}"
@@ -763,5 +783,5 @@ class Kernel:
         return f"{m[0]}{m[1]}:{m[2]}ff:fe{m[3]}:{m[4]}{m[5]}"
 
     def port_state(self, pf: PF, vf: VF | None) -> tuple[str, str]:
-        up = pf.operstate == "up" and (vf is None or vf.link_state != "disable")
+        up = self.carrier(pf, vf)
         return ("4: ACTIVE", "5: LinkUp") if up else ("1: DOWN", "3: Disabled")

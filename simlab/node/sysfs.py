@@ -531,14 +531,8 @@ class Tree:
 
         self._file(f"{n}/mtu", read_mtu, write=write_mtu)
 
-        def oper(pf=pf, vf=vf):
-            if vf is None:
-                return f"{pf.operstate}\n".encode()
-            up = pf.operstate == "up" and vf.admin_up and vf.link_state != "disable"
-            return b"up\n" if up else b"down\n"
-
-        self._file(f"{n}/operstate", oper)
-        self._file(f"{n}/carrier", lambda pf=pf: b"1\n" if pf.operstate == "up" else b"0\n")
+        self._file(f"{n}/operstate", lambda pf=pf, vf=vf: f"{k.netdev_operstate(pf, vf)}\n".encode())
+        self._file(f"{n}/carrier", lambda pf=pf, vf=vf: b"1\n" if k.carrier(pf, vf) else b"0\n")
         speed = pf.spec.speed_mbps
 
         def read_speed(pf=pf, vf=vf):
@@ -549,7 +543,7 @@ class Tree:
         self._file(f"{n}/speed", read_speed)
         self._file(f"{n}/duplex", "full")
         self._file(f"{n}/type", "1" if pf.spec.link_type == "ETH" else "32")
-        self._file(f"{n}/ifindex", str(100 + pf.spec.index * 100 + (vf.index + 1 if vf else 0)))
+        self._file(f"{n}/ifindex", str(k.ifindex(pf, vf)))
         self._file(f"{n}/dev_port", "0")
         if vf is None:
             self._file(f"{n}/phys_port_name", "p0")

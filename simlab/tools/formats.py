@@ -499,6 +499,22 @@ def iproute2_json(value, pretty=False):
 # ip link VF info
 # --------------------------------------------------------------------------
 
+def ip_link_brief(link):
+    """A link's line of ``ip -br link show`` (ip/ipaddress.c
+    print_linkinfo_brief(), iproute2 6.1): the name padded to 16, the
+    operstate to 14, the address, the flags in ``<>``, each followed by a
+    blank. ``link``: the object ``ip -j -br link show`` prints for it
+    (``ifname``, ``operstate``, ``address``, ``flags``)."""
+    return "%-16s %-14s %s <%s> " % (link["ifname"], link["operstate"], link["address"], ",".join(link["flags"]))
+
+
+def ip_oneline(lines):
+    """One link's lines of ``ip link show`` as ``ip -o`` prints them on one
+    line: iproute2's print_nl() writes ``_SL_`` (a backslash) for each
+    newline inside the link, and the next line keeps its indent."""
+    return "\\".join(lines)
+
+
 def _vf_defaults(vf):
     d = {"link_type": "ether", "broadcast": "ff:ff:ff:ff:ff:ff", "vlan": 0, "qos": 0,
          "vlan_proto": None, "max_tx_rate": 0, "min_tx_rate": 0, "spoofchk": True,

@@ -2,19 +2,24 @@
 
 On a real host VF settings go through netlink to the PF driver; in the twin
 the PF and VF netdevs exist only in the FUSE sysfs, so ``ip link set`` and
-``ip [-j [-p]] link show`` on those names act on the node agent's kernel
-model. They read the command line as iproute2 6.1 does (ip/iplink.c,
-ip/ipaddress.c, lib/utils.c: its messages and exit statuses for what it
-cannot read) and print its formats (``vf N     link/ether ... spoof checking
-..., trust ...``, its JSON writer); the VM tier holds them to the real ``ip``
-on an igb PF (tests/vm/test_vm_twin_faithful.py). On a twin netdev an
-option other than ``-j``/``-p``, or a ``link set`` word of iproute2's other
-than ``up``, ``down``, ``mtu`` and ``vf``, is refused as not modelled; every
-other invocation is handed to the real ``ip`` unchanged.
+``ip [-j [-p]] [-br] [-o] link show [[dev] NAME] [up]`` on those names act
+on the node agent's kernel model. Without a name the real ``ip``'s list of
+the container's own netdevs comes first, then the twin's in the order a 6.1
+kernel dumps them. They read the command line as iproute2 6.1 does
+(ip/iplink.c, ip/ipaddress.c, lib/utils.c: its messages and exit statuses
+for what it cannot read) and print its formats (``vf N     link/ether ...
+spoof checking ..., trust ...``, the brief line, ``-o``'s one line, its
+JSON writer); the VM tier holds them to the real ``ip`` on an igb PF
+(tests/vm/test_vm_twin_faithful.py). On a twin netdev, or on the list that
+holds them, an option other than ``-j``/``-p``/``-br``/``-o``, or a ``link
+set`` word of iproute2's other than ``up``, ``down``, ``mtu`` and ``vf``, is
+refused as not modelled; every other invocation is handed to the real
+``ip`` unchanged.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -349,8 +354,11 @@ def _link_set(s: dict, args: list[str], argv: list[str]) -> int:
 
 
 def _flags(pf: dict, vf: dict | None) -> tuple[list[str], str]:
-    admin = pf.get("admin_up", True) if vf is None else vf["admin_up"]
-    up = admin and pf["operstate"] == "up"      # a PF's operstate already has its admin state in it
+    """The netdev's flags as print_link_flags() lists them, and its operstate
+    in oper_states' words, from the node's kernel (its admin state, carrier)."""
+    fn = pf if vf is None else vf
+    admin = fn["admin_up"]
+    up = admin and fn["carrier"]
     flags = ["BROADCAST", "MULTICAST"] + (["UP"] if admin else []) + (["LOWER_UP"] if up else [])
     if admin and not up:
         flags.insert(0, "NO-CARRIER")
@@ -373,33 +381,114 @@ _SHOW_FILTERS = ("to", "scope", "label", "group", "master", "vrf", "nomaster", "
                  "nodad", "mngtmpaddr", "noprefixroute", "autojoin")
 
 
-def _link_show(s: dict, name: str, up: bool, as_json: bool, pretty: bool = False) -> int:
-    """One twin netdev as ``ip [-j [-p]] link show [dev] NAME [up]`` prints
-    it, with the VF lines of a PF; ``up`` leaves out a netdev that is not
-    (nothing printed, or ``[{}]``)."""
+def _link_entry(s: dict, name: str, up: bool, brief: bool, oneline: bool = False) -> tuple[dict, list[str]]:
+    """One twin netdev as print_linkinfo() (ip/ipaddress.c) has it: its JSON
+    object and its text lines, with the VF lines of a PF (``oneline``: one
+    line); ``brief`` as print_linkinfo_brief() has it (name, operstate,
+    address, flags; no VFs). A netdev the ``up`` filter leaves out is an
+    empty object and no lines (print_linkinfo() returns before it prints,
+    inside its JSON object)."""
     pf, vf = _netdevs(s)[name]
     flags, state = _flags(pf, vf)
     if up and "UP" not in flags:
-        if as_json:       # iplink_get() opens the link's object before print_linkinfo() leaves it
-            print(formats.iproute2_json([{}], pretty))
-        return 0
-    mtu = pf["mtu"] if vf is None else vf["mtu"]
+        return {}, []
     mac = pf["mac"] if vf is None else vf["netdev_mac"]
-    ifindex = 100 + pf["index"] * 100 + (vf["vf"] + 1 if vf else 0)
-    if as_json:
-        entry = {"ifindex": ifindex, "ifname": name, "flags": flags, "mtu": mtu, "qdisc": "mq",
-                 "operstate": state, "linkmode": "DEFAULT", "group": "default", "txqlen": 1000,
-                 "link_type": "ether", "address": mac, "broadcast": "ff:ff:ff:ff:ff:ff"}
-        if vf is None and pf["vfs"]:
-            entry["vfinfo_list"] = formats.ip_json_vfinfo(_vf_dicts(pf))
-        print(formats.iproute2_json([entry], pretty))
-        return 0
+    if brief:
+        link = {"ifname": name, "operstate": state, "address": mac, "flags": flags}
+        return link, [formats.ip_link_brief(link)]
+    mtu = pf["mtu"] if vf is None else vf["mtu"]
+    ifindex = (pf if vf is None else vf)["ifindex"]
+    entry = {"ifindex": ifindex, "ifname": name, "flags": flags, "mtu": mtu, "qdisc": "mq",
+             "operstate": state, "linkmode": "DEFAULT", "group": "default", "txqlen": 1000,
+             "link_type": "ether", "address": mac, "broadcast": "ff:ff:ff:ff:ff:ff"}
     lines = [f"{ifindex}: {name}: <{','.join(flags)}> mtu {mtu} qdisc mq state {state} "
              f"mode DEFAULT group default qlen 1000",
              f"    link/ether {mac} brd ff:ff:ff:ff:ff:ff"]
-    if vf is None:
+    if vf is None and pf["vfs"]:
+        entry["vfinfo_list"] = formats.ip_json_vfinfo(_vf_dicts(pf))
         lines.extend(formats.ip_vf_lines(_vf_dicts(pf)))
-    print("\n".join(lines))
+    return entry, [formats.ip_oneline(lines)] if oneline else lines
+
+
+def _link_show(s: dict, name: str, up: bool, as_json: bool, pretty: bool = False, brief: bool = False,
+               oneline: bool = False) -> int:
+    """One twin netdev as ``ip [-j [-p]] [-br] [-o] link show [dev] NAME
+    [up]`` prints it (iplink_get(): one object in the array, ``[{}]`` when
+    ``up`` leaves it out)."""
+    entry, lines = _link_entry(s, name, up, brief, oneline)
+    if as_json:
+        print(formats.iproute2_json([entry], pretty))
+    elif lines:
+        print("\n".join(lines))
+    return 0
+
+
+def _dump_key(ifindex: int | None) -> tuple[int, int]:
+    """Where a link comes in a 6.1 kernel's dump: net/core/rtnetlink.c
+    rtnl_dump_ifinfo() walks dev_index_head, 256 hash buckets by ifindex &
+    255, each newest first (taken here as the higher ifindex first); the
+    later kernels' ifindex order came with for_each_netdev_dump(). A link
+    whose ifindex is not known goes first, in the order it came."""
+    return (-1, 0) if ifindex is None else (ifindex & 255, -ifindex)
+
+
+def _real_links(real: str, real_argv: list[str], as_json: bool, brief: bool):
+    """The real ip's answer to ``real_argv`` cut into its links, each with
+    its ifindex: (exit status, stdout, stderr, [(ifindex, JSON object or
+    text)]). A second call, ``ip -j link show``, gives the ifindex of every
+    link in the order of the dump; a -j answer holds one object per link
+    (``{}`` where ``up`` left one out) in that order, a -br line names its
+    link, a text link starts with its ifindex."""
+    import subprocess
+
+    proc = subprocess.run([real, *real_argv], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return proc.returncode, proc.stdout, proc.stderr, []
+    listed = subprocess.run([real, "-j", "link", "show"], capture_output=True, text=True)
+    order = [(link["ifindex"], link["ifname"]) for link in json.loads(listed.stdout or "[]")] \
+        if listed.returncode == 0 else []
+    if as_json:
+        objects = json.loads(proc.stdout or "[]")
+        indexes = [i for i, _ in order] if len(order) == len(objects) else [None] * len(objects)
+        return 0, "", proc.stderr, list(zip(indexes, objects))
+    if brief:
+        index = {name: i for i, name in order}
+        return 0, "", proc.stderr, [(index.get(line.split()[0].split("@")[0]) if line.strip() else None, line)
+                                    for line in proc.stdout.splitlines(keepends=True)]
+    links: list[list] = []
+    for line in proc.stdout.splitlines(keepends=True):
+        start = re.match(r"(\d+): ", line)
+        if start or not links:
+            links.append([int(start[1]) if start else None, line])
+        else:
+            links[-1][1] += line
+    return 0, "", proc.stderr, [tuple(link) for link in links]
+
+
+def _link_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: bool, brief: bool,
+               oneline: bool) -> int:
+    """``ip [-j [-p]] [-br] [-o] link [show] [up]``: the container's own
+    links (lo, the lab network's) from the real ip and every twin netdev as
+    ``ip link show <netdev>`` prints it, together in the order a 6.1 kernel
+    dumps them."""
+    real = next((p for p in REAL_IP if os.path.exists(p) and not os.path.realpath(p).startswith(SELF_DIR)), None)
+    if real is None:
+        print("ip: iproute2 not installed", file=sys.stderr)
+        return 127
+    # real_argv asks for compact JSON: its objects are written again with the twin's
+    rc, out, err, links = _real_links(real, real_argv, as_json, brief)
+    sys.stderr.write(err)
+    if rc != 0:
+        sys.stdout.write(out)
+        return rc
+    for name, (pf, vf) in _netdevs(s).items():
+        entry, lines = _link_entry(s, name, up, brief, oneline)
+        links.append(((pf if vf is None else vf)["ifindex"], entry if as_json else "".join(ln + "\n" for ln in lines)))
+    links.sort(key=lambda link: _dump_key(link[0]))
+    if as_json:
+        print(formats.iproute2_json([obj for _, obj in links], pretty))
+    else:
+        sys.stdout.write("".join(text for _, text in links))
     return 0
 
 
@@ -438,11 +527,12 @@ def main(argv: list[str]) -> int:
             return _real(argv)        # its message for an unknown option, its version, help or batch
         opts.append(option[0])
         i += 2 if option[1] else 1
+    command_at = i
     rest = argv[i:]
     if not rest or rest[0] not in ("link", "l", "li", "lin"):
         return _real(argv)
     rest = rest[1:]
-    unmodelled = [o for o in opts if o not in ("-json", "-pretty")]
+    unmodelled = [o for o in opts if o not in ("-json", "-pretty", "-brief", "-oneline")]
     s = None
     twin = None
 
@@ -465,8 +555,9 @@ def main(argv: list[str]) -> int:
         return _real(argv)
     if _matches(verb, "show") or _matches(verb, "lst") or _matches(verb, "list"):
         # ip/ipaddress.c ipaddr_list_flush_or_save(): one device (``dev X`` or
-        # the bare name) and the ``up`` filter are what the twin answers; any
-        # other filter goes to the real ip with the rest of the command
+        # the bare name) or all of them, and the ``up`` filter, are what the
+        # twin answers; any other filter goes to the real ip with the rest of
+        # the command
         filter_dev, up, i = None, False, 0
         while i < len(args):
             if args[i] == "up":
@@ -481,14 +572,21 @@ def main(argv: list[str]) -> int:
                     return stop.rc
                 continue
             i += 1
+        shown = dict(up=up, as_json="-json" in opts, pretty="-pretty" in opts, brief="-brief" in opts,
+                     oneline="-oneline" in opts)
         if filter_dev is not None and filter_dev in twin_names():
             if unmodelled:
                 return _not_modelled(unmodelled)
-            return _link_show(s, filter_dev, up, as_json="-json" in opts, pretty="-pretty" in opts)
+            return _link_show(s, filter_dev, **shown)
+        if filter_dev is None and twin_names():
+            if unmodelled:
+                return _not_modelled(unmodelled)
+            real_opts = [w for w in argv[:command_at] if _ip_option(w) != ("-pretty", False)]
+            return _link_list(s, real_opts + argv[command_at:], **shown)
         return _real(argv)
     return _real(argv)
 
 
 def _not_modelled(opts: list[str]) -> int:
-    print(f"ip: the simlab twin does not model {opts[0]} for its netdevs (it prints -j and -p)", file=sys.stderr)
+    print(f"ip: the simlab twin does not model {opts[0]} for its netdevs (it prints -j, -p, -br and -o)", file=sys.stderr)
     return 2

@@ -87,7 +87,7 @@ def rows(s: dict, rules_dirs=RULES_DIRS, sys_net=SYS_NET) -> list[dict]:
         if any(_udev_match(p, vf["bdf"]) for p in patterns):
             out.append({"DEVICE": name, "TYPE": kind, "STATE": "unmanaged", "CONNECTION": "--"})
             continue
-        up = pf["operstate"] == "up" and vf["link_state"] != "disable"
+        up = vf["carrier"]
         out.append({"DEVICE": name, "TYPE": kind, "STATE": "connected" if up else "disconnected",
                     "CONNECTION": f"Wired connection {wired}" if up else "--"})
         if up:

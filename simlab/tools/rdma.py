@@ -213,11 +213,9 @@ def _link_rows(s: dict) -> list[dict]:
 
 def _netdev_index(s: dict, netdev: str) -> int:
     for pf in s["pfs"]:
-        if pf["netdev"] == netdev:
-            return 100 + pf["index"] * 100
-        for vf in pf["vfs"]:
-            if vf["netdev"] == netdev:
-                return 100 + pf["index"] * 100 + vf["vf"] + 1
+        for function in [pf, *pf["vfs"]]:
+            if function["netdev"] == netdev:
+                return function["ifindex"]
     return 0
 
 

@@ -68,7 +68,8 @@ def rdma_devices(s: dict) -> list[tuple[str, dict, dict | None]]:
 
 
 def port_up(pf: dict, vf: dict | None) -> bool:
-    return pf["operstate"] == "up" and (vf is None or vf["link_state"] != "disable")
+    """Whether the function's RDMA port is active: its netdev's link (the kernel's carrier())."""
+    return (pf if vf is None else vf)["carrier"]
 
 
 def node_guid(pf: dict, vf: dict | None) -> str:

@@ -6,6 +6,7 @@ line naming a device, a port or a GID is read or fails the parse with the
 line quoted."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -292,6 +293,9 @@ RDMA_JSON = {  # file: pretty
     "rdma-j-p-d-dev-debian12-iproute2-6.1-rxe-2dev.txt": True,
     "ip-j-link-show-debian12-iproute2-6.1-igb-2vf.txt": False,
     "ip-j-p-link-show-debian12-iproute2-6.1-igb-2vf.txt": True,
+    "ip-j-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt": False,
+    "ip-j-p-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt": True,
+    "ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt": True,
 }
 
 
@@ -364,10 +368,69 @@ def test_the_twins_vf_lines_and_vfinfo_are_the_real_ones():
     assert formats.ip_json_vfinfo(vfs) == data[0]["vfinfo_list"]
 
 
+# ---------------------------------------------------------------- ip link lists (iproute2 6.1)
+# Every link of a list as ``ip -j -br`` has it; the VM node with the PF up
+# (VF 0's netdev without carrier yet) and with the PF down
+_BRIEF = re.compile(r"^(\S+) +(\S+) +(\S+) <([^>]*)> $")
+IP_BRIEF = {  # -br text: the same state's -j -br, or the links it must hold
+    "ip-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt": "ip-j-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt",
+    "ip-br-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt": ["lo", "enp0s3", "enp1s0v0", "enp1s0v1"],
+}
+IP_ONELINE = {"ip-o-link-show-debian12-iproute2-6.1-igb-2vf-all.txt": "ip-link-show-debian12-iproute2-6.1-igb-2vf-all.txt"}
+
+
+def _brief_links(text):
+    links = []
+    for line in text.splitlines():
+        m = _BRIEF.match(line)
+        assert m, line
+        links.append({"ifname": m[1], "operstate": m[2], "address": m[3], "flags": m[4].split(",")})
+    return links
+
+
+@pytest.mark.parametrize("name", sorted(IP_BRIEF))
+def test_the_twins_brief_line_is_the_real_one(name):
+    """simlab's ip_link_brief (the twin's ``ip -br link``) writes each link
+    of real iproute2 6.1's ``-br`` output, padding and trailing blank, from
+    the link as ``-j -br`` of the same state has it."""
+    from simlab.tools import formats
+    text = recorded(name)
+    links = _brief_links(text)
+    assert "".join(formats.ip_link_brief(link) + "\n" for link in links) == text
+    want = IP_BRIEF[name]
+    if isinstance(want, str):
+        assert links == json.loads(recorded(want))
+    else:
+        assert [link["ifname"] for link in links] == want      # `up` leaves the PF that is down out
+
+
+@pytest.mark.parametrize("name", sorted(IP_ONELINE))
+def test_the_twins_oneline_is_the_real_one(name):
+    """simlab's ip_oneline (the twin's ``ip -o link``) joins each link's
+    lines of real ``ip link show`` (the same state) as real ``ip -o`` does."""
+    from simlab.tools import formats
+    links, lines = [], recorded(IP_ONELINE[name]).splitlines()
+    for line in lines:
+        if re.match(r"\d+: ", line):
+            links.append([])
+        links[-1].append(line)
+    assert len(links) == 5 and "".join(formats.ip_oneline(link) + "\n" for link in links) == recorded(name)
+
+
+def test_a_link_the_up_filter_leaves_out_of_a_list_is_an_empty_object():
+    """Real ``ip -j -p link show up`` with the PF down: print_linkinfo()
+    returns inside the link's JSON object, so the list holds ``{}`` in its
+    place (the twin writes the same for its netdevs that are down)."""
+    data = json.loads(recorded("ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt"))
+    assert [link.get("ifname") for link in data] == ["lo", "enp0s3", None, "enp1s0v0", "enp1s0v1"]
+    assert data[2] == {}
+
+
 # ---------------------------------------------------------------- the fixture set
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))
-    assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON) | set(IP_LINK))
+    assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON) | set(IP_LINK)
+                           | set(IP_BRIEF) | set(IP_ONELINE) | {IP_ONELINE[f] for f in IP_ONELINE})
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f

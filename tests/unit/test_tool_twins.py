@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 
 import pytest
 
@@ -572,7 +573,7 @@ def test_ip_options_and_the_kernels_u8_qos(agent, capsys):
     pf = enable_vfs(agent)
     assert run(capsys, ip, ["--", "link", "show", PF])[1].startswith("100: " + PF)
     assert run(capsys, ip, ["-s", "link", "show", PF]) == (
-        2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j and -p)\n")
+        2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j, -p, -br and -o)\n")
     assert run(capsys, ip, ["-d", "-j", "link", "set", PF, "up"])[0] == 2
     assert run(capsys, ip, ["link", "set", PF, "vf", "1", "vlan", "10", "qos", "256"]) == (0, "", "")
     assert (pf.vfs[1].vlan, pf.vfs[1].qos) == (10, 0)
@@ -584,3 +585,148 @@ def test_the_json_writer_leaves_single_quotes_as_they_are():
     escape single quotes")."""
     from simlab.tools import formats
     assert formats.iproute2_json([{"alias": "it's \"x\"\t\\"}]) == '[{"alias":"it\'s \\"x\\"\\t\\\\"}]'
+
+
+# The container's own netdevs as the real ip lists them: lo and the VM node's
+# management NIC from real iproute2 6.1 captures (tests/unit/fixtures/rdma_tools_real)
+_REAL_LIST = "tests/unit/fixtures/rdma_tools_real/"
+
+
+def _real_ip(tmp_path, monkeypatch):
+    """A stand-in for the container's real ip: the first two links (lo,
+    enp0s3) of the real captures, in the form the options ask for; it
+    records what it was asked."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / _REAL_LIST
+    first = lambda text, n: "".join(text.splitlines(keepends=True)[:n])
+    links = json.loads((root / "ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt").read_text())[:2]
+    brief = json.loads((root / "ip-j-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text())[:2]
+    (tmp_path / "text").write_text(first((root / "ip-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text(), 4))
+    (tmp_path / "br").write_text(first((root / "ip-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text(), 2))
+    (tmp_path / "o").write_text(first((root / "ip-o-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text(), 2))
+    (tmp_path / "j").write_text(json.dumps(links, separators=(",", ":")) + "\n")
+    (tmp_path / "jbr").write_text(json.dumps(brief, separators=(",", ":")) + "\n")
+    script = tmp_path / "ip"
+    script.write_text(f"""#!{sys.executable}
+import sys
+args = sys.argv[1:]
+open({str(tmp_path / "asked")!r}, "a").write(" ".join(args) + "\\n")
+form = ("j" if "-j" in args else "") + ("br" if "-br" in args else "") + ("o" if "-o" in args else "")
+sys.stdout.write(open({str(tmp_path)!r} + "/" + (form or "text")).read())
+""")
+    script.chmod(0o755)
+    monkeypatch.setattr(ip, "REAL_IP", (str(script),))
+    return links, brief
+
+
+def test_ip_link_brief_and_oneline_on_a_twin_netdev(agent, capsys):
+    """``-br`` prints print_linkinfo_brief()'s line (and ``-j -br`` its four
+    members) from the same netdev state as ``-j``; ``-o`` is the text of
+    ``ip link show`` with its inner newlines as backslashes; ``up`` leaves
+    a down PF out of both, inside ``[{}]`` with -j as iplink_get() does."""
+    enable_vfs(agent)
+    full = json.loads(run(capsys, ip, ["-j", "link", "show", "dev", PF])[1])[0]
+    brief = {k: full[k] for k in ("ifname", "operstate", "address", "flags")}
+    assert run(capsys, ip, ["-br", "link", "show", "dev", PF]) == (
+        0, "%-16s %-14s %s <%s> \n" % (PF, "UP", full["address"], "BROADCAST,MULTICAST,UP,LOWER_UP"), "")
+    assert json.loads(run(capsys, ip, ["-j", "-br", "link", "show", PF])[1]) == [brief]
+    assert run(capsys, ip, ["-brief", "-json", "-p", "link", "show", PF])[1].startswith('[ {\n        "ifname": ')
+    text = run(capsys, ip, ["link", "show", PF])[1]
+    assert text.count("\n") == 4 and run(capsys, ip, ["-o", "link", "show", PF])[1] == \
+        "\\".join(text.splitlines()) + "\n"
+    assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
+    assert run(capsys, ip, ["-br", "link", "show", PF]) == (0, f"{PF:<16} DOWN           {full['address']} "
+                                                               "<BROADCAST,MULTICAST> \n", "")
+    assert run(capsys, ip, ["-br", "link", "show", PF, "up"]) == (0, "", "")
+    assert run(capsys, ip, ["-j", "-br", "link", "show", PF, "up"]) == (0, "[{}]\n", "")
+
+
+def test_a_vfs_link_follows_its_link_state_in_ip_sysfs_and_its_rdma_port(agent, capsys):
+    """One place decides a VF netdev's link (the kernel's carrier()): under
+    ``auto`` its PF's, ``enable`` up and ``disable`` down whatever the PF's
+    (ip-link(8)); ip's flags, sysfs' operstate and carrier and the RDMA
+    port's state all read it."""
+    pf = enable_vfs(agent)
+    k = agent.kernel
+    vf_dev = pf.spec.vf_netdev(0)
+    ip_vf = lambda: json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]
+    pf.vfs[0].admin_up = True
+    assert ip_vf()["flags"][-2:] == ["UP", "LOWER_UP"] and k.port_state(pf, pf.vfs[0])[0] == "4: ACTIVE"
+    assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "disable"])[0] == 0
+    assert (ip_vf()["flags"][0], ip_vf()["operstate"]) == ("NO-CARRIER", "DOWN")
+    assert (k.netdev_operstate(pf, pf.vfs[0]), k.carrier(pf, pf.vfs[0])) == ("down", False)
+    assert k.port_state(pf, pf.vfs[0])[0] == "1: DOWN"
+    assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "enable"])[0] == 0
+    assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
+    assert (ip_vf()["operstate"], k.carrier(pf, pf.vfs[0]), k.carrier(pf)) == ("UP", True, False)
+    assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "auto"])[0] == 0
+    assert (ip_vf()["operstate"], k.port_state(pf, pf.vfs[0])[0]) == ("DOWN", "1: DOWN")
+    assert [ip_vf()["ifindex"], json.loads(run(capsys, ip, ["-j", "link", "show", PF])[1])[0]["ifindex"]] == \
+        [k.ifindex(pf, pf.vfs[0]), k.ifindex(pf)] == [101, 100]
+
+
+def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(tmp_path, monkeypatch, capsys):
+    """``ip link show`` without a device: the real ip's links of the
+    container and every twin netdev as ``ip link show dev`` prints it,
+    together in a 6.1 kernel's dump order (hash buckets by ifindex & 255,
+    the higher ifindex first within one: the third PF's 300 before the
+    first's 100, the fifth PF's VFs 512 and 513 before lo's 1, 514 between
+    lo and the lab network's 2); -j and -j -p write one array of both; the
+    ``up`` filter leaves ``{}`` for a link that is down with -j and nothing
+    in text; an option the twin does not print with is refused as it is
+    for one twin netdev."""
+    monkeypatch.setattr(boot, "LAB", tmp_path)
+    state = make_state()
+    state["hw"] = hardware.default_spec("node01", 1, nics=5)
+    fw = hardware.factory_firmware(state["hw"])
+    for nic in hardware.nic_specs(state["hw"]):
+        for col in ("current", "next"):
+            fw[nic.bdf][col].update(SRIOV_EN=1, NUM_OF_VFS=nic.totalvfs)
+    state["firmware"] = fw
+    a = agent_mod.Agent(state)
+    monkeypatch.setattr(agentclient, "request", lambda req, sock_path=None, timeout=30: json.loads(json.dumps(
+        a.handle(json.loads(json.dumps(req))))))
+    links, brief = _real_ip(tmp_path, monkeypatch)
+    k = a.kernel
+    enable_vfs(a, 2, pf_index=0)
+    enable_vfs(a, 14, pf_index=4)
+    pfs, vf = [p.netdev for p in k.pfs], lambda p, i: k.pfs[p].spec.vf_netdev(i)
+    assert [k.ifindex(k.pfs[p]) for p in range(5)] == [100, 200, 300, 400, 500]
+    assert [k.ifindex(k.pfs[4], k.pfs[4].vfs[i]) for i in (11, 12, 13)] == [512, 513, 514]
+    # ifindex & 255: 0 1 1 2 2 44 100 101 102 144 200 244 245..255
+    twin_order = [vf(4, 11), vf(4, 12), None, vf(4, 13), None, pfs[2], pfs[0], vf(0, 0), vf(0, 1), pfs[3], pfs[1],
+                  pfs[4], *[vf(4, i) for i in range(11)]]
+    real_text = (tmp_path / "text").read_text().splitlines(keepends=True)
+    real_links = {"": ["".join(real_text[:2]), "".join(real_text[2:])],
+                  "-br": (tmp_path / "br").read_text().splitlines(keepends=True),
+                  "-o": (tmp_path / "o").read_text().splitlines(keepends=True)}
+
+    def each(opt):
+        real = iter(real_links[opt])
+        return "".join(next(real) if n is None else run(capsys, ip, [*filter(None, [opt]), "link", "show", n])[1]
+                       for n in twin_order)
+
+    rc, out, err = run(capsys, ip, ["link", "show"])
+    assert (rc, err) == (0, "") and out == each("")
+    assert run(capsys, ip, ["link"])[1] == out
+    assert run(capsys, ip, ["-br", "link"])[1] == each("-br")
+    assert run(capsys, ip, ["-o", "link", "show"])[1] == each("-o")
+    listed = json.loads(run(capsys, ip, ["-j", "link", "show"])[1])
+    real = iter(links)
+    assert listed == [next(real) if n is None else json.loads(run(capsys, ip, ["-j", "link", "show", n])[1])[0]
+                      for n in twin_order]
+    pretty = run(capsys, ip, ["-j", "-p", "link", "show"])[1]
+    assert json.loads(pretty) == listed and pretty.startswith('[ {\n        "ifindex": 512,')
+    assert "-p" not in (tmp_path / "asked").read_text().split()     # the real ip's part is written again
+    assert [x.get("ifname") for x in json.loads(run(capsys, ip, ["-j", "-br", "link", "show"])[1])] == \
+        [brief[0]["ifname"] if n is None and i == 2 else brief[1]["ifname"] if n is None else n
+         for i, n in enumerate(twin_order)]
+    for p in range(5):
+        assert run(capsys, ip, ["link", "set", pfs[p], "down" if p == 2 else "up"])[0] == 0
+    up_json = json.loads(run(capsys, ip, ["-j", "link", "show", "up"])[1])
+    # the VFs' netdevs are down, as the VF driver leaves them until something sets them up
+    assert [x.get("ifname") for x in up_json] == \
+        [None, None, "lo", None, "enp0s3", None, pfs[0], None, None, pfs[3], pfs[1], pfs[4]] + [None] * 11
+    assert pfs[2] not in run(capsys, ip, ["-br", "link", "show", "up"])[1]
+    assert run(capsys, ip, ["-s", "link"]) == (
+        2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j, -p, -br and -o)\n")

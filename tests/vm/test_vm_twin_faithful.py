@@ -333,6 +333,8 @@ IP_COMMANDS = [
     "ip link show dev {pf}", "ip link show {pf}", "ip link show dev {pf} up", "ip -j link show dev {pf}",
     "ip -j -p link show dev {pf}", "ip -json -pretty link show {pf}", "ip --json link show dev {pf}",
     "ip link show {pf} {pf}", "ip link show dev",
+    "ip -br link show dev {pf}", "ip -j -br link show {pf}", "ip -brief -json -pretty link show dev {pf}",
+    "ip -o link show dev {pf}", "ip -oneline -j link show {pf}",
     "ip link set dev {pf} vf 1 trust maybe", "ip link set dev {pf} vf x trust on", "ip link set dev {pf} vf 1 spoofchk",
     "ip link set dev {pf} vf 7 trust on", "ip link set dev {pf} vf 1 bogus 1", "ip link set dev {pf} vf 1 qos 3",
     "ip link set dev {pf} vf", "ip link set dev {pf} vf 1 state sideways", "ip link set dev {pf} vf 1 vlan 5000",
@@ -350,7 +352,8 @@ IP_COMMANDS = [
     "ip link set dev {pf} vf 1 mtu 1500", "ip link set dev {pf} mtu x", "ip link set dev {pf} {pf}",
     "ip -- link show dev {pf}", "ip -j link show dev {pf}",
     "ip link set dev {pf} down", "ip link show dev {pf}", "ip link show dev {pf} up", "ip -j link show dev {pf} up",
-    "ip -j -p link show dev {pf} up", "ip link set dev {pf} up",
+    "ip -j -p link show dev {pf} up", "ip -br link show dev {pf}", "ip -br link show dev {pf} up",
+    "ip -j -br link show dev {pf} up", "ip -o link show {pf}", "ip link set dev {pf} up",
 ]
 
 
@@ -366,8 +369,9 @@ def ip_answers(sh, pf, pf_mac, query_rss_zeroed):
     out = sh(script).stdout.replace(pf, "PF").replace(pf_mac, "PFMAC")
     out = re.sub(r"(?m)^\d+: PF:", "N: PF:", out)
     out = re.sub(r"(\"ifindex\": ?)\d+", r"\1N", out)
-    if query_rss_zeroed:      # the last item of a VF line, of a vfinfo_list entry
-        out = re.sub(r"(?m), query_rss off$|,\s*\"query_rss_en\": ?false(?=\s*\})", "", out)
+    out = re.sub(r"(?m)^PF +(?=UP|DOWN)", "PF ", out)       # -br pads the name to 16
+    if query_rss_zeroed:      # the last item of a VF line (-o: before its backslash), of a vfinfo_list entry
+        out = re.sub(r"(?m), query_rss off(?=\\|$)|,\s*\"query_rss_en\": ?false(?=\s*\})", "", out)
     answers = out.split("@end\n")
     assert len(answers) == len(IP_COMMANDS) + 1, out
     return answers[:-1]       # in order: a command may come twice, before and after a change
@@ -378,7 +382,7 @@ def test_the_twins_ip_link_answers_as_real_iproute2_does(vmlab, twin1):
     """iproute2's ip (Debian 12's 6.1) on the VM node's igb PF and the twin's
     on a ConnectX PF, each with two VFs set the same way: ``ip link show``
     in text, -j and -j -p (the VF lines and vfinfo_list, iproute2's nested
-    pretty JSON), and ``ip link set ... vf`` refused the same way, with the
+    pretty JSON), -br and -o, and ``ip link set ... vf`` refused the same way, with the
     same message and exit status, for what iproute2 refuses (a word it
     cannot read, a missing value, a bad MAC) and what the kernel does (a VF
     the PF lacks, a qos above 7, 802.1ad, a multicast MAC, query_rss), and
@@ -398,6 +402,47 @@ def test_the_twins_ip_link_answers_as_real_iproute2_does(vmlab, twin1):
         said["ip -j -p link show dev {pf} up"] == "[ {} ]\n@rc=0\n"      # asked while the PF is down
     for n, (cmd, t, r) in enumerate(zip(IP_COMMANDS, twin, real)):
         assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
+
+
+LIST_SCRIPT = ("ls {sys}/class/net /sys/class/net | grep -v '^/' | grep . | sort -u; echo @end; "
+               "for n in $(ls {sys}/class/net /sys/class/net | grep -v '^/' | grep . | sort -u); do "
+               "echo \"$n $(cat {sys}/class/net/$n/ifindex 2>/dev/null || cat /sys/class/net/$n/ifindex)\"; done; "
+               "echo @end; ip link show; echo @end; ip -br link show; echo @end; ip -o link; echo @end; "
+               "ip -j link show; echo @end; ip -j -p link; echo @end; ip link show dev {pf}; echo @end; "
+               "ip -br link show {pf}; echo @end; ip -o link show {pf}; echo @end; ip -j link show dev {pf}")
+
+
+def link_list(sh, sys, pf):
+    """A node's netdevs (in sysfs, with their ifindexes) and its ``ip link``
+    lists: text, -br, -o, -j, -j -p, and the PF's own answers to the same."""
+    (names, indexes, text, brief, oneline, compact, pretty, pf_text, pf_brief, pf_oneline,
+     pf_json) = sh(LIST_SCRIPT.format(sys=sys, pf=pf)).stdout.split("@end\n")
+    return {"names": set(names.split()), "ifindex": {ln.split()[0]: int(ln.split()[1]) for ln in indexes.splitlines()},
+            "text": text, "brief": brief, "oneline": oneline, "json": json.loads(compact), "pretty": pretty,
+            "pf_text": pf_text, "pf_brief": pf_brief, "pf_oneline": pf_oneline, "pf_json": json.loads(pf_json)[0]}
+
+
+@pytest.mark.layers(6)
+def test_the_twins_ip_link_list_holds_every_netdev_as_real_iproute2s_does(vmlab, twin1):
+    """``ip link show`` without a device, on the VM node and on a twin node
+    (the container's own links from the real ip, the twin's from the twin):
+    every netdev in sysfs is listed once, in the order a 6.1 kernel dumps
+    them (buckets by ifindex & 255); the PF's entry in the text, -br, -o
+    and -j lists is what ``ip link show <pf>`` prints alone; -j -p is the
+    same list. Before the twin listed its netdevs, the twin node's list had
+    none of them, so this failed."""
+    lists = {"real": link_list(lambda s: vmlab.sh("node02", s), "/sys", "enp1s0"),
+             "twin": link_list(lambda s: twin1.sh("node01", s), "/run/simlab/sys", "enp59s0f0np0")}
+    assert len(lists["twin"]["names"]) > 3 and "enp59s0f0np0" in lists["twin"]["names"]
+    for side, got in lists.items():
+        listed = [link["ifname"] for link in got["json"]]
+        assert sorted(listed) == sorted(got["names"]), side
+        assert listed == sorted(listed, key=lambda n: (got["ifindex"][n] & 255, -got["ifindex"][n])), side
+        assert [ln.split()[0].split("@")[0] for ln in got["brief"].splitlines()] == listed, side
+        assert [re.match(r"\d+: ([^:@]+)", ln)[1] for ln in got["oneline"].splitlines()] == listed, side
+        assert got["pf_text"] in got["text"] and got["pf_brief"] in got["brief"], side
+        assert got["pf_oneline"] in got["oneline"] and got["pf_json"] in got["json"], side
+        assert json.loads(got["pretty"]) == got["json"] and got["pretty"].startswith("[ {\n"), side
 
 
 KMOD_COMMANDS = ["modinfo mlx5_core", "modinfo mlx5_ib", "modinfo ib_core", "modinfo mlx5_core ib_core",

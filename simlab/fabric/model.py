@@ -10,10 +10,12 @@ nodes which transport it uses and what bus bandwidth it reaches.
 
 Rules, in the order they are checked (``rdma_path``):
 
-1. *Link.*  Each end's PF must be operationally up (a VF also needs its
-   ``link_state`` not ``disable`` and its driver probed) and the switch port
-   it is cabled to must be up.  An end's own port down: perftest stops before
-   connecting (``Port number 1 state is Down``).  The remote end down, its
+1. *Link.*  Each end's RDMA port must be up (``Endpoint.port_up``: the node
+   kernel's carrier of its netdev, where a VF's follows its ``link_state``;
+   a VF also needs its driver probed), its PF operationally up, and the switch
+   port it is cabled to up.  An end's own port down: perftest stops before
+   connecting (``Port number 1 state is Down``).  Its PF down under a VF that
+   ``enable`` holds up, the remote end down, its
    switch port down, or the two PFs cabled to different leaves (the twin rack
    has no spine): the connection cannot be made (``Couldn't connect to
    <ip>:<port>``).
@@ -172,11 +174,20 @@ class Endpoint:
         return int(self.vf["mtu"] if self.vf else self.pf["mtu"])
 
     @property
+    def port_up(self) -> bool:
+        """The RDMA port's state on its node: ACTIVE when the function's
+        netdev has its link (the node kernel's carrier(): a VF's follows its
+        link_state, ``enable`` keeps it up with the PF down) and, for a VF,
+        its driver has probed it."""
+        up = self.pf.get("bound", True) and (self.vf if self.vf is not None else self.pf)["carrier"]
+        return bool(up and (self.vf is None or self.vf.get("ready", True)))
+
+    @property
     def link_up(self) -> bool:
-        up = self.pf.get("operstate") == "up" and self.pf.get("bound", True)
-        if self.vf is not None:
-            up = up and self.vf.get("link_state") != "disable" and self.vf.get("ready", True)
-        return bool(up)
+        """Frames from the port reach the cable: the port is up and its PF's
+        own link is (a VF held up by ``enable`` reaches only its PF's other
+        functions when the PF's link is down)."""
+        return self.port_up and self.pf.get("operstate") == "up"
 
     @property
     def switch_port_up(self) -> bool:
@@ -343,9 +354,9 @@ def rdma_path(rack: Rack, a: Endpoint, b: Endpoint, *, gid_index: int | None = N
               remote_gid_index: int | None = None, tos: int | None = None, rdma_cm: bool = False) -> PathResult:
     """Apply the module's rules to the pair ``a`` (the initiator) -> ``b``."""
     line = min(a.line_gbps, b.line_gbps)
-    if not a.link_up:
+    if not a.port_up:
         return PathResult(False, "local-port-down", f"{a.name}: port state Down", line_gbps=line)
-    for ep in (b,):
+    for ep in (a, b):
         if not ep.link_up:
             return PathResult(False, "unreachable", f"{ep.name}: port down", line_gbps=line)
     for ep in (a, b):
@@ -460,7 +471,7 @@ def nccl_busbw(rack: Rack, nodes: list[str], ranks_per_node: int, env: dict,
             continue
         devs = hca_filter(env.get("NCCL_IB_HCA"), rack.devices(n))
         eps = [rack.endpoint(n, d) for d in devs]
-        used[n] = [e for e in eps if e.link_up]
+        used[n] = [e for e in eps if e.port_up]     # NCCL takes the ports that are ACTIVE
         transports[n] = "IB" if used[n] else "Socket"
         if not used[n]:
             reasons.append(f"{n}: NET/IB : No device found")

@@ -59,7 +59,7 @@ class Agent:
                         "node_guid": vf.node_guid, "port_guid": vf.port_guid, "mtu": vf.mtu,
                         "max_tx_rate": vf.max_tx_rate, "min_tx_rate": vf.min_tx_rate,
                         "netdev": pf.spec.vf_netdev(vf.index), "rdma": k.rdma_name(pf, vf),
-                        "ifindex": k.ifindex(pf, vf), "carrier": k.carrier(pf, vf),
+                        "ifindex": k.ifindex(pf, vf), "carrier": k.carrier(pf, vf), "opened": vf.opened,
                         "netdev_mac": k.vf_netdev_mac(pf, vf), "admin_up": vf.admin_up,
                         "ready": vf.probed_at <= k.clock() and vf.on_kernel_driver,
                         "driver": vf.driver, "driver_override": vf.driver_override,
@@ -67,7 +67,7 @@ class Agent:
                     })
                 pfs.append({
                     "index": pf.spec.index, "bdf": pf.bdf, "netdev": pf.netdev, "rdma": k.rdma_name(pf),
-                    "ifindex": k.ifindex(pf), "carrier": k.carrier(pf),
+                    "ifindex": k.ifindex(pf), "carrier": k.carrier(pf), "opened": pf.opened,
                     "model": pf.spec.model, "device_type": pf.spec.ids["device_type"],
                     "hca": pf.spec.ids["hca"], "psid": pf.spec.ids["psid"], "part": pf.spec.ids["part"],
                     "mac": pf.spec.mac, "ipv4": pf.spec.ipv4, "link_type": pf.spec.link_type,

@@ -169,6 +169,10 @@ class VF:
     probed_at: float = 0.0
     driver: str | None = VF_DRIVER    # the PCI driver bound to it, or None
     rdma_index: int = 0
+    # its netdev's ifindex (Kernel.new_ifindex() when mlx5_core registers it) and
+    # whether it was ever up: a netdev never opened keeps noop_qdisc (dev_init_scheduler)
+    ifindex: int = 0
+    opened: bool = False
 
     @property
     def bound(self) -> bool:
@@ -191,6 +195,8 @@ class PF:
     admin_up: bool = True
     link_fault: bool = False
     rdma_index: int = 0
+    ifindex: int = 0
+    opened: bool = True       # up since the boot brought it up
     # host QoS (mlnx_qos / DCB): trust, PFC per priority, dscp -> priority
     trust: str = "pcp"
     pfc: list[int] = field(default_factory=lambda: [0] * 8)
@@ -260,9 +266,13 @@ class Kernel:
         self.configfs_groups: set[str] = set()
         self.sysctls = dict(BASE_SYSCTLS)
         self.pfs: list[PF] = []
+        # ifindexes as net/core/dev.c dev_new_index() hands them out in the
+        # node's network namespace: 1 is its lo (the node container has no other
+        # link), then one per netdev registered, never given twice
+        self._next_ifindex = 2
         rdma = 0
         for spec in nic_specs(hw):
-            pf = PF(spec=spec, rdma_index=rdma)
+            pf = PF(spec=spec, rdma_index=rdma, ifindex=self.new_ifindex())
             rdma += 1
             self.congestion_defaults(pf)
             self.pfs.append(pf)
@@ -409,10 +419,16 @@ class Kernel:
                     out[pf.spec.vf_netdev(vf.index)] = (pf, vf)
         return out
 
+    def new_ifindex(self) -> int:
+        """The next ifindex, for a netdev being registered."""
+        self._next_ifindex += 1
+        return self._next_ifindex - 1
+
     def ifindex(self, pf: PF, vf: VF | None = None) -> int:
-        """The netdev's ifindex: a PF's 100 times its index plus 100, its VFs'
-        the ones after it (sysfs ``ifindex``, ``ip link``, ``rdma link``)."""
-        return 100 + pf.spec.index * 100 + (vf.index + 1 if vf else 0)
+        """The netdev's ifindex (sysfs ``ifindex``, ``ip link``, ``rdma
+        link``): the PFs' from the boot, a VF's from its last probe by
+        mlx5_core, so a VF made again, or bound again, has a new one."""
+        return (pf if vf is None else vf).ifindex
 
     def carrier(self, pf: PF, vf: VF | None = None) -> bool:
         """Whether the netdev, and the RDMA port on it, has its link. A PF's
@@ -523,7 +539,7 @@ class Kernel:
         pf.vfs = []
         for i in range(n):
             vf = VF(index=i, bdf=self.vf_bdf(pf, i), driver=VF_DRIVER if pf.autoprobe else None, probed_at=ready,
-                    rdma_index=self._next_rdma)
+                    rdma_index=self._next_rdma, ifindex=self.new_ifindex() if pf.autoprobe else 0)
             self._next_rdma += 1
             # mlx5 gives every VF a random locally administered MAC unless one is set.
             vf.mac = "00:00:00:00:00:00"
@@ -564,6 +580,7 @@ class Kernel:
         vf.driver = driver
         if driver == VF_DRIVER:
             vf.probed_at = self.clock() + VF_PROBE_DELAY
+            vf.ifindex, vf.opened = self.new_ifindex(), False     # a new netdev
 
     @staticmethod
     def _matches(vf: VF, driver: str) -> bool:
@@ -595,7 +612,7 @@ class Kernel:
                     raise KernelError(errno.ENODEV)
                 if pf.bound:
                     raise KernelError(errno.EBUSY)
-                pf.bound = True
+                pf.bound, pf.ifindex = True, self.new_ifindex()
             self.generation += 1
 
     def drivers_probe(self, bdf: str) -> None:
@@ -611,7 +628,7 @@ class Kernel:
                 raise KernelError(errno.ENODEV)
             if pf is not None:
                 if not pf.bound:
-                    pf.bound = True
+                    pf.bound, pf.ifindex = True, self.new_ifindex()
                     self.generation += 1
                 return
             vf = found[1]
@@ -700,6 +717,7 @@ class Kernel:
                 pf.admin_up = up
             else:
                 vf.admin_up = up
+                vf.opened = vf.opened or up
             self.generation += 1
 
     def set_vf(self, ifname: str, index: int, **settings) -> None:

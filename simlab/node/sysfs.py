@@ -543,7 +543,7 @@ class Tree:
         self._file(f"{n}/speed", read_speed)
         self._file(f"{n}/duplex", "full")
         self._file(f"{n}/type", "1" if pf.spec.link_type == "ETH" else "32")
-        self._file(f"{n}/ifindex", str(k.ifindex(pf, vf)))
+        self._file(f"{n}/ifindex", lambda pf=pf, vf=vf: f"{k.ifindex(pf, vf)}\n".encode())
         self._file(f"{n}/dev_port", "0")
         if vf is None:
             self._file(f"{n}/phys_port_name", "p0")

@@ -4,8 +4,8 @@ On a real host VF settings go through netlink to the PF driver; in the twin
 the PF and VF netdevs exist only in the FUSE sysfs, so ``ip link set`` and
 ``ip [-j [-p]] [-br] [-o] link show [[dev] NAME] [up]`` on those names act
 on the node agent's kernel model. Without a name the real ``ip``'s list of
-the container's own netdevs comes first, then the twin's in the order a 6.1
-kernel dumps them. They read the command line as iproute2 6.1 does
+the container's own links (lo) and the twin's netdevs come together, in the
+order a 6.1 kernel dumps them. They read the command line as iproute2 6.1 does
 (ip/iplink.c, ip/ipaddress.c, lib/utils.c: its messages and exit statuses
 for what it cannot read) and print its formats (``vf N     link/ether ...
 spoof checking ..., trust ...``, the brief line, ``-o``'s one line, its
@@ -24,7 +24,7 @@ import os
 import re
 import sys
 
-from simlab.tools import cargs, formats
+from simlab.tools import agentclient, cargs, formats
 from simlab.tools.agentclient import call, summary
 
 REAL_IP = ("/usr/sbin/ip", "/usr/bin/ip", "/sbin/ip", "/bin/ip")
@@ -396,12 +396,13 @@ def _link_entry(s: dict, name: str, up: bool, brief: bool, oneline: bool = False
     if brief:
         link = {"ifname": name, "operstate": state, "address": mac, "flags": flags}
         return link, [formats.ip_link_brief(link)]
-    mtu = pf["mtu"] if vf is None else vf["mtu"]
-    ifindex = (pf if vf is None else vf)["ifindex"]
-    entry = {"ifindex": ifindex, "ifname": name, "flags": flags, "mtu": mtu, "qdisc": "mq",
+    fn = pf if vf is None else vf
+    mtu, ifindex = fn["mtu"], fn["ifindex"]
+    qdisc = "mq" if fn["opened"] else "noop"     # a netdev never up keeps noop_qdisc
+    entry = {"ifindex": ifindex, "ifname": name, "flags": flags, "mtu": mtu, "qdisc": qdisc,
              "operstate": state, "linkmode": "DEFAULT", "group": "default", "txqlen": 1000,
              "link_type": "ether", "address": mac, "broadcast": "ff:ff:ff:ff:ff:ff"}
-    lines = [f"{ifindex}: {name}: <{','.join(flags)}> mtu {mtu} qdisc mq state {state} "
+    lines = [f"{ifindex}: {name}: <{','.join(flags)}> mtu {mtu} qdisc {qdisc} state {state} "
              f"mode DEFAULT group default qlen 1000",
              f"    link/ether {mac} brd ff:ff:ff:ff:ff:ff"]
     if vf is None and pf["vfs"]:
@@ -426,9 +427,11 @@ def _link_show(s: dict, name: str, up: bool, as_json: bool, pretty: bool = False
 def _dump_key(ifindex: int | None) -> tuple[int, int]:
     """Where a link comes in a 6.1 kernel's dump: net/core/rtnetlink.c
     rtnl_dump_ifinfo() walks dev_index_head, 256 hash buckets by ifindex &
-    255, each newest first (taken here as the higher ifindex first); the
-    later kernels' ifindex order came with for_each_netdev_dump(). A link
-    whose ifindex is not known goes first, in the order it came."""
+    255, each newest first (the higher ifindex first: the node's kernel hands
+    them out in the order links register, Kernel.new_ifindex()); the later
+    kernels' ifindex order came with for_each_netdev_dump(). The VM tier
+    checks the rule on a real 6.1 kernel. A link whose ifindex is not known
+    goes first, in the order it came."""
     return (-1, 0) if ifindex is None else (ifindex & 255, -ifindex)
 
 
@@ -445,10 +448,10 @@ def _real_links(real: str, real_argv: list[str], as_json: bool, brief: bool):
     if proc.returncode != 0:
         return proc.returncode, proc.stdout, proc.stderr, []
     listed = subprocess.run([real, "-j", "link", "show"], capture_output=True, text=True)
-    order = [(link["ifindex"], link["ifname"]) for link in json.loads(listed.stdout or "[]")] \
+    order = [(link["ifindex"], link["ifname"]) for link in json.loads(listed.stdout or "[]", strict=False)] \
         if listed.returncode == 0 else []
     if as_json:
-        objects = json.loads(proc.stdout or "[]")
+        objects = json.loads(proc.stdout or "[]", strict=False)     # json_writer leaves some control bytes raw
         indexes = [i for i, _ in order] if len(order) == len(objects) else [None] * len(objects)
         return 0, "", proc.stderr, list(zip(indexes, objects))
     if brief:
@@ -468,7 +471,7 @@ def _real_links(real: str, real_argv: list[str], as_json: bool, brief: bool):
 def _link_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: bool, brief: bool,
                oneline: bool) -> int:
     """``ip [-j [-p]] [-br] [-o] link [show] [up]``: the container's own
-    links (lo, the lab network's) from the real ip and every twin netdev as
+    links (a node container has lo alone) from the real ip and every twin netdev as
     ``ip link show <netdev>`` prints it, together in the order a 6.1 kernel
     dumps them."""
     real = next((p for p in REAL_IP if os.path.exists(p) and not os.path.realpath(p).startswith(SELF_DIR)), None)
@@ -491,6 +494,11 @@ def _link_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: b
         sys.stdout.write("".join(text for _, text in links))
     return 0
 
+
+# ip/ip.c's options the twin prints with: -j, -p, -br, -o; and the ones that
+# change nothing in ``link``'s output (ipaddr_list_link() sets the family to
+# AF_PACKET; -h and -iec only scale the -s counters)
+_MODELLED_OPTIONS = ("-json", "-pretty", "-brief", "-oneline", "-4", "-6", "-0", "-human", "-human-readable", "-iec")
 
 # ip/ip.c's options in the order it tries them: (name, a prefix is enough, takes a value)
 _OPTIONS = [("-loops", True, True), ("-family", True, True), ("-4", False, False), ("-6", False, False),
@@ -532,17 +540,19 @@ def main(argv: list[str]) -> int:
     if not rest or rest[0] not in ("link", "l", "li", "lin"):
         return _real(argv)
     rest = rest[1:]
-    unmodelled = [o for o in opts if o not in ("-json", "-pretty", "-brief", "-oneline")]
+    unmodelled = [o for o in opts if o not in _MODELLED_OPTIONS]
     s = None
     twin = None
 
-    def twin_names():
+    def twin_names(quiet=False):
+        """The twin's netdevs; none where the node agent does not answer
+        (said on stderr unless ``quiet``)."""
         nonlocal s, twin
         if twin is None:
             try:
-                s = summary("ip")
+                s = agentclient.request({"op": "summary"}) if quiet else summary("ip")
                 twin = _netdevs(s)
-            except SystemExit:
+            except (SystemExit, OSError):
                 twin = {}
         return twin
 
@@ -558,10 +568,14 @@ def main(argv: list[str]) -> int:
         # the bare name) or all of them, and the ``up`` filter, are what the
         # twin answers; any other filter goes to the real ip with the rest of
         # the command
-        filter_dev, up, i = None, False, 0
+        filter_dev, up, i, list_filter = None, False, 0, False
         while i < len(args):
             if args[i] == "up":
                 up = True
+            elif args[i] == "nomaster" or (args[i] == "group" and args[i + 1:i + 2] in (["default"], ["0"])):
+                # filters every twin netdev passes (no master, group 0): a list keeps them
+                list_filter, i = True, i + (2 if args[i] == "group" else 1)
+                continue
             elif args[i] in _SHOW_FILTERS:
                 return _real(argv)
             else:
@@ -574,11 +588,13 @@ def main(argv: list[str]) -> int:
             i += 1
         shown = dict(up=up, as_json="-json" in opts, pretty="-pretty" in opts, brief="-brief" in opts,
                      oneline="-oneline" in opts)
+        if filter_dev is not None and list_filter:
+            return _real(argv)    # a dump of one device (not iplink_get()): not modelled
         if filter_dev is not None and filter_dev in twin_names():
             if unmodelled:
                 return _not_modelled(unmodelled)
             return _link_show(s, filter_dev, **shown)
-        if filter_dev is None and twin_names():
+        if filter_dev is None and twin_names(quiet=True):
             if unmodelled:
                 return _not_modelled(unmodelled)
             real_opts = [w for w in argv[:command_at] if _ip_option(w) != ("-pretty", False)]

@@ -243,7 +243,7 @@ def _local_endpoint(rack: Rack, node: str, opts):
     ep = rack.endpoint(node, dev)
     if opts.ib_port != 1:
         return None, _die(f" Invalid port {opts.ib_port} requested", " Couldn't get context for the device")
-    if not ep.link_up:
+    if not ep.port_up:
         return None, _die(f" Port number {opts.ib_port} state is Down", " Couldn't set the link layer")
     return ep, 0
 

@@ -16,7 +16,7 @@ def _pf(node_idx, i, **kw):
     v4 = "0000:0000:0000:0000:0000:ffff:ac1e:%02x%02x" % (i, node_idx)
     ll = "fe80:0000:0000:0000:0e42:a1ff:fe00:%02x%02x" % (node_idx, i)
     pf = {"index": i, "bdf": f"0000:{0x3b + i:02x}:00.0", "netdev": f"enp{i}np0", "rdma": f"mlx5_{i}",
-          "ipv4": ip, "speed_mbps": 400000, "operstate": "up", "bound": True, "mtu": 9000,
+          "ipv4": ip, "speed_mbps": 400000, "operstate": "up", "carrier": True, "bound": True, "mtu": 9000,
           "trust": "dscp", "pfc": [0, 0, 0, 1, 0, 0, 0, 0], "dscp2prio": {str(d): d >> 3 for d in range(64)},
           "roce_mode": "RoCE v2", "roce_tos": 106,
           "gids": [[ll, "IB/RoCE v1", "x"], [ll, "RoCE v2", "x"], [v4, "IB/RoCE v1", "x"], [v4, "RoCE v2", "x"]],
@@ -85,10 +85,10 @@ def test_host_trust_pcp_is_lossy():
 
 def test_link_down_local_and_remote():
     r = rack()
-    r.live["node01"]["pfs"][0]["operstate"] = "down"
+    r.live["node01"]["pfs"][0].update(operstate="down", carrier=False)
     assert pair(r).error == "local-port-down"
     r = rack()
-    r.live["node02"]["pfs"][0]["operstate"] = "down"
+    r.live["node02"]["pfs"][0].update(operstate="down", carrier=False)
     p = pair(r)
     assert not p.ok and p.error == "unreachable"
     r = rack()
@@ -148,13 +148,18 @@ def test_tos_outside_lossless_priority():
 
 def test_vf_endpoint_follows_pf_and_rate_limit():
     r = rack()
-    vf = {"vf": 0, "rdma": "mlx5_4", "netdev": "enp0v0", "mtu": 9000, "link_state": "auto", "ready": True,
-          "max_tx_rate": 100000, "gids": r.live["node01"]["pfs"][0]["gids"][:2]}
+    vf = {"vf": 0, "rdma": "mlx5_4", "netdev": "enp0v0", "mtu": 9000, "link_state": "auto", "carrier": True,
+          "ready": True, "max_tx_rate": 100000, "gids": r.live["node01"]["pfs"][0]["gids"][:2]}
     r.live["node01"]["pfs"][0]["vfs"] = [vf]
     p = pair(r, "mlx5_4")
     assert p.ok and p.bw_gbps <= 100 * 0.985
-    vf["link_state"] = "disable"
+    # the node kernel's carrier(): disable takes the VF's port down
+    vf.update(link_state="disable", carrier=False)
     assert pair(r, "mlx5_4").error == "local-port-down"
+    # enable holds its port up with the PF's link down: perftest starts, and reaches no one
+    vf.update(link_state="enable", carrier=True)
+    r.live["node01"]["pfs"][0].update(operstate="down", carrier=False)
+    assert pair(r, "mlx5_4").error == "unreachable"
 
 
 def test_hca_filter():
@@ -197,7 +202,7 @@ def test_nccl_socket_fallback_on_one_node_breaks_the_job():
     assert "node02: NCCL falls back to sockets (nccl-socket-fallback)" in res.reasons
     # no usable RDMA device on one node (its only NCCL_IB_HCA device is down)
     r = rack()
-    r.live["node02"]["pfs"][0]["operstate"] = "down"
+    r.live["node02"]["pfs"][0].update(operstate="down", carrier=False)
     res = nccl_busbw(r, ["node01", "node02"], 8, {"NCCL_IB_HCA": "=mlx5_0"})
     assert not res.ok and res.transports == {"node01": "IB", "node02": "Socket"}
     assert "node02: NET/IB : No device found" in res.reasons

@@ -571,7 +571,7 @@ def test_ip_options_and_the_kernels_u8_qos(agent, capsys):
     print with is named rather than ignored; ndo_set_vf_vlan() takes the
     QoS as a u8, so 256 is 0."""
     pf = enable_vfs(agent)
-    assert run(capsys, ip, ["--", "link", "show", PF])[1].startswith("100: " + PF)
+    assert run(capsys, ip, ["--", "link", "show", PF])[1].startswith("2: " + PF)
     assert run(capsys, ip, ["-s", "link", "show", PF]) == (
         2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j, -p, -br and -o)\n")
     assert run(capsys, ip, ["-d", "-j", "link", "set", PF, "up"])[0] == 2
@@ -593,30 +593,38 @@ _REAL_LIST = "tests/unit/fixtures/rdma_tools_real/"
 
 
 def _real_ip(tmp_path, monkeypatch):
-    """A stand-in for the container's real ip: the first two links (lo,
-    enp0s3) of the real captures, in the form the options ask for; it
-    records what it was asked."""
+    """A stand-in for the node container's real ip: its one link, lo, as
+    the real captures have it, in the form the options ask for. With the
+    file ``lo-down`` it answers as if lo were down (``{}`` under ``up``
+    with -j, nothing in text); with ``order-lost`` its ``ip -j link show``
+    lists no link. It records what it was asked."""
     from pathlib import Path
     root = Path(__file__).resolve().parents[2] / _REAL_LIST
-    first = lambda text, n: "".join(text.splitlines(keepends=True)[:n])
-    links = json.loads((root / "ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt").read_text())[:2]
-    brief = json.loads((root / "ip-j-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text())[:2]
-    (tmp_path / "text").write_text(first((root / "ip-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text(), 4))
-    (tmp_path / "br").write_text(first((root / "ip-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text(), 2))
-    (tmp_path / "o").write_text(first((root / "ip-o-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text(), 2))
-    (tmp_path / "j").write_text(json.dumps(links, separators=(",", ":")) + "\n")
-    (tmp_path / "jbr").write_text(json.dumps(brief, separators=(",", ":")) + "\n")
+    first = lambda name, n: "".join((root / name).read_text().splitlines(keepends=True)[:n])
+    lo = json.loads((root / "ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt").read_text())[0]
+    lo_brief = json.loads((root / "ip-j-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt").read_text())[0]
+    (tmp_path / "text").write_text(first("ip-link-show-debian12-iproute2-6.1-igb-2vf-all.txt", 2))
+    (tmp_path / "br").write_text(first("ip-br-link-show-debian12-iproute2-6.1-igb-2vf-all.txt", 1))
+    (tmp_path / "o").write_text(first("ip-o-link-show-debian12-iproute2-6.1-igb-2vf-all.txt", 1))
+    (tmp_path / "j").write_text(json.dumps([lo], separators=(",", ":")) + "\n")
+    (tmp_path / "jbr").write_text(json.dumps([lo_brief], separators=(",", ":")) + "\n")
     script = tmp_path / "ip"
     script.write_text(f"""#!{sys.executable}
-import sys
+import os, sys
 args = sys.argv[1:]
-open({str(tmp_path / "asked")!r}, "a").write(" ".join(args) + "\\n")
-form = ("j" if "-j" in args else "") + ("br" if "-br" in args else "") + ("o" if "-o" in args else "")
-sys.stdout.write(open({str(tmp_path)!r} + "/" + (form or "text")).read())
+here = {str(tmp_path)!r}
+open(here + "/asked", "a").write(" ".join(args) + "\\n")
+if args == ["-j", "link", "show"] and os.path.exists(here + "/order-lost"):
+    print("[]")
+elif "up" in args and os.path.exists(here + "/lo-down"):
+    print("[{{}}]" if "-j" in args else "", end="")
+else:
+    form = ("j" if "-j" in args else "") + ("br" if "-br" in args else "") + ("o" if "-o" in args else "")
+    sys.stdout.write(open(here + "/" + (form or "text")).read())
 """)
     script.chmod(0o755)
     monkeypatch.setattr(ip, "REAL_IP", (str(script),))
-    return links, brief
+    return lo, lo_brief
 
 
 def test_ip_link_brief_and_oneline_on_a_twin_netdev(agent, capsys):
@@ -645,88 +653,109 @@ def test_a_vfs_link_follows_its_link_state_in_ip_sysfs_and_its_rdma_port(agent, 
     """One place decides a VF netdev's link (the kernel's carrier()): under
     ``auto`` its PF's, ``enable`` up and ``disable`` down whatever the PF's
     (ip-link(8)); ip's flags, sysfs' operstate and carrier and the RDMA
-    port's state all read it."""
+    port's state in ``rdma link`` all read it. A netdev never up prints
+    ``qdisc noop``; ifindexes are handed out as netdevs register."""
     pf = enable_vfs(agent)
-    k = agent.kernel
     vf_dev = pf.spec.vf_netdev(0)
-    ip_vf = lambda: json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]
-    pf.vfs[0].admin_up = True
-    assert ip_vf()["flags"][-2:] == ["UP", "LOWER_UP"] and k.port_state(pf, pf.vfs[0])[0] == "4: ACTIVE"
+
+    def seen():
+        link = json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]
+        port = next(x for x in json.loads(run(capsys, rdma, ["-j", "link", "show"], prog="rdma")[1])
+                    if x.get("netdev") == vf_dev)
+        return (link["operstate"], "NO-CARRIER" in link["flags"], agent.tree.read(f"/class/net/{vf_dev}/operstate"),
+                agent.tree.read(f"/class/net/{vf_dev}/carrier"), port["state"])
+
+    assert json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]["qdisc"] == "noop"
+    assert run(capsys, ip, ["link", "set", vf_dev, "up"])[0] == 0
+    assert seen() == ("UP", False, b"up\n", b"1\n", "ACTIVE")
+    assert json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]["qdisc"] == "mq"
     assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "disable"])[0] == 0
-    assert (ip_vf()["flags"][0], ip_vf()["operstate"]) == ("NO-CARRIER", "DOWN")
-    assert (k.netdev_operstate(pf, pf.vfs[0]), k.carrier(pf, pf.vfs[0])) == ("down", False)
-    assert k.port_state(pf, pf.vfs[0])[0] == "1: DOWN"
+    assert seen() == ("DOWN", True, b"down\n", b"0\n", "DOWN")
     assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "enable"])[0] == 0
     assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
-    assert (ip_vf()["operstate"], k.carrier(pf, pf.vfs[0]), k.carrier(pf)) == ("UP", True, False)
+    assert seen() == ("UP", False, b"up\n", b"1\n", "ACTIVE")
+    assert agent.tree.read(f"/class/net/{PF}/carrier") == b"0\n"
     assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "auto"])[0] == 0
-    assert (ip_vf()["operstate"], k.port_state(pf, pf.vfs[0])[0]) == ("DOWN", "1: DOWN")
-    assert [ip_vf()["ifindex"], json.loads(run(capsys, ip, ["-j", "link", "show", PF])[1])[0]["ifindex"]] == \
-        [k.ifindex(pf, pf.vfs[0]), k.ifindex(pf)] == [101, 100]
+    assert seen() == ("DOWN", True, b"down\n", b"0\n", "DOWN")
+    k = agent.kernel      # lo is 1, the two PFs 2 and 3, then the VFs as they came
+    assert [k.ifindex(pf), k.ifindex(k.pfs[1]), k.ifindex(pf, pf.vfs[0]), k.ifindex(pf, pf.vfs[1])] == [2, 3, 4, 5]
+    assert json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]["ifindex"] == 4
+    assert agent.tree.read(f"/class/net/{vf_dev}/ifindex") == b"4\n"
+    k.write_numvfs(pf, b"0\n")
+    enable_vfs(agent)     # made again: new netdevs, new numbers
+    assert [k.ifindex(pf, vf) for vf in pf.vfs] == [6, 7]
 
 
-def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(tmp_path, monkeypatch, capsys):
-    """``ip link show`` without a device: the real ip's links of the
-    container and every twin netdev as ``ip link show dev`` prints it,
-    together in a 6.1 kernel's dump order (hash buckets by ifindex & 255,
-    the higher ifindex first within one: the third PF's 300 before the
-    first's 100, the fifth PF's VFs 512 and 513 before lo's 1, 514 between
-    lo and the lab network's 2); -j and -j -p write one array of both; the
-    ``up`` filter leaves ``{}`` for a link that is down with -j and nothing
-    in text; an option the twin does not print with is refused as it is
+def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(agent, tmp_path, monkeypatch, capsys):
+    """``ip link show`` without a device: the container's lo from the real
+    ip and every twin netdev as ``ip link show dev`` prints it, together in
+    a 6.1 kernel's dump order: hash buckets by ifindex & 255, the newest
+    (the higher ifindex) first within one. Once VFs were made 256 times
+    over, VF 256 comes first, VF 257 before lo (1), VF 258 before the first
+    PF (2). -j and -j -p write one array of both; ``up`` leaves ``{}`` for
+    a link that is down with -j (the real ip's ``{}`` kept in lo's place)
+    and nothing in text; when the real ip's order cannot be read, its links
+    come first; an option the twin does not print with is refused as it is
     for one twin netdev."""
-    monkeypatch.setattr(boot, "LAB", tmp_path)
-    state = make_state()
-    state["hw"] = hardware.default_spec("node01", 1, nics=5)
-    fw = hardware.factory_firmware(state["hw"])
-    for nic in hardware.nic_specs(state["hw"]):
-        for col in ("current", "next"):
-            fw[nic.bdf][col].update(SRIOV_EN=1, NUM_OF_VFS=nic.totalvfs)
-    state["firmware"] = fw
-    a = agent_mod.Agent(state)
-    monkeypatch.setattr(agentclient, "request", lambda req, sock_path=None, timeout=30: json.loads(json.dumps(
-        a.handle(json.loads(json.dumps(req))))))
-    links, brief = _real_ip(tmp_path, monkeypatch)
-    k = a.kernel
-    enable_vfs(a, 2, pf_index=0)
-    enable_vfs(a, 14, pf_index=4)
-    pfs, vf = [p.netdev for p in k.pfs], lambda p, i: k.pfs[p].spec.vf_netdev(i)
-    assert [k.ifindex(k.pfs[p]) for p in range(5)] == [100, 200, 300, 400, 500]
-    assert [k.ifindex(k.pfs[4], k.pfs[4].vfs[i]) for i in (11, 12, 13)] == [512, 513, 514]
-    # ifindex & 255: 0 1 1 2 2 44 100 101 102 144 200 244 245..255
-    twin_order = [vf(4, 11), vf(4, 12), None, vf(4, 13), None, pfs[2], pfs[0], vf(0, 0), vf(0, 1), pfs[3], pfs[1],
-                  pfs[4], *[vf(4, i) for i in range(11)]]
-    real_text = (tmp_path / "text").read_text().splitlines(keepends=True)
-    real_links = {"": ["".join(real_text[:2]), "".join(real_text[2:])],
-                  "-br": (tmp_path / "br").read_text().splitlines(keepends=True),
-                  "-o": (tmp_path / "o").read_text().splitlines(keepends=True)}
+    lo, lo_brief = _real_ip(tmp_path, monkeypatch)
+    k = agent.kernel
+    pf0, pf1 = k.pfs
+    for _ in range(15):
+        k.write_numvfs(pf1, b"16\n")
+        k.write_numvfs(pf1, b"0\n")
+    enable_vfs(agent, 16, pf_index=1)
+    vf = [pf1.spec.vf_netdev(i) for i in range(16)]
+    assert [k.ifindex(pf0), k.ifindex(pf1)] + [k.ifindex(pf1, v) for v in pf1.vfs] == [2, 3, *range(244, 260)]
+    order = [vf[12], vf[13], None, vf[14], pf0.netdev, vf[15], pf1.netdev, *vf[:12]]   # None: lo
+    real = {"": (tmp_path / "text").read_text(), "-br": (tmp_path / "br").read_text(), "-o": (tmp_path / "o").read_text()}
 
-    def each(opt):
-        real = iter(real_links[opt])
-        return "".join(next(real) if n is None else run(capsys, ip, [*filter(None, [opt]), "link", "show", n])[1]
-                       for n in twin_order)
+    def each(opt, up=()):
+        return "".join(real[opt] if n is None else run(capsys, ip, [*filter(None, [opt]), "link", "show", n, *up])[1]
+                       for n in order)
 
     rc, out, err = run(capsys, ip, ["link", "show"])
     assert (rc, err) == (0, "") and out == each("")
+    assert out.startswith("256: " + vf[12])
     assert run(capsys, ip, ["link"])[1] == out
     assert run(capsys, ip, ["-br", "link"])[1] == each("-br")
     assert run(capsys, ip, ["-o", "link", "show"])[1] == each("-o")
     listed = json.loads(run(capsys, ip, ["-j", "link", "show"])[1])
-    real = iter(links)
-    assert listed == [next(real) if n is None else json.loads(run(capsys, ip, ["-j", "link", "show", n])[1])[0]
-                      for n in twin_order]
+    assert listed == [lo if n is None else json.loads(run(capsys, ip, ["-j", "link", "show", n])[1])[0] for n in order]
     pretty = run(capsys, ip, ["-j", "-p", "link", "show"])[1]
-    assert json.loads(pretty) == listed and pretty.startswith('[ {\n        "ifindex": 512,')
+    assert json.loads(pretty) == listed and pretty.startswith('[ {\n        "ifindex": 256,')
     assert "-p" not in (tmp_path / "asked").read_text().split()     # the real ip's part is written again
-    assert [x.get("ifname") for x in json.loads(run(capsys, ip, ["-j", "-br", "link", "show"])[1])] == \
-        [brief[0]["ifname"] if n is None and i == 2 else brief[1]["ifname"] if n is None else n
-         for i, n in enumerate(twin_order)]
-    for p in range(5):
-        assert run(capsys, ip, ["link", "set", pfs[p], "down" if p == 2 else "up"])[0] == 0
-    up_json = json.loads(run(capsys, ip, ["-j", "link", "show", "up"])[1])
-    # the VFs' netdevs are down, as the VF driver leaves them until something sets them up
-    assert [x.get("ifname") for x in up_json] == \
-        [None, None, "lo", None, "enp0s3", None, pfs[0], None, None, pfs[3], pfs[1], pfs[4]] + [None] * 11
-    assert pfs[2] not in run(capsys, ip, ["-br", "link", "show", "up"])[1]
+    assert json.loads(run(capsys, ip, ["-j", "-br", "link", "show"])[1]) == \
+        [lo_brief if n is None else json.loads(run(capsys, ip, ["-j", "-br", "link", "show", n])[1])[0] for n in order]
+    # up: the VFs' netdevs are down as the VF driver leaves them; a PF set down; lo down in the real part
+    for n in (vf[13], vf[15]):
+        assert run(capsys, ip, ["link", "set", n, "up"])[0] == 0
+    assert run(capsys, ip, ["link", "set", pf0.netdev, "down"])[0] == 0
+    (tmp_path / "lo-down").write_text("")
+    assert [x.get("ifname") for x in json.loads(run(capsys, ip, ["-j", "link", "show", "up"])[1])] == \
+        [None, vf[13], None, None, None, vf[15], pf1.netdev] + [None] * 12
+    assert run(capsys, ip, ["link", "show", "up"])[1] == "".join(
+        run(capsys, ip, ["link", "show", n])[1] for n in (vf[13], vf[15], pf1.netdev))
+    (tmp_path / "lo-down").unlink()
+    (tmp_path / "order-lost").write_text("")
+    assert [x.get("ifname") for x in json.loads(run(capsys, ip, ["-j", "link", "show", "up"])[1])][:3] == \
+        ["lo", None, vf[13]]
+    assert run(capsys, ip, ["-br", "link", "show"])[1].startswith(real["-br"])
     assert run(capsys, ip, ["-s", "link"]) == (
         2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j, -p, -br and -o)\n")
+    (tmp_path / "order-lost").unlink()
+    # what every twin netdev passes, and what changes nothing in a link list
+    whole = run(capsys, ip, ["link", "show"])[1]
+    for words in (["-4", "link"], ["-0", "-h", "link", "show"], ["link", "show", "nomaster"],
+                  ["link", "show", "group", "default"], ["link", "list", "group", "0", "nomaster"]):
+        assert run(capsys, ip, words) == (0, whole, ""), words
+    # what no twin netdev passes goes to the real ip whole (here a stand-in for its exec)
+    monkeypatch.setattr(ip, "_real", lambda argv: print("real ip:", *argv) or 0)
+    assert run(capsys, ip, ["link", "show", "group", "5"]) == (0, "real ip: link show group 5\n", "")
+    assert run(capsys, ip, ["link", "show", "master", "br0"]) == (0, "real ip: link show master br0\n", "")
+    assert run(capsys, ip, ["link", "show", "nomaster", "dev", pf1.netdev])[1].startswith("real ip:")
+
+    def unreachable(req, sock_path=None, timeout=30):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(agentclient, "request", unreachable)
+    assert run(capsys, ip, ["link", "show"]) == (0, "real ip: link show\n", "")    # the real ip's, nothing said

@@ -366,10 +366,9 @@ def ip_answers(sh, pf, pf_mac, query_rss_zeroed):
     is taken out of the twin's answers."""
     script = "".join(f"{c.format(pf=pf)} 2>/tmp/ip.err; echo \"@rc=$?\"; cat /tmp/ip.err; echo @end; "
                      for c in IP_COMMANDS)
-    out = sh(script).stdout.replace(pf, "PF").replace(pf_mac, "PFMAC")
+    out = sh(script).stdout.replace(pf.ljust(16), "PF".ljust(16)).replace(pf, "PF").replace(pf_mac, "PFMAC")
     out = re.sub(r"(?m)^\d+: PF:", "N: PF:", out)
     out = re.sub(r"(\"ifindex\": ?)\d+", r"\1N", out)
-    out = re.sub(r"(?m)^PF +(?=UP|DOWN)", "PF ", out)       # -br pads the name to 16
     if query_rss_zeroed:      # the last item of a VF line (-o: before its backslash), of a vfinfo_list entry
         out = re.sub(r"(?m), query_rss off(?=\\|$)|,\s*\"query_rss_en\": ?false(?=\s*\})", "", out)
     answers = out.split("@end\n")
@@ -414,35 +413,70 @@ LIST_SCRIPT = ("ls {sys}/class/net /sys/class/net | grep -v '^/' | grep . | sort
 
 def link_list(sh, sys, pf):
     """A node's netdevs (in sysfs, with their ifindexes) and its ``ip link``
-    lists: text, -br, -o, -j, -j -p, and the PF's own answers to the same."""
+    lists: text, -br, -o, -j, -j -p, and the PF's own answers to the same.
+    Read until two readings agree (a VF's netdev comes a moment after it)."""
+    last = None
+    for _ in range(20):
+        out = sh(LIST_SCRIPT.format(sys=sys, pf=pf)).stdout
+        if out == last:
+            break
+        last = out
+        time.sleep(0.5)
     (names, indexes, text, brief, oneline, compact, pretty, pf_text, pf_brief, pf_oneline,
-     pf_json) = sh(LIST_SCRIPT.format(sys=sys, pf=pf)).stdout.split("@end\n")
+     pf_json) = out.split("@end\n")
     return {"names": set(names.split()), "ifindex": {ln.split()[0]: int(ln.split()[1]) for ln in indexes.splitlines()},
             "text": text, "brief": brief, "oneline": oneline, "json": json.loads(compact), "pretty": pretty,
             "pf_text": pf_text, "pf_brief": pf_brief, "pf_oneline": pf_oneline, "pf_json": json.loads(pf_json)[0]}
 
 
+# links made with the ifindex given, in this order, to see the dump order of
+# a 6.1 kernel: 300 and 44 share bucket 44, 257 shares lo's bucket 1
+DUMMIES = [("gfdA", 300), ("gfdB", 44), ("gfdC", 257)]
+
+
 @pytest.mark.layers(6)
 def test_the_twins_ip_link_list_holds_every_netdev_as_real_iproute2s_does(vmlab, twin1):
     """``ip link show`` without a device, on the VM node and on a twin node
-    (the container's own links from the real ip, the twin's from the twin):
+    (its lo from the real ip, the rest from the twin), each PF with two VFs:
     every netdev in sysfs is listed once, in the order a 6.1 kernel dumps
-    them (buckets by ifindex & 255); the PF's entry in the text, -br, -o
-    and -j lists is what ``ip link show <pf>`` prints alone; -j -p is the
-    same list. Before the twin listed its netdevs, the twin node's list had
-    none of them, so this failed."""
+    them; the PF's entry in the text, -br, -o and -j lists is what ``ip link
+    show <pf>`` prints alone; -j -p is the same list. The order rule is the
+    real kernel's: on the VM node, dummy links made with ifindexes 300, 44
+    and 257 come in hash bucket order (ifindex & 255), the newest first in a
+    bucket (44 before 300, 257 before lo), which is the twin's rule
+    (simlab/tools/ip.py _dump_key) where ifindexes follow the order links
+    came, as the twin hands them out. A link never up has ``qdisc noop`` on
+    both. Before the twin listed its netdevs, its list had none of them."""
+    from simlab.tools.ip import _dump_key
+    vmlab.sh("node02", IP_SETUP.format(sys="/sys", bdf="0000:01:00.0", pf="enp1s0"))
+    twin1.sh("node01", IP_SETUP.format(sys="/run/simlab/sys", bdf="0000:3b:00.0", pf="enp59s0f0np0"))
     lists = {"real": link_list(lambda s: vmlab.sh("node02", s), "/sys", "enp1s0"),
              "twin": link_list(lambda s: twin1.sh("node01", s), "/run/simlab/sys", "enp59s0f0np0")}
-    assert len(lists["twin"]["names"]) > 3 and "enp59s0f0np0" in lists["twin"]["names"]
+    assert {"enp1s0v0", "enp1s0v1"} <= lists["real"]["names"]
+    assert {"lo", "enp59s0f0np0", "enp59s0f0v0", "enp59s0f0v1"} <= lists["twin"]["names"]
     for side, got in lists.items():
         listed = [link["ifname"] for link in got["json"]]
         assert sorted(listed) == sorted(got["names"]), side
-        assert listed == sorted(listed, key=lambda n: (got["ifindex"][n] & 255, -got["ifindex"][n])), side
+        assert listed == sorted(listed, key=lambda n: _dump_key(got["ifindex"][n])), side
         assert [ln.split()[0].split("@")[0] for ln in got["brief"].splitlines()] == listed, side
         assert [re.match(r"\d+: ([^:@]+)", ln)[1] for ln in got["oneline"].splitlines()] == listed, side
         assert got["pf_text"] in got["text"] and got["pf_brief"] in got["brief"], side
         assert got["pf_oneline"] in got["oneline"] and got["pf_json"] in got["json"], side
         assert json.loads(got["pretty"]) == got["json"] and got["pretty"].startswith("[ {\n"), side
+    made = "; ".join(f"ip link add {n} index {i} type dummy" for n, i in DUMMIES)
+    try:
+        listed = json.loads(vmlab.sh("node02", f"modprobe dummy numdummies=0 && {made} && ip -j link show").stdout)
+    finally:
+        vmlab.sh("node02", "; ".join(f"ip link del {n}" for n, _ in DUMMIES), check=False)
+    came = [link["ifname"] for link in sorted(listed, key=lambda link: link["ifindex"])
+            if not link["ifname"].startswith("gfd")] + [n for n, _ in DUMMIES]      # the order links were made
+    index = {link["ifname"]: link["ifindex"] for link in listed}
+    assert [link["ifname"] for link in listed] == sorted(came, key=lambda n: ((index[n] & 255), -came.index(n)))
+    assert [link["ifname"] for link in listed][:3] == ["gfdC", "lo", "enp0s3"]
+    assert {link["ifname"]: link["qdisc"] for link in listed if link["ifname"].startswith("gfd")} == \
+        dict.fromkeys(["gfdA", "gfdB", "gfdC"], "noop")
+    twin_vf = json.loads(twin1.sh("node01", "ip -j link show enp59s0f0v0").stdout)[0]
+    assert (twin_vf["qdisc"], "UP" in twin_vf["flags"]) == ("noop", False)
 
 
 KMOD_COMMANDS = ["modinfo mlx5_core", "modinfo mlx5_ib", "modinfo ib_core", "modinfo mlx5_core ib_core",

@@ -580,7 +580,8 @@ class Kernel:
         vf.driver = driver
         if driver == VF_DRIVER:
             vf.probed_at = self.clock() + VF_PROBE_DELAY
-            vf.ifindex, vf.opened = self.new_ifindex(), False     # a new netdev
+            # a new netdev: its own number, down and never opened
+            vf.ifindex, vf.admin_up, vf.opened = self.new_ifindex(), False, False
 
     @staticmethod
     def _matches(vf: VF, driver: str) -> bool:

@@ -31,10 +31,15 @@ REAL_IP = ("/usr/sbin/ip", "/usr/bin/ip", "/sbin/ip", "/bin/ip")
 SELF_DIR = "/usr/local/sbin"
 
 
+def _real_path() -> str | None:
+    """The real iproute2 ip, not this twin's wrapper."""
+    return next((p for p in REAL_IP if os.path.exists(p) and not os.path.realpath(p).startswith(SELF_DIR)), None)
+
+
 def _real(argv: list[str]) -> int:
-    for path in REAL_IP:
-        if os.path.exists(path) and not os.path.realpath(path).startswith(SELF_DIR):
-            os.execv(path, ["ip", *argv])
+    path = _real_path()
+    if path:
+        os.execv(path, ["ip", *argv])
     print("ip: iproute2 not installed", file=sys.stderr)
     return 127
 
@@ -474,7 +479,7 @@ def _link_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: b
     links (a node container has lo alone) from the real ip and every twin netdev as
     ``ip link show <netdev>`` prints it, together in the order a 6.1 kernel
     dumps them."""
-    real = next((p for p in REAL_IP if os.path.exists(p) and not os.path.realpath(p).startswith(SELF_DIR)), None)
+    real = _real_path()
     if real is None:
         print("ip: iproute2 not installed", file=sys.stderr)
         return 127

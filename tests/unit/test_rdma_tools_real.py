@@ -417,15 +417,6 @@ def test_the_twins_oneline_is_the_real_one(name):
     assert len(links) == 5 and "".join(formats.ip_oneline(link) + "\n" for link in links) == recorded(name)
 
 
-def test_a_link_the_up_filter_leaves_out_of_a_list_is_an_empty_object():
-    """Real ``ip -j -p link show up`` with the PF down: print_linkinfo()
-    returns inside the link's JSON object, so the list holds ``{}`` in its
-    place (the twin writes the same for its netdevs that are down)."""
-    data = json.loads(recorded("ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt"))
-    assert [link.get("ifname") for link in data] == ["lo", "enp0s3", None, "enp1s0v0", "enp1s0v1"]
-    assert data[2] == {}
-
-
 # ---------------------------------------------------------------- the fixture set
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))

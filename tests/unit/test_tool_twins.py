@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 
 import pytest
@@ -681,9 +682,15 @@ def test_a_vfs_link_follows_its_link_state_in_ip_sysfs_and_its_rdma_port(agent, 
     assert [k.ifindex(pf), k.ifindex(k.pfs[1]), k.ifindex(pf, pf.vfs[0]), k.ifindex(pf, pf.vfs[1])] == [2, 3, 4, 5]
     assert json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]["ifindex"] == 4
     assert agent.tree.read(f"/class/net/{vf_dev}/ifindex") == b"4\n"
+    # bound again: a new netdev, with the next number, down and never opened
+    k.unbind(pf.vfs[0].bdf)
+    k.bind(pf.vfs[0].bdf)
+    pf.vfs[0].probed_at = 0
+    again = json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]
+    assert (again["ifindex"], again["qdisc"], "UP" in again["flags"]) == (6, "noop", False)
     k.write_numvfs(pf, b"0\n")
     enable_vfs(agent)     # made again: new netdevs, new numbers
-    assert [k.ifindex(pf, vf) for vf in pf.vfs] == [6, 7]
+    assert [k.ifindex(pf, vf) for vf in pf.vfs] == [7, 8]
 
 
 def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(agent, tmp_path, monkeypatch, capsys):
@@ -733,6 +740,14 @@ def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(
     (tmp_path / "lo-down").write_text("")
     assert [x.get("ifname") for x in json.loads(run(capsys, ip, ["-j", "link", "show", "up"])[1])] == \
         [None, vf[13], None, None, None, vf[15], pf1.netdev] + [None] * 12
+    # real iproute2 6.1 with its PF down writes the same empty object in the PF's place
+    from pathlib import Path
+    real_up = (Path(__file__).resolve().parents[2] / _REAL_LIST /
+               "ip-j-p-link-show-up-debian12-iproute2-6.1-igb-2vf-pf-down.txt").read_text()
+    assert [x.get("ifname") for x in json.loads(real_up)] == ["lo", "enp0s3", None, "enp1s0v0", "enp1s0v1"]
+    twin_up = run(capsys, ip, ["-j", "-p", "link", "show", "up"])[1]
+    between = re.compile(r"\n    \},(\{\},)+\{\n")       # objects left empty between two links
+    assert len(between.findall(real_up)) == 1 and twin_up.startswith("[ {},{\n") and between.search(twin_up)
     assert run(capsys, ip, ["link", "show", "up"])[1] == "".join(
         run(capsys, ip, ["link", "show", n])[1] for n in (vf[13], vf[15], pf1.netdev))
     (tmp_path / "lo-down").unlink()

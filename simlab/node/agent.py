@@ -63,14 +63,17 @@ class Agent:
                         "netdev_mac": k.vf_netdev_mac(pf, vf), "admin_up": vf.admin_up,
                         "ready": vf.probed_at <= k.clock() and vf.on_kernel_driver,
                         "driver": vf.driver, "driver_override": vf.driver_override,
-                        "gids": k.gids(pf, vf),
+                        "gids": k.gids(pf, vf), "addrs": k.addresses(pf, vf),
                     })
                 pfs.append({
                     "index": pf.spec.index, "bdf": pf.bdf, "netdev": pf.netdev, "rdma": k.rdma_name(pf),
                     "ifindex": k.ifindex(pf), "carrier": k.carrier(pf), "opened": pf.opened,
                     "model": pf.spec.model, "device_type": pf.spec.ids["device_type"],
                     "hca": pf.spec.ids["hca"], "psid": pf.spec.ids["psid"], "part": pf.spec.ids["part"],
-                    "mac": pf.spec.mac, "ipv4": pf.spec.ipv4, "link_type": pf.spec.link_type,
+                    "mac": pf.spec.mac, "link_type": pf.spec.link_type,
+                    # the address RoCE uses: the netdev's first IPv4 address
+                    "ipv4": next((a["local"] for a in k.addresses(pf) if not a["secondary"]), None),
+                    "addrs": k.addresses(pf),
                     "speed_mbps": pf.spec.speed_mbps, "numa_node": pf.spec.numa_node,
                     "bound": pf.bound, "admin_up": pf.admin_up, "operstate": pf.operstate, "mtu": pf.mtu,
                     "numvfs": pf.numvfs,
@@ -96,6 +99,18 @@ class Agent:
             self.kernel.set_mtu(req["dev"], int(req["mtu"]))
         if "up" in req:
             self.kernel.set_admin(req["dev"], bool(req["up"]))
+        return {}
+
+    def op_set_addr(self, req):
+        """``ip addr add`` / ``ip addr del`` of an IPv4 address (of an IPv6
+        one: the kernel's refusal)."""
+        if req.get("family") == "inet6":
+            self.kernel.inet6_refused(req["dev"], bool(req["add"]))
+        if req["add"]:
+            self.kernel.inet_add(req["dev"], req["local"], int(req["prefixlen"]), req.get("broadcast"),
+                                 req.get("scope", "global"))
+        else:
+            self.kernel.inet_del(req["dev"], req["local"], req.get("prefixlen"))
         return {}
 
     def _pf_by_netdev(self, dev: str):

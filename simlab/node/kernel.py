@@ -32,6 +32,8 @@ Stdlib only: it runs inside the node with Debian's python3.
 from __future__ import annotations
 
 import errno
+import ipaddress
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -149,6 +151,21 @@ _SETVF_ORDER = ("mac", "vlan_list_len", "vlan_proto", "qos", "vlan", "tx_rate", 
 
 
 @dataclass
+class Inet:
+    """One IPv4 address of a netdev (net/ipv4/devinet.c's in_ifaddr): its
+    label is the netdev's name; ``noprefixroute`` marks NetworkManager's."""
+    local: str
+    prefixlen: int
+    broadcast: str | None = None
+    scope: str = "global"
+    secondary: bool = False
+    noprefixroute: bool = False
+
+    def subnet(self) -> ipaddress.IPv4Network:
+        return ipaddress.ip_network(f"{self.local}/{self.prefixlen}", strict=False)
+
+
+@dataclass
 class VF:
     index: int
     bdf: str
@@ -173,6 +190,10 @@ class VF:
     # whether it was ever up: a netdev never opened keeps noop_qdisc (dev_init_scheduler)
     ifindex: int = 0
     opened: bool = False
+    # its IPv4 addresses, and the IPv4 address of each pair of RoCE GID
+    # entries after the two default ones (None: a pair freed)
+    inet: list[Inet] = field(default_factory=list)
+    gid_ips: list[str | None] = field(default_factory=list)
 
     @property
     def bound(self) -> bool:
@@ -197,6 +218,8 @@ class PF:
     rdma_index: int = 0
     ifindex: int = 0
     opened: bool = True       # up since the boot brought it up
+    inet: list[Inet] = field(default_factory=list)       # as VF.inet
+    gid_ips: list[str | None] = field(default_factory=list)
     # host QoS (mlnx_qos / DCB): trust, PFC per priority, dscp -> priority
     trust: str = "pcp"
     pfc: list[int] = field(default_factory=lambda: [0] * 8)
@@ -273,6 +296,7 @@ class Kernel:
         rdma = 0
         for spec in nic_specs(hw):
             pf = PF(spec=spec, rdma_index=rdma, ifindex=self.new_ifindex())
+            self.provision(pf)
             rdma += 1
             self.congestion_defaults(pf)
             self.pfs.append(pf)
@@ -582,6 +606,7 @@ class Kernel:
             vf.probed_at = self.clock() + VF_PROBE_DELAY
             # a new netdev: its own number, down and never opened
             vf.ifindex, vf.admin_up, vf.opened = self.new_ifindex(), False, False
+            vf.inet, vf.gid_ips = [], []
 
     @staticmethod
     def _matches(vf: VF, driver: str) -> bool:
@@ -614,6 +639,7 @@ class Kernel:
                 if pf.bound:
                     raise KernelError(errno.EBUSY)
                 pf.bound, pf.ifindex = True, self.new_ifindex()
+                self.provision(pf)
             self.generation += 1
 
     def drivers_probe(self, bdf: str) -> None:
@@ -630,6 +656,7 @@ class Kernel:
             if pf is not None:
                 if not pf.bound:
                     pf.bound, pf.ifindex = True, self.new_ifindex()
+                    self.provision(pf)
                     self.generation += 1
                 return
             vf = found[1]
@@ -771,6 +798,107 @@ class Kernel:
                 setattr(target, key, value)
                 self.generation += 1
 
+    # ------------------------------------------------------------ addresses
+    def provision(self, pf: PF) -> None:
+        """The PF's netdev as the rack's provisioning leaves it: its RoCE
+        address from a NetworkManager profile (ipv4.method manual, a /24,
+        ipv6.method disabled, autoconnect), which NetworkManager puts on each
+        netdev the PF registers, flagged ``noprefixroute`` as NetworkManager's
+        addresses are; simlab.vm.lab.provision() makes the same profile on the
+        VM nodes. The GID table's IPv4 entries follow the addresses."""
+        pf.inet, pf.gid_ips = [], []
+        if pf.spec.ipv4 and pf.spec.link_type == "ETH":
+            net = ipaddress.ip_network(f"{pf.spec.ipv4}/24", strict=False)
+            pf.inet.append(Inet(pf.spec.ipv4, 24, str(net.broadcast_address), noprefixroute=True))
+            pf.gid_ips.append(pf.spec.ipv4)
+
+    def _inet_owner_pair(self, ifname: str):
+        dev = self.netdevs().get(ifname)
+        if dev is None:
+            raise KernelError(errno.ENODEV, os.strerror(errno.ENODEV))
+        return dev
+
+    def _inet_owner(self, ifname: str):
+        pf, vf = self._inet_owner_pair(ifname)
+        return pf if vf is None else vf
+
+    # rtnl_rtscope_a2n()'s numbers: a smaller one is the wider scope
+    SCOPES = {"global": 0, "site": 200, "link": 253, "host": 254, "nowhere": 255}
+
+    def inet_add(self, ifname: str, local: str, prefixlen: int, broadcast: str | None, scope: str) -> None:
+        """RTM_NEWADDR with NLM_F_EXCL (``ip addr add``), as
+        net/ipv4/devinet.c inet_insert_ifa() takes it: EEXIST for the same
+        address and mask, an address inside another's subnet is its
+        secondary (listed after every primary), EINVAL where their scopes
+        differ; a primary goes after the last primary of its scope or a
+        wider one. RoCE: roce_gid_mgmt adds the address's GID entries (one
+        per GID type, RoCE v1 then v2) at the first free index."""
+        with self.lock:
+            dev = self._inet_owner(ifname)
+            new = Inet(local, prefixlen, broadcast, scope)
+            at = 0
+            for i, have in enumerate(dev.inet):
+                if not have.secondary and self.SCOPES[scope] <= self.SCOPES[have.scope]:
+                    at = i + 1
+                if have.prefixlen == prefixlen and have.subnet() == new.subnet():
+                    if have.local == local:
+                        raise KernelError(errno.EEXIST, os.strerror(errno.EEXIST))
+                    if have.scope != scope:
+                        raise KernelError(errno.EINVAL, os.strerror(errno.EINVAL))
+                    new.secondary = True
+            dev.inet.insert(len(dev.inet) if new.secondary else at, new)
+            if local not in dev.gid_ips:
+                free = dev.gid_ips.index(None) if None in dev.gid_ips else len(dev.gid_ips)
+                dev.gid_ips[free:free + 1] = [local]
+            self.generation += 1
+
+    def inet_del(self, ifname: str, local: str, prefixlen: int | None) -> None:
+        """RTM_DELADDR (``ip addr del``), as inet_rtm_deladdr(): the first
+        address with that local address (and prefix length, when the command
+        gave one: iproute2 leaves it out of a wildcard deletion), or
+        EADDRNOTAVAIL. A primary takes its secondaries with it
+        (__inet_del_ifa() with promote_secondaries 0, as Debian 12 has it:
+        seen on the VM nodes). The GID entries of what went are freed."""
+        with self.lock:
+            dev = self._inet_owner(ifname)
+            gone = next((a for a in dev.inet if a.local == local and prefixlen in (None, a.prefixlen)), None)
+            if gone is None:
+                raise KernelError(errno.EADDRNOTAVAIL, os.strerror(errno.EADDRNOTAVAIL))
+            lost = [gone] + ([] if gone.secondary else
+                             [a for a in dev.inet if a.secondary and a.prefixlen == gone.prefixlen
+                              and a.subnet() == gone.subnet()])
+            dev.inet = [a for a in dev.inet if all(a is not x for x in lost)]
+            for a in lost:
+                if not any(b.local == a.local for b in dev.inet) and a.local in dev.gid_ips:
+                    dev.gid_ips[dev.gid_ips.index(a.local)] = None
+            while dev.gid_ips and dev.gid_ips[-1] is None:
+                dev.gid_ips.pop()
+            self.generation += 1
+
+    def inet6_refused(self, ifname: str, add: bool) -> None:
+        """An IPv6 address to add to or delete from a PF: its profile
+        disables IPv6 (disable_ipv6 1), so the kernel answers EACCES to an
+        add (inet6_addr_add()) and EADDRNOTAVAIL to a delete (seen on the VM
+        nodes). IPv6 on a VF is not modelled."""
+        pf, vf = self._inet_owner_pair(ifname)
+        if vf is not None:
+            raise KernelError(errno.EOPNOTSUPP, "IPv6 on a VF is not modelled")
+        err = errno.EACCES if add else errno.EADDRNOTAVAIL
+        raise KernelError(err, os.strerror(err))
+
+    def addresses(self, pf: PF, vf: VF | None = None) -> list[dict]:
+        """The netdev's addresses as RTM_GETADDR dumps them: its IPv4
+        addresses, primaries first. No IPv6: the PF's profile disables it,
+        and NetworkManager turns the kernel's link-local address off on the
+        VFs it manages (seen on the VM nodes); an unmanaged VF's link-local
+        address is not modelled."""
+        dev = pf if vf is None else vf
+        if not pf.bound:
+            return []
+        return [{"family": "inet", "local": a.local, "prefixlen": a.prefixlen, "broadcast": a.broadcast,
+                 "scope": a.scope, "secondary": a.secondary, "noprefixroute": a.noprefixroute}
+                for a in dev.inet]
+
     def vf_netdev_mac(self, pf: PF, vf: VF) -> str:
         if vf.mac != "00:00:00:00:00:00":
             return vf.mac
@@ -778,18 +906,19 @@ class Kernel:
         return f"1e:{pf.spec.bus:02x}:{vf.index:02x}:5a:{pf.spec.index:02x}:7c"
 
     # ----------------------------------------------------------------- GIDs
-    def gids(self, pf: PF, vf: VF | None) -> list[tuple[str, str, str]]:
-        """(gid, type, ndev) per populated index, in kernel order."""
+    def gids(self, pf: PF, vf: VF | None) -> list:
+        """(gid, type, ndev) per index, in kernel order; None for an index
+        freed inside the table."""
         name = pf.spec.vf_netdev(vf.index) if vf else pf.netdev
         if pf.spec.link_type == "IB":
             guid = self.node_guid(pf, vf).replace(":", "")
             return [(f"fe80:0000:0000:0000:{guid[0:4]}:{guid[4:8]}:{guid[8:12]}:{guid[12:16]}", "IB/RoCE v1", "")]
         mac = self.vf_netdev_mac(pf, vf) if vf else pf.spec.mac
         ll = "fe80:0000:0000:0000:" + _mac_to_eui64(mac)
-        rows = [(ll, "IB/RoCE v1", name), (ll, "RoCE v2", name)]
-        if vf is None and pf.spec.ipv4:
-            g = ipv4_gid(pf.spec.ipv4)
-            rows += [(g, "IB/RoCE v1", name), (g, "RoCE v2", name)]
+        rows: list = [(ll, "IB/RoCE v1", name), (ll, "RoCE v2", name)]
+        for ip in (pf if vf is None else vf).gid_ips:
+            # roce_gid_mgmt's entries of an IPv4 address; a freed pair stays empty
+            rows += [(ipv4_gid(ip), "IB/RoCE v1", name), (ipv4_gid(ip), "RoCE v2", name)] if ip else [None, None]
         return rows
 
     def node_guid(self, pf: PF, vf: VF | None) -> str:

@@ -629,8 +629,10 @@ class Tree:
         self._file(f"{p}/lid_mask_count", "0")
         self._file(f"{p}/cap_mask", "0x00010000" if eth else "0x2651e848")
         gids = k.gids(pf, vf)
-        for i in range(GID_TABLE):
-            if i < len(gids):
+        # a real RoCE port has 255 (gid_tbl_len); the twin writes the first 16,
+        # and as many more as hold an entry (each a file built on every change)
+        for i in range(max(GID_TABLE, len(gids))):
+            if i < len(gids) and gids[i]:
                 gid, gtype, ndev = gids[i]
                 self._file(f"{p}/gids/{i}", gid)
                 self._file(f"{p}/gid_attrs/types/{i}", gtype)

@@ -508,6 +508,42 @@ def ip_link_brief(link):
     return "%-16s %-14s %s <%s> " % (link["ifname"], link["operstate"], link["address"], ",".join(link["flags"]))
 
 
+# an address's lifetimes when they are infinite (INFINITY_LIFE_TIME): every
+# address the twin holds is permanent, as a static one is
+_FOREVER = 0xFFFFFFFF
+
+
+def ip_addr_info(addr, brief=False, oneline=None):
+    """One IPv4 address of ``ip addr show`` as ip/ipaddress.c
+    print_addrinfo() (iproute2 6.1) writes it: its JSON object and its text.
+    ``addr``: ``{local, prefixlen, broadcast, scope, secondary,
+    noprefixroute, label}``. The text is ``    inet A/N [brd B ]scope S
+    [secondary ][noprefixroute ]LABEL`` and the lifetimes on a line of their
+    own (``oneline``, ``(ifindex, dev)``: ``N: dev`` first and a backslash
+    for the newline, as ``ip -o`` has it). ``brief``: ``A/N `` alone."""
+    if brief:
+        return {"local": addr["local"], "prefixlen": addr["prefixlen"]}, "%s/%d " % (addr["local"], addr["prefixlen"])
+    obj = {}
+    text = ""
+    if oneline:
+        obj.update(index=oneline[0], dev=oneline[1])
+        text += "%u: %s" % oneline
+    obj.update(family="inet", local=addr["local"], prefixlen=addr["prefixlen"])
+    text += "    inet %s/%d " % (addr["local"], addr["prefixlen"])
+    if addr.get("broadcast"):
+        obj["broadcast"] = addr["broadcast"]
+        text += "brd %s " % addr["broadcast"]
+    obj["scope"] = addr["scope"]
+    text += "scope %s " % addr["scope"]
+    for flag in ("secondary", "noprefixroute"):        # ifa_flag_data's order
+        if addr.get(flag):
+            obj[flag] = True
+            text += flag + " "
+    obj.update(label=addr["label"], valid_life_time=_FOREVER, preferred_life_time=_FOREVER)
+    text += addr["label"] + ("\\" if oneline else "\n") + "       valid_lft forever preferred_lft forever\n"
+    return obj, text
+
+
 def ip_oneline(lines):
     """One link's lines of ``ip link show`` as ``ip -o`` prints them on one
     line: iproute2's print_nl() writes ``_SL_`` (a backslash) for each

@@ -13,12 +13,17 @@ JSON writer); the VM tier holds them to the real ``ip`` on an igb PF
 (tests/vm/test_vm_twin_faithful.py). On a twin netdev, or on the list that
 holds them, an option other than ``-j``/``-p``/``-br``/``-o``, or a ``link
 set`` word of iproute2's other than ``up``, ``down``, ``mtu`` and ``vf``, is
-refused as not modelled; every other invocation is handed to the real
-``ip`` unchanged.
+refused as not modelled. ``ip address`` (``show`` of a twin netdev or of
+the list, ``add`` and ``del`` of an IPv4 address) answers from the
+kernel model's addresses as iproute2 6.1's print_addrinfo() and the
+kernel's devinet.c do; the VM tier holds it to the real ``ip`` and
+Soft-RoCE's GIDs on an igb PF. Every other invocation is handed to the
+real ``ip`` unchanged.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -386,13 +391,16 @@ _SHOW_FILTERS = ("to", "scope", "label", "group", "master", "vrf", "nomaster", "
                  "nodad", "mngtmpaddr", "noprefixroute", "autojoin")
 
 
-def _link_entry(s: dict, name: str, up: bool, brief: bool, oneline: bool = False) -> tuple[dict, list[str]]:
+def _link_entry(s: dict, name: str, up: bool, brief: bool, oneline: bool = False, do_link: bool = True,
+                family: str | None = None) -> tuple[dict, list[str]]:
     """One twin netdev as print_linkinfo() (ip/ipaddress.c) has it: its JSON
     object and its text lines, with the VF lines of a PF (``oneline``: one
     line); ``brief`` as print_linkinfo_brief() has it (name, operstate,
     address, flags; no VFs). A netdev the ``up`` filter leaves out is an
     empty object and no lines (print_linkinfo() returns before it prints,
-    inside its JSON object)."""
+    inside its JSON object). For ``ip addr`` (not ``do_link``) there is no
+    link mode and no VF; an address family (``-4``) leaves out the
+    ``link/ether`` line."""
     pf, vf = _netdevs(s)[name]
     flags, state = _flags(pf, vf)
     if up and "UP" not in flags:
@@ -404,16 +412,54 @@ def _link_entry(s: dict, name: str, up: bool, brief: bool, oneline: bool = False
     fn = pf if vf is None else vf
     mtu, ifindex = fn["mtu"], fn["ifindex"]
     qdisc = "mq" if fn["opened"] else "noop"     # a netdev never up keeps noop_qdisc
+    mode = "mode DEFAULT " if do_link else ""
     entry = {"ifindex": ifindex, "ifname": name, "flags": flags, "mtu": mtu, "qdisc": qdisc,
              "operstate": state, "linkmode": "DEFAULT", "group": "default", "txqlen": 1000,
              "link_type": "ether", "address": mac, "broadcast": "ff:ff:ff:ff:ff:ff"}
     lines = [f"{ifindex}: {name}: <{','.join(flags)}> mtu {mtu} qdisc {qdisc} state {state} "
-             f"mode DEFAULT group default qlen 1000",
-             f"    link/ether {mac} brd ff:ff:ff:ff:ff:ff"]
-    if vf is None and pf["vfs"]:
+             f"{mode}group default qlen 1000"]
+    if not do_link:
+        del entry["linkmode"]
+    if family:
+        for key in ("link_type", "address", "broadcast"):
+            del entry[key]
+    else:
+        lines.append(f"    link/ether {mac} brd ff:ff:ff:ff:ff:ff")
+    if do_link and vf is None and pf["vfs"]:
         entry["vfinfo_list"] = formats.ip_json_vfinfo(_vf_dicts(pf))
         lines.extend(formats.ip_vf_lines(_vf_dicts(pf)))
     return entry, [formats.ip_oneline(lines)] if oneline else lines
+
+
+def _addr_entry(s: dict, name: str, up: bool, brief: bool, oneline: bool = False,
+                family: str | None = None) -> tuple[dict | None, str]:
+    """One twin netdev as ``ip addr show`` prints it (ipaddr_list_flush_or_save():
+    print_linkinfo() and print_selected_addrinfo()): its JSON object and its
+    text, the link and then its addresses. ``brief``: the name, the
+    operstate and ``A/N`` per address. ``oneline``: one line per address,
+    no link (a JSON object of ``addr_info`` alone). ``family`` (``-4``,
+    ``-6``): a netdev without an address of it is left out (ipaddr_filter()):
+    None. The twin's netdevs have IPv4 addresses only."""
+    pf, vf = _netdevs(s)[name]
+    fn = pf if vf is None else vf
+    addrs = [dict(a, label=name) for a in fn.get("addrs", []) if family in (None, a["family"])]
+    if family and not addrs:
+        return None, ""
+    is_up = fn["admin_up"]
+    if oneline and not brief:
+        # no print_linkinfo(), so no {} for a link that is down: its addresses are left out
+        infos = [formats.ip_addr_info(a, oneline=(fn["ifindex"], name)) for a in addrs if is_up or not up]
+        return {"addr_info": [obj for obj, _ in infos]}, "".join(text for _, text in infos)
+    if up and not is_up:
+        return {}, ""
+    infos = [formats.ip_addr_info(a, brief=brief) for a in addrs]
+    if brief:
+        _, state = _flags(pf, vf)
+        return ({"ifname": name, "operstate": state, "addr_info": [obj for obj, _ in infos]},
+                "%-16s %-14s " % (name, state) + "".join(text for _, text in infos) + "\n")
+    entry, lines = _link_entry(s, name, up, False, do_link=False, family=family)
+    entry["addr_info"] = [obj for obj, _ in infos]
+    return entry, "".join(line + "\n" for line in lines) + "".join(text for _, text in infos)
 
 
 def _link_show(s: dict, name: str, up: bool, as_json: bool, pretty: bool = False, brief: bool = False,
@@ -444,9 +490,11 @@ def _real_links(real: str, real_argv: list[str], as_json: bool, brief: bool):
     """The real ip's answer to ``real_argv`` cut into its links, each with
     its ifindex: (exit status, stdout, stderr, [(ifindex, JSON object or
     text)]). A second call, ``ip -j link show``, gives the ifindex of every
-    link in the order of the dump; a -j answer holds one object per link
-    (``{}`` where ``up`` left one out) in that order, a -br line names its
-    link, a text link starts with its ifindex."""
+    link in the order of the dump; a -j object holds its ifindex (``ip -o
+    -j addr``: in its addr_info) or is one per link in that order (``{}``
+    where ``up`` left one out), a -br line names its link, a text link (an
+    ``ip -o addr`` line) starts with its ifindex. Where the order cannot be
+    read, what names no ifindex goes first."""
     import subprocess
 
     proc = subprocess.run([real, *real_argv], capture_output=True, text=True)
@@ -455,12 +503,16 @@ def _real_links(real: str, real_argv: list[str], as_json: bool, brief: bool):
     listed = subprocess.run([real, "-j", "link", "show"], capture_output=True, text=True)
     order = [(link["ifindex"], link["ifname"]) for link in json.loads(listed.stdout or "[]", strict=False)] \
         if listed.returncode == 0 else []
+    index = {name: i for i, name in order}
     if as_json:
         objects = json.loads(proc.stdout or "[]", strict=False)     # json_writer leaves some control bytes raw
         indexes = [i for i, _ in order] if len(order) == len(objects) else [None] * len(objects)
-        return 0, "", proc.stderr, list(zip(indexes, objects))
+        # an object that names its link says where it goes (``ip -4 addr`` leaves some links out;
+        # ``-o`` names them in addr_info)
+        named = [obj.get("ifindex") or index.get(obj.get("ifname"))
+                 or next((a.get("index") for a in obj.get("addr_info") or []), None) for obj in objects]
+        return 0, "", proc.stderr, [(n or i, obj) for n, i, obj in zip(named, indexes, objects)]
     if brief:
-        index = {name: i for i, name in order}
         return 0, "", proc.stderr, [(index.get(line.split()[0].split("@")[0]) if line.strip() else None, line)
                                     for line in proc.stdout.splitlines(keepends=True)]
     links: list[list] = []
@@ -479,6 +531,24 @@ def _link_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: b
     links (a node container has lo alone) from the real ip and every twin netdev as
     ``ip link show <netdev>`` prints it, together in the order a 6.1 kernel
     dumps them."""
+    def entry(name):
+        obj, lines = _link_entry(s, name, up, brief, oneline)
+        return obj, "".join(ln + "\n" for ln in lines)
+    return _merged_list(s, real_argv, entry, as_json, pretty, brief)
+
+
+def _addr_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: bool, brief: bool,
+               oneline: bool, family: str | None) -> int:
+    """``ip [-4] [-j [-p]] [-br] [-o] addr [show] [up]``: as _link_list(),
+    each twin netdev as ``ip addr show <netdev>`` prints it."""
+    return _merged_list(s, real_argv, lambda name: _addr_entry(s, name, up, brief, oneline, family),
+                        as_json, pretty, brief)
+
+
+def _merged_list(s: dict, real_argv: list[str], entry, as_json: bool, pretty: bool, brief: bool) -> int:
+    """The real ip's answer to ``real_argv`` and ``entry(name)`` ((JSON
+    object or None for none, text)) of every twin netdev, in the order a
+    6.1 kernel dumps their links."""
     real = _real_path()
     if real is None:
         print("ip: iproute2 not installed", file=sys.stderr)
@@ -490,8 +560,9 @@ def _link_list(s: dict, real_argv: list[str], up: bool, as_json: bool, pretty: b
         sys.stdout.write(out)
         return rc
     for name, (pf, vf) in _netdevs(s).items():
-        entry, lines = _link_entry(s, name, up, brief, oneline)
-        links.append(((pf if vf is None else vf)["ifindex"], entry if as_json else "".join(ln + "\n" for ln in lines)))
+        obj, text = entry(name)
+        if obj is not None:
+            links.append(((pf if vf is None else vf)["ifindex"], obj if as_json else text))
     links.sort(key=lambda link: _dump_key(link[0]))
     if as_json:
         print(formats.iproute2_json([obj for _, obj in links], pretty))
@@ -542,6 +613,8 @@ def main(argv: list[str]) -> int:
         i += 2 if option[1] else 1
     command_at = i
     rest = argv[i:]
+    if rest and _matches(rest[0], "address"):
+        return _address(opts, argv, command_at)
     if not rest or rest[0] not in ("link", "l", "li", "lin"):
         return _real(argv)
     rest = rest[1:]
@@ -611,3 +684,183 @@ def main(argv: list[str]) -> int:
 def _not_modelled(opts: list[str]) -> int:
     print(f"ip: the simlab twin does not model {opts[0]} for its netdevs (it prints -j, -p, -br and -o)", file=sys.stderr)
     return 2
+
+
+# ip/ip.c's options ``ip addr`` prints with for the twin's netdevs
+_ADDR_OPTIONS = ("-json", "-pretty", "-brief", "-oneline", "-4", "-6", "-human", "-human-readable", "-iec")
+# ipaddr_modify()'s words the twin does not model on its netdevs (its flag names among them)
+# (ifa_flag_data's names among them, which are also filters of ``show``)
+_ADDR_FLAGS = ("secondary", "temporary", "nodad", "optimistic", "dadfailed", "home", "deprecated", "tentative",
+               "permanent", "mngtmpaddr", "noprefixroute", "autojoin", "stable-privacy")
+_ADDR_UNMODELLED = ("peer", "remote", "anycast", "scope", "label", "valid_lft", "preferred_lft") + _ADDR_FLAGS
+_IPV4 = re.compile(r"(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})\.(0|[1-9]\d{0,2})(?:/(0|[1-9]\d?))?")
+
+
+def _twin_or_none(quiet: bool = True):
+    """The node agent's summary and the twin's netdevs; ({}, {}) where the
+    agent does not answer."""
+    try:
+        s = agentclient.request({"op": "summary"}) if quiet else summary("ip")
+        return s, _netdevs(s)
+    except (SystemExit, OSError):
+        return {}, {}
+
+
+def _address(opts: list[str], argv: list[str], command_at: int) -> int:
+    """``ip address`` (ip/ipaddress.c do_ipaddr(), iproute2 6.1): ``show``
+    of one twin netdev or of the list that holds them, ``add`` and ``del``
+    of an IPv4 address on a twin netdev. Anything else goes to the real ip,
+    or is refused as not modelled where it names a twin netdev."""
+    rest = argv[command_at + 1:]
+    verb, args = (rest[0], rest[1:]) if rest else ("show", [])
+    if _matches(verb, "add") or _matches(verb, "delete"):
+        return _addr_modify(opts, argv, args, add=_matches(verb, "add"))
+    if _matches(verb, "change") or verb == "chg" or _matches(verb, "replace") or _matches(verb, "flush"):
+        s, twin = _twin_or_none()
+        named = [w for w in args if w in twin]
+        if named:
+            print(f'ip: the simlab twin does not model "ip address {verb}" on its netdevs ({named[0]})',
+                  file=sys.stderr)
+            return 2
+        return _real(argv)
+    if not (_matches(verb, "list") or _matches(verb, "show") or _matches(verb, "lst")):
+        return _real(argv)
+    filter_dev, up, i = None, False, 0
+    while i < len(args):
+        if args[i] == "up":
+            i += 1
+            continue
+        if args[i] in ("to", "scope", "label", "group", "master", "vrf", "nomaster", "type") \
+                or args[i].lstrip("-") in _ADDR_FLAGS + ("dynamic", "primary"):
+            s, twin = _twin_or_none()
+            if twin:
+                print(f'ip: the simlab twin does not model the "{args[i]}" filter of "ip address show" '
+                      "on a node with its netdevs", file=sys.stderr)
+                return 2
+            return _real(argv)
+        try:
+            filter_dev, i = _device_word(args, i, filter_dev)
+        except _Stop as stop:
+            print(stop.msg, file=sys.stderr)
+            return stop.rc
+    up = "up" in args
+    family = "inet" if "-4" in opts else "inet6" if "-6" in opts else None
+    if "-family" in opts or "-0" in opts or "-M" in opts or "-B" in opts:
+        return _real(argv) if not _twin_or_none()[1] else _not_modelled(["-family/-0"])
+    shown = dict(up=up, as_json="-json" in opts, pretty="-pretty" in opts, brief="-brief" in opts,
+                 oneline="-oneline" in opts)
+    unmodelled = [o for o in opts if o not in _ADDR_OPTIONS]
+    s, twin = _twin_or_none(quiet=filter_dev is None)
+    if filter_dev is not None and filter_dev in twin:
+        if unmodelled:
+            return _not_modelled(unmodelled)
+        obj, text = _addr_entry(s, filter_dev, shown["up"], shown["brief"], shown["oneline"], family)
+        if shown["as_json"]:
+            print(formats.iproute2_json([] if obj is None else [obj], shown["pretty"]))
+        else:
+            sys.stdout.write(text)
+        return 0
+    if filter_dev is None and twin:
+        if unmodelled:
+            return _not_modelled(unmodelled)
+        real_opts = [w for w in argv[:command_at] if _ip_option(w) != ("-pretty", False)]
+        return _addr_list(s, real_opts + argv[command_at:], family=family, **shown)
+    return _real(argv)
+
+
+def _addr_modify(opts: list[str], argv: list[str], args: list[str], add: bool) -> int:
+    """``ip addr add|del ADDR[/N] [brd +|-|ADDR] dev NAME`` on a twin netdev,
+    read as ipaddr_modify() reads it; the address is a dotted IPv4 address.
+    A command that names no twin netdev goes to the real ip, and so does one
+    whose address the real ip refuses before it looks up the device (an
+    octet above 255, a prefix above 32: its message). Other forms of an
+    address, IPv6 and the words of _ADDR_UNMODELLED are refused as not
+    modelled. Then the kernel's answer: EEXIST for an address the netdev
+    has, EADDRNOTAVAIL for one to delete it has not."""
+    dev = next((args[k + 1] for k in range(len(args) - 1) if args[k] == "dev"), None)
+    s, twin = _twin_or_none()
+    if dev is None or dev not in twin:
+        return _real(argv)
+    unmodelled = [o for o in opts if o not in _ADDR_OPTIONS]
+    if unmodelled:
+        return _not_modelled(unmodelled)
+    local = brd = None
+    i = 0
+    while i < len(args):
+        word = args[i]
+        if word == "dev":
+            i += 2
+            continue
+        if word in _ADDR_UNMODELLED or _matches(word, "metric") or _matches(word, "priority") \
+                or _matches(word, "preference"):
+            print(f'ip: the simlab twin does not model "{word}" of "ip address" on its netdevs', file=sys.stderr)
+            return 2
+        if _matches(word, "help"):
+            return _real(argv)
+        if _matches(word, "broadcast") or word == "brd":
+            if i + 1 >= len(args) or brd is not None:
+                return _real(argv)       # its message for a missing or second value
+            brd = args[i + 1]
+            i += 2
+            continue
+        if word == "local":
+            i += 1
+            if i >= len(args):
+                return _real(argv)
+            word = args[i]
+        if local is not None:
+            return _real(argv)           # duparg2()
+        local = word
+        i += 1
+    if local is not None and ":" in local and brd is None:
+        try:
+            ipaddress.IPv6Interface(local)
+        except ValueError:
+            return _real(argv)           # its message for what inet_pton() does not read
+        if twin[dev][1] is not None:
+            print(f'ip: the simlab twin does not model IPv6 addresses on its VF netdevs ("{local}")', file=sys.stderr)
+            return 2
+        reply = call({"op": "set_addr", "family": "inet6", "add": add, "dev": dev, "local": local}, "ip")
+        print(f"RTNETLINK answers: {reply['error']}", file=sys.stderr)
+        return 2
+    parsed = []
+    for value in [local, None if brd in ("+", "-") else brd]:
+        if value is None:
+            parsed.append(None)
+            continue
+        m = _IPV4.fullmatch(value)
+        if m is None or ":" in value:
+            print(f'ip: the simlab twin reads an address of its netdevs as A.B.C.D[/N] (IPv4), not "{value}"',
+                  file=sys.stderr)
+            return 2
+        if any(int(o) > 255 for o in m.groups()[:4]) or (m[5] is not None and int(m[5]) > 32) \
+                or (value is brd and m[5] is not None):
+            return _real(argv)           # get_prefix()/get_addr() refuse it before the device lookup
+        parsed.append(m)
+    if local is None:
+        # no IFA_LOCAL and no family: rtnetlink has no handler for AF_UNSPEC
+        print("RTNETLINK answers: Operation not supported", file=sys.stderr)
+        return 2
+    m = parsed[0]
+    address = ".".join(m.groups()[:4])
+    prefixlen = int(m[5]) if m[5] is not None else None
+    if not add:
+        if prefixlen is None:
+            print("Warning: Executing wildcard deletion to stay compatible with old scripts.\n"
+                  f"         Explicitly specify the prefix length ({local}/32) to avoid this warning.\n"
+                  "         This special behaviour is likely to disappear in further releases,\n"
+                  "         fix your scripts!", file=sys.stderr)
+        req = {"op": "set_addr", "add": False, "dev": dev, "local": address, "prefixlen": prefixlen}
+    else:
+        plen = 32 if prefixlen is None else prefixlen
+        broadcast = ".".join(parsed[1].groups()[:4]) if parsed[1] else None
+        if brd in ("+", "-") and plen <= 30:
+            net = ipaddress.ip_network(f"{address}/{plen}", strict=False)
+            broadcast = str(net.broadcast_address) if brd == "+" else str(net.network_address)
+        req = {"op": "set_addr", "add": True, "dev": dev, "local": address, "prefixlen": plen,
+               "broadcast": broadcast, "scope": "host" if address.startswith("127.") else "global"}
+    reply = call(req, "ip")
+    if not reply["ok"]:
+        print(f"RTNETLINK answers: {reply['error']}", file=sys.stderr)
+        return 2
+    return 0

@@ -250,7 +250,7 @@ def _local_endpoint(rack: Rack, node: str, opts):
 
 def _gid_of(ep, index):
     i = index if index is not None else ep.best_gid_index()
-    if i is None or i >= len(ep.gids) or i < 0:
+    if i is None or i >= len(ep.gids) or i < 0 or not ep.gids[i]:
         return None
     return ep.gids[i][0]
 

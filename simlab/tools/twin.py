@@ -82,4 +82,4 @@ def node_guid(pf: dict, vf: dict | None) -> str:
 def gids(pf: dict, vf: dict | None) -> list[tuple[int, str, str, str]]:
     """(index, gid, type, ndev) of the populated GID table entries."""
     rows = (vf or pf)["gids"]
-    return [(i, g, t, n) for i, (g, t, n) in enumerate(rows)]
+    return [(i, *row) for i, row in enumerate(rows) if row]

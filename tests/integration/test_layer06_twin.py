@@ -219,3 +219,36 @@ def test_vfs_for_vms_on_vfio_pci_and_a_shared_iommu_group_named(twin):
     assert "pci=disable_acs_redir=pci:1000:c030" in twin.sh("node02", "cat /run/simlab/proc/cmdline").stdout.split()
     drivers = twin.sh("node02", f"for v in {vfs}; do basename $(readlink $v/driver); done").stdout.split()
     assert drivers == ["mlx5_core"] * 3, drivers
+
+
+def test_a_vf_holding_the_management_address_is_not_handed_to_vfio_pci(twin):
+    """A VF whose netdev holds a protected address (``ip addr add`` on the
+    twin's netdev, read back by the module through ``ip -j addr show``)
+    is not moved to vfio-pci: the module fails naming the PF, the VF, its
+    netdev and the address, before any VF changes driver; without the
+    address that check passes and the next one speaks (the VF's IOMMU group
+    on this GPUDirect node)."""
+    before = int(twin.sh("node02", f"cat {PF0}/sriov_numvfs").stdout)
+    numvfs = max(before, 2)
+    made = twin.module("node02", "gpufabric.stack.sriov_vf",
+                       {"sysfs_root": SYSFS, "pfs": [{"name": "enp59s0f0np0", "num_vfs": numvfs}]})
+    assert not made.get("failed"), made
+    args = {"sysfs_root": SYSFS, "protected_addresses": ["10.99.0.5"],
+            "pfs": [{"name": "enp59s0f0np0", "num_vfs": numvfs, "vf_drivers": [{"vfs": "1", "driver": "vfio-pci"}]}]}
+    twin.sh("node02", "ip addr add 10.99.0.5/24 dev enp59s0f0v1")
+    try:
+        assert "inet 10.99.0.5/24 scope global enp59s0f0v1" in twin.sh("node02", "ip addr show").stdout
+        res = twin.module("node02", "gpufabric.stack.sriov_vf", args)
+        assert res["failed"], res
+        assert "VF 1" in res["msg"] and "netdev enp59s0f0v1" in res["msg"] and \
+            "has the management address 10.99.0.5" in res["msg"], res["msg"]
+        assert twin.sh("node02", f"basename $(readlink {PF0}/virtfn1/driver)").stdout.strip() == "mlx5_core"
+    finally:
+        twin.sh("node02", "ip addr del 10.99.0.5/24 dev enp59s0f0v1")
+    # without the address the next check speaks: on this GPUDirect node the VF
+    # shares its port's IOMMU group
+    res = twin.module("node02", "gpufabric.stack.sriov_vf", args, "--check")
+    assert res["failed"] and "management address" not in res["msg"] and "shares IOMMU group" in res["msg"], res
+    assert twin.sh("node02", f"basename $(readlink {PF0}/virtfn1/driver)").stdout.strip() == "mlx5_core"
+    twin.module("node02", "gpufabric.stack.sriov_vf",
+                {"sysfs_root": SYSFS, "pfs": [{"name": "enp59s0f0np0", "num_vfs": before}]})

@@ -417,11 +417,74 @@ def test_the_twins_oneline_is_the_real_one(name):
     assert len(links) == 5 and "".join(formats.ip_oneline(link) + "\n" for link in links) == recorded(name)
 
 
+# ---------------------------------------------------------------- ip address (iproute2 6.1)
+# Real ``ip address`` output of the VM node's PF (its NetworkManager address,
+# addresses added with ``ip addr add``) and of a VF without carrier
+_ADDR_LINE = re.compile(r"^    inet (?P<local>[\d.]+)/(?P<prefixlen>\d+) (?:brd (?P<broadcast>[\d.]+) )?"
+                        r"scope (?P<scope>\w+) (?P<flags>(?:(?:secondary|noprefixroute) )*)(?P<label>\S+)$")
+IP_ADDR_TEXT = {   # text: the -j of the same state, when there is one
+    "ip-addr-show-debian12-iproute2-6.1-igb-pf-secondaries.txt":
+        "ip-j-addr-show-debian12-iproute2-6.1-igb-pf-secondaries.txt",
+    "ip-addr-show-debian12-iproute2-6.1-igb-pf-scope-host.txt": None,
+    "ip-addr-show-debian12-iproute2-6.1-igb-pf-brd-forms.txt": None,
+    "ip-4-addr-show-debian12-iproute2-6.1-igbvf-no-carrier.txt":
+        "ip-4-j-addr-show-debian12-iproute2-6.1-igbvf-no-carrier.txt",
+}
+
+
+def _addresses(text):
+    """The IPv4 addresses of real ``ip addr show`` text, each with its two lines."""
+    out, lines = [], text.splitlines()
+    for n, line in enumerate(lines):
+        if line.startswith("    inet "):
+            m = _ADDR_LINE.match(line)
+            assert m, line
+            assert lines[n + 1] == "       valid_lft forever preferred_lft forever", lines[n + 1]
+            a = m.groupdict()
+            out.append(dict(local=a["local"], prefixlen=int(a["prefixlen"]), broadcast=a["broadcast"],
+                            scope=a["scope"], label=a["label"], secondary="secondary" in a["flags"],
+                            noprefixroute="noprefixroute" in a["flags"]))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(IP_ADDR_TEXT))
+def test_the_twins_address_lines_are_the_real_ones(name):
+    """simlab's ip_addr_info (the twin's ``ip addr show``) writes each IPv4
+    address of real iproute2 6.1 output, its two lines byte for byte, and
+    its JSON object as real ``-j`` has it for the same state: broadcast only
+    when there is one, ``secondary`` and ``noprefixroute`` in
+    ifa_flag_data's order, the label, infinite lifetimes."""
+    from simlab.tools import formats
+    text = recorded(name)
+    addrs = _addresses(text)
+    assert addrs and "".join(formats.ip_addr_info(a)[1] for a in addrs) == \
+        "".join(ln + "\n" for ln in text.splitlines() if ln.startswith(("    inet ", "       valid_lft")))
+    if IP_ADDR_TEXT[name]:
+        data = json.loads(recorded(IP_ADDR_TEXT[name]))
+        assert [formats.ip_addr_info(a)[0] for a in addrs] == data[0]["addr_info"]
+
+
+IP_ADDR_FORMS = ["ip-br-addr-show-debian12-iproute2-6.1-igb-pf-secondaries.txt",
+                 "ip-o-addr-show-debian12-iproute2-6.1-igb-pf-secondaries.txt"]
+
+
+def test_the_twins_brief_and_oneline_addresses_are_the_real_ones():
+    """``ip -br addr`` and ``ip -o addr`` of the same PF state: the brief
+    line's ``A/N `` per address after the padded name and state, and one
+    ``N: dev    inet ...\\       valid_lft ...`` line per address."""
+    from simlab.tools import formats
+    addrs = _addresses(recorded("ip-addr-show-debian12-iproute2-6.1-igb-pf-secondaries.txt"))
+    assert "%-16s %-14s " % ("enp1s0", "UP") + "".join(formats.ip_addr_info(a, brief=True)[1] for a in addrs) + \
+        "\n" == recorded(IP_ADDR_FORMS[0])
+    assert "".join(formats.ip_addr_info(a, oneline=(3, "enp1s0"))[1] for a in addrs) == recorded(IP_ADDR_FORMS[1])
+
+
 # ---------------------------------------------------------------- the fixture set
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))
     assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON) | set(IP_LINK)
-                           | set(IP_BRIEF) | set(IP_ONELINE) | {IP_ONELINE[f] for f in IP_ONELINE})
+                           | set(IP_BRIEF) | set(IP_ONELINE) | {IP_ONELINE[f] for f in IP_ONELINE}
+                           | set(IP_ADDR_TEXT) | {j for j in IP_ADDR_TEXT.values() if j} | set(IP_ADDR_FORMS))
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f

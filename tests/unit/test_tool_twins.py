@@ -701,9 +701,10 @@ def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(
     over, VF 256 comes first, VF 257 before lo (1), VF 258 before the first
     PF (2). -j and -j -p write one array of both; ``up`` leaves ``{}`` for
     a link that is down with -j (the real ip's ``{}`` kept in lo's place)
-    and nothing in text; when the real ip's order cannot be read, its links
-    come first; an option the twin does not print with is refused as it is
-    for one twin netdev."""
+    and nothing in text; when the real ip's order cannot be read, a -j
+    object still goes by the ifindex it holds and -br lines come first; an
+    option the twin does not print with is refused as it is for one twin
+    netdev."""
     lo, lo_brief = _real_ip(tmp_path, monkeypatch)
     k = agent.kernel
     pf0, pf1 = k.pfs
@@ -752,8 +753,10 @@ def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(
         run(capsys, ip, ["link", "show", n])[1] for n in (vf[13], vf[15], pf1.netdev))
     (tmp_path / "lo-down").unlink()
     (tmp_path / "order-lost").write_text("")
+    # a JSON object names its ifindex and keeps its place; a -br line, which
+    # does not, goes first
     assert [x.get("ifname") for x in json.loads(run(capsys, ip, ["-j", "link", "show", "up"])[1])][:3] == \
-        ["lo", None, vf[13]]
+        [None, vf[13], "lo"]
     assert run(capsys, ip, ["-br", "link", "show"])[1].startswith(real["-br"])
     assert run(capsys, ip, ["-s", "link"]) == (
         2, "", "ip: the simlab twin does not model -stats for its netdevs (it prints -j, -p, -br and -o)\n")
@@ -774,3 +777,149 @@ def test_ip_link_list_is_the_containers_and_the_twins_in_the_kernels_dump_order(
 
     monkeypatch.setattr(agentclient, "request", unreachable)
     assert run(capsys, ip, ["link", "show"]) == (0, "real ip: link show\n", "")    # the real ip's, nothing said
+
+
+def _gid_ips(agent, dev):
+    """The IPv4 addresses of a netdev's RoCE v2 GID entries, by index, from the twin's sysfs."""
+    k = agent.kernel
+    pf, vf = k.netdevs()[dev]
+    name = k.rdma_name(pf, vf)
+    out = {}
+    for i in range(255):
+        try:
+            raw = agent.tree.read(f"/class/infiniband/{name}/ports/1/gids/{i}")
+        except OSError:
+            break
+        if raw.startswith(b"0000:0000:0000:0000:0000:ffff:"):
+            gid = agent.tree.read(f"/class/infiniband/{name}/ports/1/gids/{i}").decode().strip()
+            if agent.tree.read(f"/class/infiniband/{name}/ports/1/gid_attrs/types/{i}") == b"RoCE v2\n":
+                out[i] = ".".join(str(int(h[j:j + 2], 16)) for h in gid.split(":")[6:] for j in (0, 2))
+    return out
+
+
+def test_ip_addr_shows_the_provisioned_address_and_adds_and_deletes_as_the_kernel_does(agent, capsys):
+    """A PF holds its provisioned RoCE address (NetworkManager's: noprefixroute,
+    a /24 with its broadcast), in every form of ``ip addr show``; ``add``
+    puts an address inside another's subnet after the primaries as its
+    secondary, a loopback one first (scope host); deleting a primary takes
+    its secondaries (promote_secondaries 0); the kernel's refusals are
+    RTNETLINK's. The GID table's IPv4 entries follow: the first free pair,
+    freed again on delete, so perftest and NCCL find the address."""
+    pf = enable_vfs(agent)
+    own = pf.spec.ipv4
+    net = own.rsplit(".", 1)[0]
+    rc, text, err = run(capsys, ip, ["addr", "show", "dev", PF])
+    assert (rc, err) == (0, "") and text.splitlines()[2:] == [
+        f"    inet {own}/24 brd {net}.255 scope global noprefixroute {PF}",
+        "       valid_lft forever preferred_lft forever"]
+    assert "mode DEFAULT" not in text and "vf 0" not in text
+    assert run(capsys, ip, ["-br", "addr", "show", PF])[1] == f"{PF:<16} UP             {own}/24 \n"
+    obj = json.loads(run(capsys, ip, ["-j", "addr", "show", "dev", PF])[1])[0]
+    assert "linkmode" not in obj and "vfinfo_list" not in obj and obj["addr_info"][0]["noprefixroute"] is True
+    assert [set(o) for o in json.loads(run(capsys, ip, ["-4", "-j", "addr", "show", "dev", PF])[1])] == \
+        [set(obj) - {"link_type", "address", "broadcast"}]
+    assert run(capsys, ip, ["-6", "addr", "show", "dev", PF]) == (0, "", "")
+    assert run(capsys, ip, ["-6", "-j", "addr", "show", "dev", PF]) == (0, "[]\n", "")
+    assert _gid_ips(agent, PF) == {3: own}
+    assert run(capsys, ip, ["addr", "add", f"{net}.77/24", "dev", PF]) == (0, "", "")
+    assert run(capsys, ip, ["addr", "add", f"{net}.77/24", "dev", PF]) == (2, "", "RTNETLINK answers: File exists\n")
+    assert run(capsys, ip, ["a", "add", "10.77.0.5/24", "brd", "+", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "add", "10.77.0.6/24", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "add", "127.0.0.9/8", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "add", "local", "10.81.0.1", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "add", "10.79.0.4/24", "brd", "-", "dev", PF])[0] == 0
+    lines = [ln for ln in run(capsys, ip, ["addr", "show", PF])[1].splitlines() if ln.startswith("    inet ")]
+    assert lines == [f"    inet 127.0.0.9/8 scope host {PF}",
+                     f"    inet {own}/24 brd {net}.255 scope global noprefixroute {PF}",
+                     f"    inet 10.77.0.5/24 brd 10.77.0.255 scope global {PF}",
+                     f"    inet 10.81.0.1/32 scope global {PF}",
+                     f"    inet 10.79.0.4/24 brd 10.79.0.0 scope global {PF}",
+                     f"    inet {net}.77/24 scope global secondary {PF}",
+                     f"    inet 10.77.0.6/24 scope global secondary {PF}"]
+    assert run(capsys, ip, ["-o", "addr", "show", PF])[1].splitlines()[0] == \
+        f"{pf.ifindex}: {PF}    inet 127.0.0.9/8 scope host {PF}\\       valid_lft forever preferred_lft forever"
+    assert sorted(_gid_ips(agent, PF).values()) == sorted([own, f"{net}.77", "10.77.0.5", "10.77.0.6", "127.0.0.9",
+                                                            "10.81.0.1", "10.79.0.4"])
+    # past the first 16 entries the table holds every address's pair
+    assert run(capsys, ip, ["addr", "add", "10.82.0.1/24", "dev", PF])[0] == 0
+    assert _gid_ips(agent, PF)[17] == "10.82.0.1"
+    assert run(capsys, ip, ["addr", "del", "10.82.0.1/24", "dev", PF])[0] == 0
+    # a primary takes its secondary; the wildcard deletion warns; the GIDs go with them
+    assert run(capsys, ip, ["addr", "del", "10.77.0.5/24", "dev", PF]) == (0, "", "")
+    assert run(capsys, ip, ["addr", "del", "10.77.0.6/24", "dev", PF]) == \
+        (2, "", "RTNETLINK answers: Cannot assign requested address\n")
+    rc, _, err = run(capsys, ip, ["addr", "del", "10.81.0.1", "dev", PF])
+    assert rc == 0 and err.startswith("Warning: Executing wildcard deletion") and "(10.81.0.1/32)" in err
+    for gone in ("127.0.0.9/8", "10.79.0.4/24", f"{net}.77/24"):
+        assert run(capsys, ip, ["addr", "delete", gone, "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "show", "dev", PF])[1] == text
+    assert _gid_ips(agent, PF) == {3: own}
+    # a GID freed inside the table is reused first
+    assert run(capsys, ip, ["addr", "add", "10.1.0.1/24", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "add", "10.2.0.1/24", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "del", "10.1.0.1/24", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "add", "10.3.0.1/24", "dev", PF])[0] == 0
+    assert _gid_ips(agent, PF) == {3: own, 5: "10.3.0.1", 7: "10.2.0.1"}
+    # IPv6: the PF's profile disables it; a VF's is not modelled
+    assert run(capsys, ip, ["addr", "add", "2001:db8::5/64", "dev", PF]) == \
+        (2, "", "RTNETLINK answers: Permission denied\n")
+    assert run(capsys, ip, ["addr", "del", "2001:db8::5/64", "dev", PF]) == \
+        (2, "", "RTNETLINK answers: Cannot assign requested address\n")
+    vf_dev = pf.spec.vf_netdev(0)
+    assert run(capsys, ip, ["addr", "add", "2001:db8::5/64", "dev", vf_dev])[0] == 2
+    assert run(capsys, ip, ["addr", "add", "dev", PF]) == (2, "", "RTNETLINK answers: Operation not supported\n")
+    for words in (["10.9.9.9/24", "dev", PF, "label", "x"], ["10.9.9.9/24", "scope", "link", "dev", PF],
+                  ["0x0a.1.1.1/24", "dev", PF], ["10.8/16", "dev", PF]):
+        rc, _, err = run(capsys, ip, ["addr", "add", *words])
+        assert rc == 2 and err.startswith("ip: the simlab twin"), words
+    assert run(capsys, ip, ["addr", "flush", "dev", PF])[0] == 2
+    assert run(capsys, ip, ["addr", "show", "dev", PF, "scope", "global"])[0] == 2
+    assert run(capsys, ip, ["-s", "addr", "show", "dev", PF])[0] == 2
+
+
+def test_ip_addr_on_a_vf_and_the_up_filter(agent, capsys):
+    """A VF's netdev starts with no address; one added shows under -o, -br
+    and -4; with the VF down, ``up`` leaves it out as iproute2 does: ``{}``
+    in -j, ``{"addr_info":[]}`` in -o -j (no link is printed, so the
+    addresses alone are left out), nothing in text. A VF bound again is a
+    new netdev, without the address. Its GIDs follow as a PF's do."""
+    pf = enable_vfs(agent)
+    vf_dev = pf.spec.vf_netdev(0)
+    index = pf.vfs[0].ifindex
+    assert json.loads(run(capsys, ip, ["-j", "addr", "show", vf_dev])[1])[0]["addr_info"] == []
+    assert run(capsys, ip, ["-o", "addr", "show", vf_dev]) == (0, "", "")
+    assert run(capsys, ip, ["-4", "addr", "show", vf_dev]) == (0, "", "")
+    assert run(capsys, ip, ["addr", "add", "10.90.0.9/24", "dev", vf_dev]) == (0, "", "")
+    assert run(capsys, ip, ["-o", "addr", "show", vf_dev])[1] == (
+        f"{index}: {vf_dev}    inet 10.90.0.9/24 scope global {vf_dev}\\"
+        "       valid_lft forever preferred_lft forever\n")
+    assert run(capsys, ip, ["-4", "addr", "show", "dev", vf_dev])[1].splitlines()[1] == \
+        f"    inet 10.90.0.9/24 scope global {vf_dev}"
+    assert _gid_ips(agent, vf_dev) == {3: "10.90.0.9"}
+    assert run(capsys, ip, ["-j", "addr", "show", vf_dev, "up"]) == (0, "[{}]\n", "")
+    assert run(capsys, ip, ["-o", "-j", "addr", "show", vf_dev, "up"]) == (0, '[{"addr_info":[]}]\n', "")
+    assert run(capsys, ip, ["-br", "addr", "show", vf_dev, "up"]) == (0, "", "")
+    assert run(capsys, ip, ["addr", "show", vf_dev, "up"]) == (0, "", "")
+    assert json.loads(run(capsys, ip, ["-j", "-br", "addr", "show", vf_dev])[1]) == [
+        {"ifname": vf_dev, "operstate": "DOWN", "addr_info": [{"local": "10.90.0.9", "prefixlen": 24}]}]
+    k = agent.kernel
+    k.unbind(pf.vfs[0].bdf)
+    k.bind(pf.vfs[0].bdf)
+    pf.vfs[0].probed_at = 0
+    assert json.loads(run(capsys, ip, ["-j", "addr", "show", vf_dev])[1])[0]["addr_info"] == []
+    assert _gid_ips(agent, vf_dev) == {}
+
+
+def test_ip_addr_list_is_the_containers_and_the_twins(agent, tmp_path, monkeypatch, capsys):
+    """``ip addr`` without a device: the real ip's links (lo) and each twin
+    netdev as ``ip addr show dev`` prints it, in the dump order; -4 leaves
+    out the netdevs without an IPv4 address, -6 all of the twin's."""
+    _real_ip(tmp_path, monkeypatch)
+    pf = enable_vfs(agent)
+    text = run(capsys, ip, ["addr"])[1]
+    assert text.startswith("1: lo: ") and run(capsys, ip, ["addr", "show", PF])[1] in text
+    names = [link.get("ifname") for link in json.loads(run(capsys, ip, ["-j", "addr", "show"])[1])]
+    assert names == ["lo", PF, agent.kernel.pfs[1].netdev, pf.spec.vf_netdev(0), pf.spec.vf_netdev(1)]
+    four = run(capsys, ip, ["-4", "addr"])[1]
+    assert run(capsys, ip, ["-4", "addr", "show", PF])[1] in four and pf.spec.vf_netdev(0) not in four
+    assert PF not in run(capsys, ip, ["-6", "addr"])[1]

@@ -479,6 +479,121 @@ def test_the_twins_ip_link_list_holds_every_netdev_as_real_iproute2s_does(vmlab,
     assert (twin_vf["qdisc"], "UP" in twin_vf["flags"]) == ("noop", False)
 
 
+# ``ip address`` on a PF that holds the RoCE address its provisioning gave it
+# (a NetworkManager profile: ipv4 manual /24, ipv6 disabled) and on a VF held
+# down: {net} is the first three octets of the PF's address, so "{net}.77" is
+# a secondary of it; 10.77.0.6 is one of 10.77.0.5 and goes with it
+ADDR_COMMANDS = [
+    "ip addr show dev {pf}", "ip address show {pf}", "ip a s {pf}", "ip -j addr show dev {pf}",
+    "ip -j -p addr show dev {pf}", "ip -br addr show dev {pf}", "ip -j -br addr show {pf}",
+    "ip -o addr show dev {pf}", "ip -o -j addr show dev {pf}", "ip -4 addr show dev {pf}",
+    "ip -4 -j addr show dev {pf}", "ip -6 addr show dev {pf}", "ip -6 -j addr show dev {pf}",
+    "ip addr show dev {pf} up", "ip -j addr show {pf} up",
+    "ip addr add {net}.77/24 dev {pf}", "ip addr add {net}.77/24 dev {pf}", "ip addr add 10.77.0.5/24 brd + dev {pf}",
+    "ip addr add 10.77.0.6/24 dev {pf}", "ip addr add 10.78.0.1/31 brd + dev {pf}",
+    "ip addr add 10.79.0.4/24 brd - dev {pf}", "ip addr add 10.80.0.5/24 broadcast 10.80.0.9 dev {pf}",
+    "ip addr add 127.0.0.9/8 dev {pf}", "ip addr add local 10.81.0.1 dev {pf}",
+    "ip addr show dev {pf}", "ip -j addr show dev {pf}", "ip -j -p addr show dev {pf}", "ip -br addr show dev {pf}",
+    "ip -j -br addr show dev {pf}", "ip -o addr show dev {pf}", "ip -4 -o addr show {pf}", "ip -o -j addr show {pf}",
+    "ip addr del 10.77.0.5/24 dev {pf}", "ip addr del 10.77.0.6/24 dev {pf}", "ip addr del 10.81.0.1 dev {pf}",
+    "ip addr del 127.0.0.9/8 dev {pf}", "ip addr del 10.78.0.1/31 dev {pf}", "ip addr del 10.79.0.4/24 dev {pf}",
+    "ip addr delete 10.80.0.5/24 dev {pf}", "ip addr del {net}.77/24 dev {pf}", "ip addr del {net}.77/24 dev {pf}",
+    "ip addr show dev {pf}",
+    "ip addr add 300.1.1.1/24 dev {pf}", "ip addr add 1.2.3.4/33 dev {pf}", "ip addr add dev {pf}",
+    "ip addr add 1.2.3.4/24", "ip addr add 1.2.3.4/24 dev gfnosuch", "ip addr show dev gfnosuch",
+    "ip addr add 2001:db8::5/64 dev {pf}", "ip addr del 2001:db8::5/64 dev {pf}",
+    "ip link set dev {vf} down", "ip addr add 10.90.0.9/24 dev {vf}", "ip -o addr show dev {vf}",
+    "ip -o -j addr show dev {vf}", "ip -4 -o addr show {vf}", "ip -o -j addr show dev {vf} up",
+    "ip -o addr show dev {vf} up", "ip -br addr show dev {vf} up", "ip -j addr show dev {vf} up",
+    "ip -6 -j addr show dev {vf}", "ip addr del 10.90.0.9/24 dev {vf}", "ip -o -j addr show dev {vf}",
+    "ip -o addr show dev {vf}",
+]
+# the PF's entry in these lists is its own answer under the same options
+ADDR_LISTS = ["ip addr", "ip -j addr", "ip -br addr", "ip -o addr", "ip -4 addr", "ip -4 -j addr", "ip -o -j addr",
+              "ip -br -j addr show"]
+# the IPv4 addresses of the PF's RoCE GID entries (RoCE v2)
+GID_READ = ("for g in {sys}/class/infiniband/*/ports/1/gids/*; do n=${{g##*/}}; d=${{g%/gids/*}}; "
+            "[ \"$(cat $d/gid_attrs/ndevs/$n 2>/dev/null)\" = {pf} ] && "
+            "[ \"$(cat $d/gid_attrs/types/$n 2>/dev/null)\" = 'RoCE v2' ] && cat $g; done | "
+            "grep '^0000:0000:0000:0000:0000:ffff:' | sort -u; echo @end; ")
+
+
+def addr_answers(sh, sys, pf, vf):
+    """What each of ADDR_COMMANDS prints (stdout, stderr, exit status) on a
+    node, the PF's and VF's names, the PF's MAC, ifindexes and the PF's
+    subnet put in words; the IPv4 addresses of the PF's RoCE v2 GIDs before,
+    after the adds and at the end; and each of ADDR_LISTS with the PF's
+    answer to the same options."""
+    first = json.loads(sh(f"ip -j addr show dev {pf}").stdout)[0]
+    own = first["addr_info"][0]["local"]
+    net = own.rsplit(".", 1)[0]
+
+    def words(text):
+        return re.sub(re.escape(own) + r"(?![\d.])", "PFADDR", text).replace(net + ".", "NET.")
+    gids = GID_READ.format(sys=sys, pf=pf)
+    adds = ADDR_COMMANDS.index("ip addr show dev {pf}", 1)
+    script = gids + "".join(f"{c.format(pf=pf, vf=vf, net=net)} 2>/tmp/ip.err; echo \"@rc=$?\"; cat /tmp/ip.err; "
+                            "echo @end; " + (gids if n == adds else "") for n, c in enumerate(ADDR_COMMANDS))
+    script += gids + "".join(f"{c} 2>&1; echo @end; {c.replace(' show', '')} show dev {pf} 2>&1; echo @end; "
+                             for c in ADDR_LISTS)
+    out = sh(script).stdout
+    for name, word in ((vf, "VF"), (pf, "PF")):
+        # -br pads the name to 16 and a blank before the state
+        out = re.sub(rf"(?m)^{re.escape(name)} +(?=(?:UP|DOWN|UNKNOWN) )", word.ljust(17), out)
+        out = out.replace(name, word)
+    out = words(out.replace(first["address"], "PFMAC"))
+    out = re.sub(r"(?m)^\d+: (PF|VF)\b", r"N: \1", out)
+    out = re.sub(r"(\"(?:if)?index\": ?)\d+", r"\g<1>0", out)
+    parts = out.split("@end\n")
+    gid_at = [0, adds + 2, len(ADDR_COMMANDS) + 2]
+    gid_sets = [sorted(words(".".join(str(int(h[i:i + 2], 16)) for h in g.split(":")[6:] for i in (0, 2)))
+                       for g in parts[k].split()) for k in gid_at]
+    answers = parts[1:adds + 2] + parts[adds + 3:len(ADDR_COMMANDS) + 2]
+    lists = parts[len(ADDR_COMMANDS) + 3:-1]
+    assert len(answers) == len(ADDR_COMMANDS) and len(lists) == 2 * len(ADDR_LISTS), out
+    return answers, gid_sets, list(zip(lists[0::2], lists[1::2]))
+
+
+@pytest.mark.layers(6)
+def test_the_twins_ip_addr_answers_as_real_iproute2_does(vmlab, twin1):
+    """iproute2's ``ip address`` (Debian 12's 6.1) on the VM node's igb PF,
+    which holds the address its NetworkManager profile gives it, and the
+    twin's on a ConnectX PF holding the twin's provisioned RoCE address:
+    ``show`` in text, -j, -j -p, -br, -o, -4 and -6, with and without
+    ``up``; ``add`` and ``del`` of addresses in the PF's subnet (a
+    secondary) and outside it, with ``brd +``, ``brd -``, a broadcast, a
+    /31, a loopback address (scope host, before the global ones), a /32,
+    and a wildcard deletion (iproute2's warning); deleting a primary takes
+    its secondary (promote_secondaries 0); the kernel's and iproute2's
+    refusals (an address the netdev has or has not, a bad prefix, no
+    address, IPv6 on a PF whose profile disables it); a VF held down, with
+    -o, ``up`` and -6. The RoCE v2 GIDs of the PF follow its IPv4
+    addresses on both (Soft-RoCE on the VM node). In each list, the PF's
+    entry is its own answer."""
+    vmlab.sh("node02", IP_SETUP.format(sys="/sys", bdf="0000:01:00.0", pf="enp1s0"))
+    vmlab.sh("node02", "modprobe rdma_rxe && (rdma link | grep -q 'netdev enp1s0 ' || "
+                       "rdma link add rxe_enp1s0 type rxe netdev enp1s0)")
+    twin1.sh("node01", IP_SETUP.format(sys="/run/simlab/sys", bdf="0000:3b:00.0", pf="enp59s0f0np0"))
+    real, real_gids, real_lists = addr_answers(lambda s: vmlab.sh("node02", s), "/sys", "enp1s0", "enp1s0v0")
+    twin, twin_gids, twin_lists = addr_answers(lambda s: twin1.sh("node01", s), "/run/simlab/sys", "enp59s0f0np0",
+                                              "enp59s0f0v0")
+    said = dict(zip(ADDR_COMMANDS, real))
+    assert said["ip addr add 1.2.3.4/24 dev gfnosuch"] == '@rc=1\nCannot find device "gfnosuch"\n'
+    assert said["ip addr add 2001:db8::5/64 dev {pf}"] == "@rc=2\nRTNETLINK answers: Permission denied\n"
+    assert "secondary PF" in real[ADDR_COMMANDS.index("ip addr show dev {pf}", 1)]
+    assert {"PFADDR", "NET.77", "10.77.0.5", "10.77.0.6"} <= set(real_gids[1]) and \
+        real_gids[0] == real_gids[2] == ["PFADDR"]
+    for n, (cmd, t, r) in enumerate(zip(ADDR_COMMANDS, twin, real)):
+        assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
+    assert twin_gids == real_gids
+    for side, lists in (("real", real_lists), ("twin", twin_lists)):
+        for cmd, (listed, own) in zip(ADDR_LISTS, lists):
+            if "-j" in cmd:
+                assert json.loads(own)[0] in json.loads(listed), f"{side}: {cmd}"
+            else:
+                assert own and own in listed, f"{side}: {cmd}"
+
+
 KMOD_COMMANDS = ["modinfo mlx5_core", "modinfo mlx5_ib", "modinfo ib_core", "modinfo mlx5_core ib_core",
                  "modinfo -F depends ib_core", "modinfo -F depends mlx5_core", "modinfo -n mlx5_ib",
                  "modinfo -F vermagic mlx5-ib", "modinfo -F parm ib_core", "modinfo -p mlx5_core",

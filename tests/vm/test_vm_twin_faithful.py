@@ -512,10 +512,10 @@ ADDR_COMMANDS = [
 ADDR_LISTS = ["ip addr", "ip -j addr", "ip -br addr", "ip -o addr", "ip -4 addr", "ip -4 -j addr", "ip -o -j addr",
               "ip -br -j addr show"]
 # the IPv4 addresses of the PF's RoCE GID entries (RoCE v2)
-GID_READ = ("for g in {sys}/class/infiniband/*/ports/1/gids/*; do n=${{g##*/}}; d=${{g%/gids/*}}; "
+GID_READ = ("for g in $(grep -l '^0000:0000:0000:0000:0000:ffff:' {sys}/class/infiniband/*/ports/1/gids/*); do "
+            "n=${{g##*/}}; d=${{g%/gids/*}}; "
             "[ \"$(cat $d/gid_attrs/ndevs/$n 2>/dev/null)\" = {pf} ] && "
-            "[ \"$(cat $d/gid_attrs/types/$n 2>/dev/null)\" = 'RoCE v2' ] && cat $g; done | "
-            "grep '^0000:0000:0000:0000:0000:ffff:' | sort -u; echo @end; ")
+            "[ \"$(cat $d/gid_attrs/types/$n 2>/dev/null)\" = 'RoCE v2' ] && cat $g; done | sort -u; echo @end; ")
 
 
 def addr_answers(sh, sys, pf, vf):

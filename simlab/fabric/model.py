@@ -285,8 +285,12 @@ class Rack:
     def by_ipv4(self, ip: str) -> Endpoint:
         for node, s in self.live.items():
             for pf in s.get("pfs", []):
-                if pf.get("ipv4") == ip:
+                # a server listens on every address: any of the netdev's reaches it
+                if pf.get("ipv4") == ip or any(a["local"] == ip for a in pf.get("addrs", [])):
                     return self.endpoint(node, pf["rdma"])
+                for vf in pf.get("vfs", []):
+                    if any(a["local"] == ip for a in vf.get("addrs", [])):
+                        return self.endpoint(node, vf["rdma"])
         raise FabricError(f"no PF has address {ip}")
 
     def node_fault(self, node: str, kind: str) -> bool:

@@ -71,8 +71,8 @@ class Agent:
                     "model": pf.spec.model, "device_type": pf.spec.ids["device_type"],
                     "hca": pf.spec.ids["hca"], "psid": pf.spec.ids["psid"], "part": pf.spec.ids["part"],
                     "mac": pf.spec.mac, "link_type": pf.spec.link_type,
-                    # the address RoCE uses: the netdev's first IPv4 address
-                    "ipv4": next((a["local"] for a in k.addresses(pf) if not a["secondary"]), None),
+                    # the address RoCE uses: the netdev's first global IPv4 address
+                    "ipv4": next((a["local"] for a in k.addresses(pf) if a["scope"] == "global"), None),
                     "addrs": k.addresses(pf),
                     "speed_mbps": pf.spec.speed_mbps, "numa_node": pf.spec.numa_node,
                     "bound": pf.bound, "admin_up": pf.admin_up, "operstate": pf.operstate, "mtu": pf.mtu,

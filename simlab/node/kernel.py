@@ -835,7 +835,10 @@ class Kernel:
         per GID type, RoCE v1 then v2) at the first free index."""
         with self.lock:
             dev = self._inet_owner(ifname)
-            new = Inet(local, prefixlen, broadcast, scope)
+            if local == "0.0.0.0":
+                return          # __inet_insert_ifa() drops it and answers success
+            # inet_fill_ifaddr() leaves a zero broadcast out
+            new = Inet(local, prefixlen, None if broadcast == "0.0.0.0" else broadcast, scope)
             at = 0
             for i, have in enumerate(dev.inet):
                 if not have.secondary and self.SCOPES[scope] <= self.SCOPES[have.scope]:

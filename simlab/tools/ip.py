@@ -706,6 +706,23 @@ def _twin_or_none(quiet: bool = True):
         return {}, {}
 
 
+_FAMILIES = {"-4": "inet", "-6": "inet6", "-0": "link", "-M": "mpls", "-B": "bridge"}
+
+
+def _family(options: list[str]) -> str | None:
+    """The address family ip/ip.c's options set: the last of ``-4``,
+    ``-6``, ``-0``, ``-M``, ``-B`` and ``-f``/``-family NAME``."""
+    family, i = None, 0
+    while i < len(options):
+        option = _ip_option(options[i])
+        if option and option[0] == "-family" and i + 1 < len(options):
+            family, i = options[i + 1], i + 2
+            continue
+        family = _FAMILIES.get(option[0], family) if option else family
+        i += 2 if option and option[1] else 1
+    return family
+
+
 def _address(opts: list[str], argv: list[str], command_at: int) -> int:
     """``ip address`` (ip/ipaddress.c do_ipaddr(), iproute2 6.1): ``show``
     of one twin netdev or of the list that holds them, ``add`` and ``del``
@@ -725,32 +742,38 @@ def _address(opts: list[str], argv: list[str], command_at: int) -> int:
         return _real(argv)
     if not (_matches(verb, "list") or _matches(verb, "show") or _matches(verb, "lst")):
         return _real(argv)
-    filter_dev, up, i = None, False, 0
+    filter_dev, unmodelled_filter, i = None, None, 0
     while i < len(args):
         if args[i] == "up":
             i += 1
             continue
-        if args[i] in ("to", "scope", "label", "group", "master", "vrf", "nomaster", "type") \
-                or args[i].lstrip("-") in _ADDR_FLAGS + ("dynamic", "primary"):
-            s, twin = _twin_or_none()
-            if twin:
-                print(f'ip: the simlab twin does not model the "{args[i]}" filter of "ip address show" '
-                      "on a node with its netdevs", file=sys.stderr)
-                return 2
-            return _real(argv)
+        if args[i] in ("to", "scope", "label", "group", "master", "vrf", "type"):
+            unmodelled_filter = unmodelled_filter or args[i]
+            i += 2
+            continue
+        if args[i] == "nomaster" or args[i].lstrip("-") in _ADDR_FLAGS + ("dynamic", "primary"):
+            unmodelled_filter = unmodelled_filter or args[i]
+            i += 1
+            continue
         try:
             filter_dev, i = _device_word(args, i, filter_dev)
         except _Stop as stop:
             print(stop.msg, file=sys.stderr)
             return stop.rc
     up = "up" in args
-    family = "inet" if "-4" in opts else "inet6" if "-6" in opts else None
-    if "-family" in opts or "-0" in opts or "-M" in opts or "-B" in opts:
-        return _real(argv) if not _twin_or_none()[1] else _not_modelled(["-family/-0"])
+    family = _family(argv[:command_at])
+    s, twin = _twin_or_none(quiet=filter_dev is None)
+    if (filter_dev is not None and filter_dev not in twin) or not twin:
+        return _real(argv)         # a link of the container's own (lo), or no twin netdev
+    if unmodelled_filter:
+        print(f'ip: the simlab twin does not model the "{unmodelled_filter}" filter of "ip address show" '
+              "for its netdevs", file=sys.stderr)
+        return 2
+    if family not in (None, "inet", "inet6"):
+        return _not_modelled([f"the {family} family"])
     shown = dict(up=up, as_json="-json" in opts, pretty="-pretty" in opts, brief="-brief" in opts,
                  oneline="-oneline" in opts)
-    unmodelled = [o for o in opts if o not in _ADDR_OPTIONS]
-    s, twin = _twin_or_none(quiet=filter_dev is None)
+    unmodelled = [o for o in opts if o not in _ADDR_OPTIONS + ("-0", "-M", "-B", "-family")]
     if filter_dev is not None and filter_dev in twin:
         if unmodelled:
             return _not_modelled(unmodelled)

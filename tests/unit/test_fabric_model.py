@@ -294,3 +294,18 @@ def test_all_reduce_perf_twin_socket_fallback_on_one_node():
     p = P.parse_all_reduce_perf(text)
     assert rc == 0 and p["transport"] == "Socket" and p["largest"]["oop"]["busbw"] < 5
     assert "No device found" not in text
+
+
+def test_an_address_finds_its_netdev_among_all_of_a_nodes_addresses():
+    """A perftest or NCCL server listens on every address: a client given
+    any address of a PF or a VF netdev (``ip addr add``) reaches that
+    netdev's RDMA device, not only the PF's first address."""
+    r = rack()
+    pf = r.live["node02"]["pfs"][1]
+    pf["addrs"] = [{"local": pf["ipv4"]}, {"local": "10.77.0.5"}]
+    pf["vfs"] = [{"vf": 0, "rdma": "mlx5_9", "addrs": [{"local": "10.99.0.5"}]}]
+    assert (r.by_ipv4("10.77.0.5").node, r.by_ipv4("10.77.0.5").dev) == ("node02", pf["rdma"])
+    vf = r.by_ipv4("10.99.0.5")
+    assert (vf.node, vf.dev, vf.vf["vf"]) == ("node02", "mlx5_9", 0)
+    with pytest.raises(M.FabricError):
+        r.by_ipv4("10.99.0.6")

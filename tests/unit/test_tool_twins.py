@@ -875,6 +875,18 @@ def test_ip_addr_shows_the_provisioned_address_and_adds_and_deletes_as_the_kerne
     assert run(capsys, ip, ["addr", "flush", "dev", PF])[0] == 2
     assert run(capsys, ip, ["addr", "show", "dev", PF, "scope", "global"])[0] == 2
     assert run(capsys, ip, ["-s", "addr", "show", "dev", PF])[0] == 2
+    assert run(capsys, ip, ["-0", "addr", "show", "dev", PF])[0] == 2
+    # -f inet is -4; the last family option given wins, as in ip/ip.c
+    assert run(capsys, ip, ["-f", "inet", "addr", "show", PF]) == run(capsys, ip, ["-4", "addr", "show", PF])
+    assert run(capsys, ip, ["-4", "-family", "inet6", "addr", "show", PF]) == (0, "", "")
+    # a zero broadcast is left out (inet_fill_ifaddr()); 0.0.0.0 itself is dropped with success
+    assert run(capsys, ip, ["addr", "add", "10.5.0.1/24", "brd", "0.0.0.0", "dev", PF])[0] == 0
+    assert f"    inet 10.5.0.1/24 scope global {PF}" in run(capsys, ip, ["addr", "show", PF])[1]
+    assert run(capsys, ip, ["addr", "add", "0.0.0.0/24", "dev", PF]) == (0, "", "")
+    assert "0.0.0.0" not in run(capsys, ip, ["addr", "show", PF])[1]
+    # the address RoCE uses is the first global one: a loopback address first in the list is not it
+    assert run(capsys, ip, ["addr", "add", "127.0.0.9/8", "dev", PF])[0] == 0
+    assert agent.handle({"op": "summary"})["pfs"][0]["ipv4"] == own
 
 
 def test_ip_addr_on_a_vf_and_the_up_filter(agent, capsys):
@@ -908,6 +920,19 @@ def test_ip_addr_on_a_vf_and_the_up_filter(agent, capsys):
     pf.vfs[0].probed_at = 0
     assert json.loads(run(capsys, ip, ["-j", "addr", "show", vf_dev])[1])[0]["addr_info"] == []
     assert _gid_ips(agent, vf_dev) == {}
+
+
+def test_ip_addr_of_the_containers_own_link_goes_to_the_real_ip(agent, tmp_path, monkeypatch, capsys):
+    """On a node with twin netdevs, ``ip addr show`` of lo, with a filter
+    or a family option the twin does not model for its own, is the real
+    ip's answer."""
+    enable_vfs(agent)
+    handed = []
+    monkeypatch.setattr(ip, "_real", lambda argv: handed.append(argv) or 0)    # not exec'd in the test
+    for argv in (["addr", "show", "dev", "lo", "scope", "host"], ["-f", "inet", "addr", "show", "dev", "lo"],
+                 ["-0", "addr", "show", "lo"]):
+        assert run(capsys, ip, argv) == (0, "", "") and handed[-1] == argv, argv
+    assert run(capsys, ip, ["addr", "show", "dev", PF, "scope", "host"])[0] == 2 and len(handed) == 3
 
 
 def test_ip_addr_list_is_the_containers_and_the_twins(agent, tmp_path, monkeypatch, capsys):

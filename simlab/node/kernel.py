@@ -454,20 +454,39 @@ class Kernel:
         mlx5_core, so a VF made again, or bound again, has a new one."""
         return (pf if vf is None else vf).ifindex
 
+    def running(self, pf: PF, vf: VF | None = None) -> bool:
+        """netif_running(): the netdev is up (IFF_UP). sysfs ``carrier``,
+        ``speed`` and ``duplex`` of a netdev that is not refuse to be read."""
+        return (pf if vf is None else vf).admin_up
+
+    def vf_link(self, pf: PF, vf: VF) -> bool:
+        """The link a VF's vport gives it, up or down: its PF's under
+        ``link_state auto``; ``enable`` keeps it and ``disable`` takes it
+        whatever the PF's (ip-link(8) ``vf N state``; mlx5 sets its vport's
+        admin state so). What a VF's carrier is once its netdev is up, and
+        what NetworkManager sees of a VF it manages."""
+        return vf.link_state == "enable" or (vf.link_state == "auto" and pf.operstate == "up")
+
     def carrier(self, pf: PF, vf: VF | None = None) -> bool:
-        """Whether the netdev, and the RDMA port on it, has its link. A PF's
-        is its operstate. A VF's follows its PF's under ``link_state auto``;
-        ``enable`` keeps it up and ``disable`` down whatever the PF's
-        (ip-link(8) ``vf N state``; mlx5 sets its vport's admin state so)."""
+        """netif_carrier_ok() of the netdev, and so whether the RDMA port on
+        it is active (mlx5_query_port_roce(): the netdev running and its
+        carrier on). A PF's is its operstate. A VF's needs its netdev up
+        (mlx5e_close() turns the carrier off) and its vport's link
+        (vf_link())."""
         if vf is None:
             return pf.operstate == "up"
-        return vf.link_state == "enable" or (vf.link_state == "auto" and pf.operstate == "up")
+        return vf.admin_up and self.vf_link(pf, vf)
+
+    def link_speed(self, pf: PF, vf: VF | None = None) -> bool:
+        """Whether ethtool's link settings of the netdev give its speed and
+        full duplex: mlx5e's get_speed_duplex() reads them with the carrier
+        on and the physical port's link up (a VF held up by ``enable`` over
+        a PF without its link gets SPEED_UNKNOWN and DUPLEX_UNKNOWN)."""
+        return self.carrier(pf, vf) and pf.operstate == "up"
 
     def netdev_operstate(self, pf: PF, vf: VF | None = None) -> str:
         """The netdev's operstate: up when it is up (IFF_UP) and has its link."""
-        if vf is None:
-            return pf.operstate
-        return "up" if vf.admin_up and self.carrier(pf, vf) else "down"
+        return "up" if self.carrier(pf, vf) else "down"
 
     def rdma_name(self, pf: PF, vf: VF | None = None) -> str:
         if self.kernel_names:

@@ -532,16 +532,21 @@ class Tree:
         self._file(f"{n}/mtu", read_mtu, write=write_mtu)
 
         self._file(f"{n}/operstate", lambda pf=pf, vf=vf: f"{k.netdev_operstate(pf, vf)}\n".encode())
-        self._file(f"{n}/carrier", lambda pf=pf, vf=vf: b"1\n" if k.carrier(pf, vf) else b"0\n")
+        # net-sysfs.c: carrier, speed and duplex of a netdev that is not
+        # running are EINVAL; without its link mlx5e gives SPEED_UNKNOWN (-1
+        # through fmt_dec) and DUPLEX_UNKNOWN
         speed = pf.spec.speed_mbps
 
-        def read_speed(pf=pf, vf=vf):
-            if pf.operstate != "up":
-                return b"-1\n"
-            return f"{speed}\n".encode()
+        def running_only(read, pf=pf, vf=vf):
+            def reader():
+                if not k.running(pf, vf):
+                    raise KernelError(errno.EINVAL)
+                return read(pf, vf)
+            return reader
 
-        self._file(f"{n}/speed", read_speed)
-        self._file(f"{n}/duplex", "full")
+        self._file(f"{n}/carrier", running_only(lambda pf, vf: b"1\n" if k.carrier(pf, vf) else b"0\n"))
+        self._file(f"{n}/speed", running_only(lambda pf, vf: f"{speed if k.link_speed(pf, vf) else -1}\n".encode()))
+        self._file(f"{n}/duplex", running_only(lambda pf, vf: b"full\n" if k.link_speed(pf, vf) else b"unknown\n"))
         self._file(f"{n}/type", "1" if pf.spec.link_type == "ETH" else "32")
         self._file(f"{n}/ifindex", lambda pf=pf, vf=vf: f"{k.ifindex(pf, vf)}\n".encode())
         self._file(f"{n}/dev_port", "0")

@@ -87,7 +87,7 @@ def rows(s: dict, rules_dirs=RULES_DIRS, sys_net=SYS_NET) -> list[dict]:
         if any(_udev_match(p, vf["bdf"]) for p in patterns):
             out.append({"DEVICE": name, "TYPE": kind, "STATE": "unmanaged", "CONNECTION": "--"})
             continue
-        up = vf["carrier"]
+        up = vf["link"]       # NetworkManager brings up a VF it manages when its vport has a link
         out.append({"DEVICE": name, "TYPE": kind, "STATE": "connected" if up else "disconnected",
                     "CONNECTION": f"Wired connection {wired}" if up else "--"})
         if up:

@@ -3,6 +3,7 @@ parsed by the collection's own parsers, their errors are the real tools'."""
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import re
@@ -14,6 +15,7 @@ from plugins.module_utils.nic_firmware import mlx_tools
 from plugins.module_utils.rdma_check import rdma_tools
 from simlab.node import agent as agent_mod
 from simlab.node import boot, hardware
+from simlab.node.kernel import KernelError
 from simlab.tools import (agentclient, cargs, cma_roce, grubby, ip, mlnx_qos, mlxconfig, modprobe, mstflint,
                           mstfwreset, nmcli, rdma)
 
@@ -675,9 +677,28 @@ def test_a_vfs_link_follows_its_link_state_in_ip_sysfs_and_its_rdma_port(agent, 
     assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "enable"])[0] == 0
     assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
     assert seen() == ("UP", False, b"up\n", b"1\n", "ACTIVE")
-    assert agent.tree.read(f"/class/net/{PF}/carrier") == b"0\n"
+    # a netdev down: net-sysfs refuses its carrier, speed and duplex; held up by
+    # enable over a PF without its link, the VF has no speed (mlx5e's get_speed_duplex())
+    for attr in ("carrier", "speed", "duplex"):
+        with pytest.raises(KernelError) as err:
+            agent.tree.read(f"/class/net/{PF}/{attr}")
+        assert err.value.errno == errno.EINVAL
+    speed = lambda dev: (agent.tree.read(f"/class/net/{dev}/speed"), agent.tree.read(f"/class/net/{dev}/duplex"))
+    assert speed(vf_dev) == (b"-1\n", b"unknown\n")
     assert run(capsys, ip, ["link", "set", PF, "vf", "0", "state", "auto"])[0] == 0
     assert seen() == ("DOWN", True, b"down\n", b"0\n", "DOWN")
+    assert run(capsys, ip, ["link", "set", PF, "up"])[0] == 0
+    assert seen() == ("UP", False, b"up\n", b"1\n", "ACTIVE") and speed(vf_dev) == (b"400000\n", b"full\n")
+    # the VF's netdev down: its RDMA port goes down with it (mlx5_query_port_roce())
+    assert run(capsys, ip, ["link", "set", vf_dev, "down"])[0] == 0
+    link = json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]
+    port = next(x for x in json.loads(run(capsys, rdma, ["-j", "link", "show"], prog="rdma")[1])
+                if x.get("netdev") == vf_dev)
+    assert (link["operstate"], link["flags"], port["state"], port["physical_state"]) == \
+        ("DOWN", ["BROADCAST", "MULTICAST"], "DOWN", "DISABLED")
+    with pytest.raises(KernelError):
+        agent.tree.read(f"/class/net/{vf_dev}/carrier")
+    assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0
     k = agent.kernel      # lo is 1, the two PFs 2 and 3, then the VFs as they came
     assert [k.ifindex(pf), k.ifindex(k.pfs[1]), k.ifindex(pf, pf.vfs[0]), k.ifindex(pf, pf.vfs[1])] == [2, 3, 4, 5]
     assert json.loads(run(capsys, ip, ["-j", "link", "show", vf_dev])[1])[0]["ifindex"] == 4

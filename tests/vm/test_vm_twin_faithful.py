@@ -403,6 +403,54 @@ def test_the_twins_ip_link_answers_as_real_iproute2_does(vmlab, twin1):
         assert t == r, f"{n}: {cmd}: twin {t!r} != real {r!r}"
 
 
+# a netdev's link files in sysfs, read after each step; a read the kernel refuses
+# prints its error, a speed or duplex prints "value" (igb's 1000 Mb/s is not a ConnectX's)
+LINK_READ = ("for n in {pf} {vf}; do for f in operstate carrier speed duplex; do v=$(cat {sys}/class/net/$n/$f 2>&1); "
+             "case $f:$? in speed:0|duplex:0) v=value;; *:1) v=${{v##*: }};; esac; echo \"$n $f $v\"; done; done")
+LINK_WAIT = ("for i in $(seq 150); do [ \"$(cat {sys}/class/net/{vf}/carrier 2>/dev/null)\" = {want} ] && break; "
+             "sleep 0.2; done")
+LINK_STEPS = [("{vf} held down", "ip link set dev {vf} down", None),
+              ("{vf} up", "ip link set dev {vf} up", 1),
+              ("{pf} down", "ip link set dev {pf} down", 0),
+              ("{pf} up", "ip link set dev {pf} up", 1),
+              ("{vf} down", "ip link set dev {vf} down", None)]
+
+
+def link_files(sh, sys, pf, vf):
+    """What each of LINK_STEPS leaves in the PF's and the VF's operstate,
+    carrier, speed and duplex, with their names put in words."""
+    seen = []
+    for name, cmd, want in LINK_STEPS:
+        wait = LINK_WAIT.format(sys=sys, vf=vf, want=want) + "; " if want is not None else ""
+        out = sh(f"{cmd.format(pf=pf, vf=vf)}; {wait}{LINK_READ.format(sys=sys, pf=pf, vf=vf)}").stdout
+        seen.append((name, out.replace(vf, "VF").replace(pf, "PF")))
+    return seen
+
+
+@pytest.mark.layers(6)
+def test_the_twins_netdev_link_files_read_as_the_kernels_do(vmlab, twin1):
+    """A PF's and a VF's operstate, carrier, speed and duplex in sysfs on
+    the VM node (igb and igbvf, Debian 12's kernel) and on a twin node, as
+    the VF's netdev and its PF go down and up: a netdev that is not up
+    refuses carrier, speed and duplex (net-sysfs.c: EINVAL); a VF that is
+    up follows its PF's link. The VM node's VF is taken from
+    NetworkManager first, which would bring it up by itself. Before the
+    twin kept this, it read a down PF's carrier as 0 and a down VF's as
+    its PF's."""
+    real_pf, real_vf, twin_pf, twin_vf = "enp1s0", "enp1s0v0", "enp59s0f0np0", "enp59s0f0v0"
+    vmlab.sh("node02", IP_SETUP.format(sys="/sys", bdf="0000:01:00.0", pf=real_pf) +
+             f" && for i in $(seq 50); do [ -e /sys/class/net/{real_vf} ] && break; sleep 0.2; done && "
+             f"nmcli device set {real_vf} managed no")
+    twin1.sh("node01", IP_SETUP.format(sys="/run/simlab/sys", bdf="0000:3b:00.0", pf=twin_pf))
+    real = link_files(lambda s: vmlab.sh("node02", s), "/sys", real_pf, real_vf)
+    twin = link_files(lambda s: twin1.sh("node01", s), "/run/simlab/sys", twin_pf, twin_vf)
+    said = dict(real)
+    assert "VF carrier Invalid argument" in said["{vf} held down"] and "VF carrier 1" in said["{vf} up"]
+    assert "PF speed Invalid argument" in said["{pf} down"] and "VF carrier 0" in said["{pf} down"]
+    for (step, t), (_, r) in zip(twin, real):
+        assert t == r, f"after {step}: twin {t!r} != real {r!r}"
+
+
 LIST_SCRIPT = ("ls {sys}/class/net /sys/class/net | grep -v '^/' | grep . | sort -u; echo @end; "
                "for n in $(ls {sys}/class/net /sys/class/net | grep -v '^/' | grep . | sort -u); do "
                "echo \"$n $(cat {sys}/class/net/$n/ifindex 2>/dev/null || cat /sys/class/net/$n/ifindex)\"; done; "

@@ -880,7 +880,8 @@ class Kernel:
         gave one: iproute2 leaves it out of a wildcard deletion), or
         EADDRNOTAVAIL. A primary takes its secondaries with it
         (__inet_del_ifa() with promote_secondaries 0, as Debian 12 has it:
-        seen on the VM nodes). The GID entries of what went are freed."""
+        seen on the VM nodes). The GID entries of what went are freed, those
+        of an IP another address still holds too (seen on Soft-RoCE)."""
         with self.lock:
             dev = self._inet_owner(ifname)
             gone = next((a for a in dev.inet if a.local == local and prefixlen in (None, a.prefixlen)), None)
@@ -891,7 +892,9 @@ class Kernel:
                               and a.subnet() == gone.subnet()])
             dev.inet = [a for a in dev.inet if all(a is not x for x in lost)]
             for a in lost:
-                if not any(b.local == a.local for b in dev.inet) and a.local in dev.gid_ips:
+                # each address gone is roce_gid_mgmt's GID_DEL of its IP, even where
+                # another address of the netdev has that IP with another prefix
+                if a.local in dev.gid_ips:
                     dev.gid_ips[dev.gid_ips.index(a.local)] = None
             while dev.gid_ips and dev.gid_ips[-1] is None:
                 dev.gid_ips.pop()

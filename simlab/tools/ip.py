@@ -800,7 +800,9 @@ def _addr_modify(opts: list[str], argv: list[str], args: list[str], add: bool) -
     address, IPv6 and the words of _ADDR_UNMODELLED are refused as not
     modelled. Then the kernel's answer: EEXIST for an address the netdev
     has, EADDRNOTAVAIL for one to delete it has not."""
-    dev = next((args[k + 1] for k in range(len(args) - 1) if args[k] == "dev"), None)
+    # ipaddr_modify() keeps the last ``dev NAME``; a ``dev`` without its name is NEXT_ARG()'s to refuse
+    devs = [k for k, word in enumerate(args) if word == "dev"]
+    dev = args[devs[-1] + 1] if devs and devs[-1] + 1 < len(args) else None
     s, twin = _twin_or_none()
     if dev is None or dev not in twin:
         return _real(argv)

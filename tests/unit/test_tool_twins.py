@@ -881,6 +881,15 @@ def test_ip_addr_shows_the_provisioned_address_and_adds_and_deletes_as_the_kerne
     assert run(capsys, ip, ["addr", "del", "10.1.0.1/24", "dev", PF])[0] == 0
     assert run(capsys, ip, ["addr", "add", "10.3.0.1/24", "dev", PF])[0] == 0
     assert _gid_ips(agent, PF) == {3: own, 5: "10.3.0.1", 7: "10.2.0.1"}
+    # one IP with two prefixes: deleting one takes the IP's GID (roce_gid_mgmt's GID_DEL), the other stays
+    assert run(capsys, ip, ["addr", "add", "10.2.0.1/16", "dev", PF])[0] == 0
+    assert run(capsys, ip, ["addr", "del", "10.2.0.1/16", "dev", PF])[0] == 0
+    assert "inet 10.2.0.1/24 " in run(capsys, ip, ["addr", "show", PF])[1]
+    assert _gid_ips(agent, PF) == {3: own, 5: "10.3.0.1"}
+    # the last dev word is the netdev (ipaddr_modify())
+    assert run(capsys, ip, ["addr", "add", "10.4.0.1/24", "dev", "lo", "dev", PF])[0] == 0
+    assert "inet 10.4.0.1/24 " in run(capsys, ip, ["addr", "show", PF])[1]
+    assert run(capsys, ip, ["addr", "del", "10.4.0.1/24", "dev", "lo", "dev", PF])[0] == 0
     # IPv6: the PF's profile disables it; a VF's is not modelled
     assert run(capsys, ip, ["addr", "add", "2001:db8::5/64", "dev", PF]) == \
         (2, "", "RTNETLINK answers: Permission denied\n")

@@ -555,6 +555,12 @@ ADDR_COMMANDS = [
     "ip -o addr show dev {vf} up", "ip -br addr show dev {vf} up", "ip -j addr show dev {vf} up",
     "ip -6 -j addr show dev {vf}", "ip addr del 10.90.0.9/24 dev {vf}", "ip -o -j addr show dev {vf}",
     "ip -o addr show dev {vf}",
+    # one IP with two prefixes, then one of them gone: its GID goes with it (read after these)
+    "ip addr add 10.82.0.5/24 dev {pf}", "ip addr add 10.82.0.5/16 dev {pf}", "ip -br addr show dev {pf}",
+    "ip addr del 10.82.0.5/16 dev {pf}",
+    # the last dev word is the one
+    "ip addr add 10.83.0.1/24 dev lo dev {pf}", "ip -br addr show dev {pf}", "ip addr del 10.83.0.1/24 dev lo dev {pf}",
+    "ip addr show dev {pf}",
 ]
 # the PF's entry in these lists is its own answer under the same options
 ADDR_LISTS = ["ip addr", "ip -j addr", "ip -br addr", "ip -o addr", "ip -4 addr", "ip -4 -j addr", "ip -o -j addr",
@@ -615,7 +621,9 @@ def test_the_twins_ip_addr_answers_as_real_iproute2_does(vmlab, twin1):
     its secondary (promote_secondaries 0); the kernel's and iproute2's
     refusals (an address the netdev has or has not, a bad prefix, no
     address, IPv6 on a PF whose profile disables it); a VF held down, with
-    -o, ``up`` and -6. The RoCE v2 GIDs of the PF follow its IPv4
+    -o, ``up`` and -6; one IP with two prefixes, one of them deleted
+    (the IP's GID goes, the other address stays); ``dev`` given twice (the
+    last is the one). The RoCE v2 GIDs of the PF follow its IPv4
     addresses on both (Soft-RoCE on the VM node). In each list, the PF's
     entry is its own answer."""
     vmlab.sh("node02", IP_SETUP.format(sys="/sys", bdf="0000:01:00.0", pf="enp1s0"))
@@ -625,8 +633,13 @@ def test_the_twins_ip_addr_answers_as_real_iproute2_does(vmlab, twin1):
     real, real_gids, real_lists = addr_answers(lambda s: vmlab.sh("node02", s), "/sys", "enp1s0", "enp1s0v0")
     twin, twin_gids, twin_lists = addr_answers(lambda s: twin1.sh("node01", s), "/run/simlab/sys", "enp59s0f0np0",
                                               "enp59s0f0v0")
+    for sh, pf in ((lambda c: vmlab.sh("node02", c), "enp1s0"), (lambda c: twin1.sh("node01", c), "enp59s0f0np0")):
+        sh(f"ip addr del 10.82.0.5/24 dev {pf}")
     said = dict(zip(ADDR_COMMANDS, real))
     assert said["ip addr add 1.2.3.4/24 dev gfnosuch"] == '@rc=1\nCannot find device "gfnosuch"\n'
+    # 10.82.0.5/24 stays on the PF at the end, its GID does not
+    assert "10.82.0.5/24" in real[-1] and "10.82.0.5" not in real_gids[2]
+    assert "10.83.0.1/24" in real[ADDR_COMMANDS.index("ip addr add 10.83.0.1/24 dev lo dev {pf}") + 1]
     assert said["ip addr add 2001:db8::5/64 dev {pf}"] == "@rc=2\nRTNETLINK answers: Permission denied\n"
     assert "secondary PF" in real[ADDR_COMMANDS.index("ip addr show dev {pf}", 1)]
     assert {"PFADDR", "NET.77", "10.77.0.5", "10.77.0.6"} <= set(real_gids[1]) and \

@@ -774,21 +774,17 @@ def _address(opts: list[str], argv: list[str], command_at: int) -> int:
     shown = dict(up=up, as_json="-json" in opts, pretty="-pretty" in opts, brief="-brief" in opts,
                  oneline="-oneline" in opts)
     unmodelled = [o for o in opts if o not in _ADDR_OPTIONS + ("-0", "-M", "-B", "-family")]
-    if filter_dev is not None and filter_dev in twin:
-        if unmodelled:
-            return _not_modelled(unmodelled)
+    if unmodelled:
+        return _not_modelled(unmodelled)
+    if filter_dev is not None:         # a twin netdev (the container's own went to the real ip above)
         obj, text = _addr_entry(s, filter_dev, shown["up"], shown["brief"], shown["oneline"], family)
         if shown["as_json"]:
             print(formats.iproute2_json([] if obj is None else [obj], shown["pretty"]))
         else:
             sys.stdout.write(text)
         return 0
-    if filter_dev is None and twin:
-        if unmodelled:
-            return _not_modelled(unmodelled)
-        real_opts = [w for w in argv[:command_at] if _ip_option(w) != ("-pretty", False)]
-        return _addr_list(s, real_opts + argv[command_at:], family=family, **shown)
-    return _real(argv)
+    real_opts = [w for w in argv[:command_at] if _ip_option(w) != ("-pretty", False)]
+    return _addr_list(s, real_opts + argv[command_at:], family=family, **shown)
 
 
 def _addr_modify(opts: list[str], argv: list[str], args: list[str], add: bool) -> int:

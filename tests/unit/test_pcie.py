@@ -82,6 +82,9 @@ def test_the_acs_capability_is_found_by_walking_the_extended_list():
     ("topo-sglang-30401-8xH100-SXM-8nic.txt", 8, 8, {(0, "mlx5_0"): "PIX", (0, "mlx5_1"): "NODE", (0, "mlx5_4"): "SYS",
                                                      (7, "mlx5_7"): "PIX"}),
     ("topo-sglang-24413-1xH100-PCIe-KVM.txt", 1, 1, {(0, "mlx5_0"): "PHB"}),
+    # driver 590: the header underlined (ANSI [4m ... [0m), as published without the ESC byte
+    ("topo-sglang-26039-8xB300-9nic-ansi-header.txt", 8, 9, {(0, "mlx5_10"): "PXB", (1, "mlx5_10"): "NODE",
+                                                             (7, "mlx5_17"): "PXB", (7, "mlx5_bond_0"): "NODE"}),
     ("topo-dgxa100-style-10nic-tabs.txt", 8, 10, {(0, "mlx5_0"): "PXB", (0, "mlx5_8"): "SYS", (6, "mlx5_7"): "PXB"}),
     ("topo-nccl-707-8xA100-mlx5-columns.partial.txt", 8, 18, {(0, "mlx5_4"): "PXB", (2, "mlx5_0"): "PXB",
                                                               (0, "mlx5_17"): "SYS"}),
@@ -101,6 +104,12 @@ def test_topo_matrices_read_as_published(name, gpus, nics, first):
     for key, kind in first.items():
         assert links[key] == kind, key
     assert set(links.values()) <= set(pcie.RELATIONS)
+
+
+def test_a_topo_header_underlined_with_its_escape_bytes_reads_as_without():
+    text = body("topo-sglang-26039-8xB300-9nic-ansi-header.txt")
+    raw = text.replace("[4m", "\x1b[4m").replace("[0m", "\x1b[0m")
+    assert "\x1b[4mGPU0" in raw and pcie.parse_topo(raw) == pcie.parse_topo(text)
 
 
 def test_a_topo_row_that_cannot_be_read_fails_quoting_it():

@@ -459,6 +459,9 @@ def rail_text(rail):
 TOPO_CELL_RE = re.compile(r"^(X|PIX|PXB|PHB|NODE|SYS|SOC|NV\d+)$")
 
 
+ANSI_SGR_RE = re.compile(r"\x1b?\[[0-9;]*m")
+
+
 def parse_topo(text):
     """``nvidia-smi topo -m``: ``{"columns": [...], "rows": {name: {column:
     cell}}, "legend": {"NIC0": "mlx5_0"}}``. Device columns are the header's
@@ -466,7 +469,9 @@ def parse_topo(text):
     Legend) or, from older drivers, the RDMA device itself (``mlx5_0``).
     ``SOC`` (older drivers) reads as ``SYS``. A row of a device column whose
     cells cannot be read fails, quoting it."""
-    lines = text.splitlines()
+    # drivers since about 570 underline the header (ESC[4m ... ESC[0m) even into a
+    # pipe; a copy that lost the ESC byte keeps "[4m"
+    lines = ANSI_SGR_RE.sub("", text).splitlines()
     header_at = next((i for i, line in enumerate(lines) if re.match(r"^\s+GPU0\b", line)), None)
     if header_at is None:
         raise PcieError("nvidia-smi topo -m: no header line starting with GPU0")

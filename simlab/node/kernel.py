@@ -455,8 +455,8 @@ class Kernel:
         return (pf if vf is None else vf).ifindex
 
     def running(self, pf: PF, vf: VF | None = None) -> bool:
-        """netif_running(): the netdev is up (IFF_UP). sysfs ``carrier``,
-        ``speed`` and ``duplex`` of a netdev that is not refuse to be read."""
+        """netif_running(): the netdev is up (IFF_UP). A netdev that is not
+        refuses reads of its sysfs ``carrier``, ``speed`` and ``duplex``."""
         return (pf if vf is None else vf).admin_up
 
     def vf_link(self, pf: PF, vf: VF) -> bool:

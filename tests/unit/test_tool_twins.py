@@ -696,6 +696,9 @@ def test_a_vfs_link_follows_its_link_state_in_ip_sysfs_and_its_rdma_port(agent, 
                 if x.get("netdev") == vf_dev)
     assert (link["operstate"], link["flags"], port["state"], port["physical_state"]) == \
         ("DOWN", ["BROADCAST", "MULTICAST"], "DOWN", "DISABLED")
+    vf_rdma = port["ifname"].split("/")[0]
+    assert agent.tree.read(f"/class/infiniband/{vf_rdma}/ports/1/state") == b"1: DOWN\n"
+    assert agent.tree.read(f"/class/infiniband/{vf_rdma}/ports/1/phys_state") == b"3: Disabled\n"
     with pytest.raises(KernelError):
         agent.tree.read(f"/class/net/{vf_dev}/carrier")
     assert run(capsys, ip, ["link", "set", PF, "down"])[0] == 0

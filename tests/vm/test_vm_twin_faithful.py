@@ -407,8 +407,14 @@ def test_the_twins_ip_link_answers_as_real_iproute2_does(vmlab, twin1):
 # prints its error, a speed or duplex prints "value" (igb's 1000 Mb/s is not a ConnectX's)
 LINK_READ = ("for n in {pf} {vf}; do for f in operstate carrier speed duplex; do v=$(cat {sys}/class/net/$n/$f 2>&1); "
              "case $f:$? in speed:0|duplex:0) v=value;; *:1) v=${{v##*: }};; esac; echo \"$n $f $v\"; done; done")
-LINK_WAIT = ("for i in $(seq 150); do [ \"$(cat {sys}/class/net/{vf}/carrier 2>/dev/null)\" = {want} ] && break; "
-             "sleep 0.2; done")
+# the state and physical state of the VF's RDMA port (Soft-RoCE on the VM node's VF)
+PORT_READ = ("; echo \"VF port $(rdma link | sed -n 's/.* state \\([A-Z_]*\\) physical_state \\([A-Z_]*\\) "
+             "netdev {vf} .*/\\1 \\2/p')\"")
+# until the VF's carrier is the one wanted and what follows it has settled: the
+# operstate (linkwatch, a moment later) and its RDMA port (the netdev event)
+LINK_WAIT = ("for i in $(seq 150); do [ \"$(cat {sys}/class/net/{vf}/carrier 2>/dev/null)\" = {want} ] && "
+             "[ \"$(cat {sys}/class/net/{vf}/operstate)\" = {oper} ] && "
+             "rdma link | grep -q ' state {port} .* netdev {vf} ' && break; sleep 0.2; done")
 LINK_STEPS = [("{vf} held down", "ip link set dev {vf} down", None),
               ("{vf} up", "ip link set dev {vf} up", 1),
               ("{pf} down", "ip link set dev {pf} down", 0),
@@ -421,9 +427,16 @@ def link_files(sh, sys, pf, vf):
     carrier, speed and duplex, with their names put in words."""
     seen = []
     for name, cmd, want in LINK_STEPS:
-        wait = LINK_WAIT.format(sys=sys, vf=vf, want=want) + "; " if want is not None else ""
-        out = sh(f"{cmd.format(pf=pf, vf=vf)}; {wait}{LINK_READ.format(sys=sys, pf=pf, vf=vf)}").stdout
-        seen.append((name, out.replace(vf, "VF").replace(pf, "PF")))
+        wait = LINK_WAIT.format(sys=sys, vf=vf, want=want, oper=("down", "up")[want],
+                                port=("DOWN", "ACTIVE")[want]) + "; " if want is not None else ""
+        out = sh(f"{cmd.format(pf=pf, vf=vf)}; {wait}{LINK_READ.format(sys=sys, pf=pf, vf=vf)}"
+                 f"{PORT_READ.format(vf=vf)}").stdout
+        out = out.replace(vf, "VF").replace(pf, "PF")
+        if name == "{pf} down":
+            # up without its carrier, rxe's port polls and mlx5's is disabled (rxe_query_port(),
+            # mlx5_query_port_roce()): the physical state is the drivers' own there
+            out = re.sub(r"(?m)^(VF port DOWN) \S+$", r"\1 PHYS", out)
+        seen.append((name, out))
     return seen
 
 
@@ -433,20 +446,24 @@ def test_the_twins_netdev_link_files_read_as_the_kernels_do(vmlab, twin1):
     the VM node (igb and igbvf, Debian 12's kernel) and on a twin node, as
     the VF's netdev and its PF go down and up: a netdev that is not up
     refuses carrier, speed and duplex (net-sysfs.c: EINVAL); a VF that is
-    up follows its PF's link. The VM node's VF is taken from
-    NetworkManager first, which would bring it up by itself. Before the
+    up follows its PF's link; the VF's RDMA port (Soft-RoCE on the VM
+    node) is down while its netdev is, active when it has its link. The
+    VM node's VF is taken from NetworkManager first, which would bring it
+    up by itself. Before the
     twin kept this, it read a down PF's carrier as 0 and a down VF's as
     its PF's."""
     real_pf, real_vf, twin_pf, twin_vf = "enp1s0", "enp1s0v0", "enp59s0f0np0", "enp59s0f0v0"
     vmlab.sh("node02", IP_SETUP.format(sys="/sys", bdf="0000:01:00.0", pf=real_pf) +
              f" && for i in $(seq 50); do [ -e /sys/class/net/{real_vf} ] && break; sleep 0.2; done && "
-             f"nmcli device set {real_vf} managed no")
+             f"nmcli device set {real_vf} managed no && modprobe rdma_rxe && (rdma link | grep -q ' netdev {real_vf} ' || "
+             f"rdma link add rxe_{real_vf} type rxe netdev {real_vf})")
     twin1.sh("node01", IP_SETUP.format(sys="/run/simlab/sys", bdf="0000:3b:00.0", pf=twin_pf))
     real = link_files(lambda s: vmlab.sh("node02", s), "/sys", real_pf, real_vf)
     twin = link_files(lambda s: twin1.sh("node01", s), "/run/simlab/sys", twin_pf, twin_vf)
     said = dict(real)
     assert "VF carrier Invalid argument" in said["{vf} held down"] and "VF carrier 1" in said["{vf} up"]
     assert "PF speed Invalid argument" in said["{pf} down"] and "VF carrier 0" in said["{pf} down"]
+    assert "VF port DOWN DISABLED" in said["{vf} held down"] and "VF port ACTIVE LINK_UP" in said["{vf} up"]
     for (step, t), (_, r) in zip(twin, real):
         assert t == r, f"after {step}: twin {t!r} != real {r!r}"
 

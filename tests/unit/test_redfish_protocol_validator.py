@@ -65,9 +65,13 @@ NOT_TESTED = {
 
 # The validator judges the X-Auth-Token of one session with two statistical tests (monobit frequency and
 # runs, each failing at p < 0.01), so a token from a sound 128-bit random source WARNs about 2% of the
-# time; that WARN is held to more tokens of the same BMC instead, which a poor source fails
+# time (2.08% of 200,000 tokens of secrets.token_hex(16)).  The tokens are judged on a sample instead:
+# MORE_TOKENS new sessions, of which at most MAX_UNLUCKY may fail the validator's own tests.  A sound
+# source exceeds that once in about ten million runs; a counter or a clock fails nearly every token, and
+# a source whose tokens fail half the time passes once in ten thousand.
 TOKEN_WARN = "RESP_HEADERS_X_AUTH_TOKEN"
-MORE_TOKENS = 5
+MORE_TOKENS = 40
+MAX_UNLUCKY = 8
 
 
 def fresh_tokens(port, cert, n=MORE_TOKENS):
@@ -120,8 +124,10 @@ def test_the_twins_bmc_passes_dmtfs_protocol_validator(tmp_path):
         rows = [line.split("\t") for line in
                 next((tmp_path / vendor / "report").glob("*.tsv")).read_text().splitlines()[1:]]
         problems = [row for row in rows if row[4] in ("FAIL", "WARN")]
+        unlucky = [t for t in tokens[vendor] if not validator_utils.random_sequence(t)]
+        assert len(tokens[vendor]) == len(set(tokens[vendor])) == MORE_TOKENS, (vendor, tokens[vendor])
+        assert len(unlucky) <= MAX_UNLUCKY, (vendor, unlucky)
         if [row[:1] + row[4:5] for row in problems] == [[TOKEN_WARN, "WARN"]]:
-            assert all(validator_utils.random_sequence(t) for t in tokens[vendor]), (vendor, problems, tokens[vendor])
             problems, warned = [], warned - 1
         assert failed == 0 and warned == 0 and not problems, (vendor, problems)
         untested = {row[0] for row in rows if row[4] == "NOT_TESTED"}

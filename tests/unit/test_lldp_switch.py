@@ -20,7 +20,19 @@ NOS = {"eos": "eos", "nxos": "nxos", "onyx": "onyx", "nvue": "nvue", "sonic_dell
 WANT = {
     "eos/show-lldp-neighbors-ntc-1.txt": [
         ("Ethernet1", "localhost", "Ethernet1"), ("Ethernet2", "localhost", "Ethernet2"),
-        ("Et3/1", "tg104.sjc.aristanetworks.com", "Ethernet3/2"), ("Ma1/1", "dc1-rack11-tor1.sjc", "1/1")],
+        ("Ethernet3/1", "tg104.sjc.aristanetworks.com", "Ethernet3/2"), ("Ma1/1", "dc1-rack11-tor1.sjc", "1/1")],
+    # a modular chassis's slot/port/lane ports and a fixed switch's lane ports, cabled to each other (Et3/2/1-Et49/1)
+    "eos/show-lldp-neighbors-cmp308-7804-modular.txt": [
+        ("Ethernet3/1/1", "R1-smv462.sjc.aristanetworks.com", "Ethernet1/1"),
+        ("Ethernet3/2/1", "R3-ta366.sjc.aristanetworks.com", "Ethernet49/1"),
+        ("Ethernet3/4/1", "R5-ta368.sjc.aristanetworks.com", "Ethernet51/1"),
+        ("Ethernet3/5/1", "R6-ta373.sjc.aristanetworks.com", "Ethernet50/1"),
+        ("Ma1/1", "r161-rack3-tor42.sjc.aristanetworks.com", "Ethernet10")],
+    "eos/show-lldp-neighbors-ta366-7280sr2k-lanes.txt": [
+        ("Ethernet49/1", "R2-cmp308.sjc.aristanetworks.com", "Ethernet3/2/1"),
+        ("Ethernet50/1", "R5-ta368.sjc.aristanetworks.com", "Ethernet52/1"),
+        ("Ethernet51/1", "R6-ta373.sjc.aristanetworks.com", "Ethernet51/1"),
+        ("Ma1", "r161-rack3-tor42.sjc.aristanetworks.com", "Ethernet15")],
     "eos/show-lldp-neighbors-ntc-2.txt": [("Ethernet%d" % n, "arista2", "Ethernet%d" % n) for n in range(2, 8)],
     "nvue/nv-show-interface-lldp-doc.txt": [
         ("eth0", "oob-mgmt-switch", "swp10"), ("swp1", "server01", "48:b0:2d:76:ee:8e"),
@@ -134,6 +146,24 @@ def test_the_fields_beyond_the_table():
     assert onyx["chassis_id"] == "f8:bc:aa:bb:cc:e0"
 
 
+def test_eos_slotted_and_laned_ports_are_named_alike_on_both_ends():
+    """EOS abbreviates the local port (``Et3/2/1``, ``Et49/1``) and spells the
+    neighbour's port in full (``Ethernet49/1``): the two cabled switches of
+    the recordings name each end of their link the same way, and as the
+    running config and the inventory do (before, slashed local ports were
+    kept as printed and matched nothing)."""
+    eos = driver("eos/x")
+    cmp308 = eos.parse_lldp(body("eos/show-lldp-neighbors-cmp308-7804-modular.txt"), managed=["Ethernet3/2/1"])
+    ta366 = eos.parse_lldp(body("eos/show-lldp-neighbors-ta366-7280sr2k-lanes.txt"), managed=["Ethernet49/1"])
+    a = next(n for n in cmp308 if n["sysname"].startswith("R3-ta366"))
+    b = next(n for n in ta366 if n["sysname"].startswith("R2-cmp308"))
+    assert (a["local"], eos.canon_port(a["port_id"])) == ("Ethernet3/2/1", "Ethernet49/1")
+    assert (b["local"], eos.canon_port(b["port_id"])) == ("Ethernet49/1", "Ethernet3/2/1")
+    assert eos.canon_port("Et3/2/1") == eos.canon_port("ethernet 3/2/1") == "Ethernet3/2/1"
+    # the management ports stay as printed: no front-panel port of the collection's
+    assert [n["local"] for n in ta366 if n["local"].startswith("Ma")] == ["Ma1"]
+
+
 def test_onyx_columns_are_the_fields_of_its_json_form():
     """The Onyx table rests on one published capture; the same command's JSON
     form (`show lldp remote | json-print`, recorded by napalm-onyx) names the
@@ -156,6 +186,8 @@ def test_onyx_columns_are_the_fields_of_its_json_form():
 
 @pytest.mark.parametrize("rel, line, managed", [
     ("eos/show-lldp-neighbors-ntc-2.txt", "Et3           arista2                  Ethernet3           120", "Ethernet3"),
+    ("eos/show-lldp-neighbors-ta366-7280sr2k-lanes.txt",
+     "Et49/1       R2-cmp308.sjc.aristanetworks.com            Ethernet3/2/1      120", "Ethernet49/1"),
     ("sonic_community/show-lldp-table-pr5698.txt", "Ethernet240  ARISTA03T1               Ethernet1       BR",
      "Ethernet240"),
     ("onyx/show-lldp-remote-intel-mfd.txt", "Eth1/31              f8:bc:aa:bb:cc:e0    fortyGigE 0/52       LIN-ND3-DS5000",

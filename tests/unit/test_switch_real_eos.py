@@ -225,3 +225,92 @@ def test_eos_twin_pfc_show_has_the_recorded_shape():
     assert glob[1] in text.splitlines()
     assert get_driver("eos").parse_verify(text)["Ethernet1"] == []
     assert "priority-flow-control all off" in m.handle("show running-config").splitlines()
+
+
+# -- Arista EOS port names: slot/port/lane and lanes --------------------------------------
+
+def test_eos_modular_ports_of_a_qos_profile_are_read():
+    """AMD's 7388 example binds its RoCE qos profile to Ethernet2/5/1 and
+    Ethernet2/5/5; before, those lines fell into 'other' and the read found
+    no port at all."""
+    d = get_driver("eos")
+    m = d.parse(recorded("eos/rocm-7388-dcqcn-qos-profile-running-config.txt"))
+    assert sorted(m["ports"]) == ["Ethernet2/5/1", "Ethernet2/5/5"]
+    ecn = {"tc": 3, "min_bytes": 2000 * 208, "max_bytes": 10000 * 208, "probability": 20}  # segments of 208 bytes
+    for p in m["ports"].values():
+        assert p["pfc"] and p["trust"] == "dscp" and p["mtu"] == 9214 and p["ecn"] == ecn
+    assert m["global"]["pfc_priority"] == 3 and m["global"]["dscp_map"][26] == 3
+    # the inventory's names in any spelling EOS prints reach the same ports
+    want = M.normalise_intent({"pfc_priority": 3, "trust": "dscp", "mtu": 9214}, d, ["Ethernet2/5/1", "Et2/5/5"])
+    assert sorted(want["ports"]) == ["Ethernet2/5/1", "Ethernet2/5/5"]
+    have = d.parse(recorded("eos/rocm-7388-dcqcn-qos-profile-running-config.txt"), M.scope_of(want))
+    assert have["ports"]["Ethernet2/5/5"]["pfc"] is True
+
+
+def test_eos_real_modular_running_config_names_the_lldp_ports():
+    """A real 7804 running config: every interface Ethernet3/N/L is a port,
+    the subinterfaces and management ports are not, and the names are those
+    its own 'show lldp neighbors' gives (tests/unit/fixtures/lldp_real/eos)."""
+    from pathlib import Path
+    d = get_driver("eos")
+    _view, seen, _switch, raw = d.parse_views(recorded("eos/cmp308-7804-modular-interfaces-running-config.txt"))
+    assert sorted(raw["ports"]) == sorted(["Ethernet3/%d/1" % n for n in range(1, 49) if n != 9] + ["Ethernet3/10/2"])
+    assert seen == ["Ethernet3/%d/1" % n for n in range(1, 6)]  # the ports with mtu 9214; the others set nothing
+    assert sorted(raw["other"]) == ["Ethernet3/10/1.%d" % n for n in range(11, 16)] + [
+        "Loopback1", "Loopback2", "Management1/1", "Management1/2"]
+    lldp = (Path(__file__).parent / "fixtures" / "lldp_real" / "eos" / "show-lldp-neighbors-cmp308-7804-modular.txt")
+    local = [n["local"] for n in d.parse_lldp(lldp.read_text().split("# ---\n", 1)[1])]
+    assert [p for p in local if p.startswith("Ethernet")] == ["Ethernet3/%d/1" % n for n in (1, 2, 4, 5)]
+    assert set(local) - set(raw["ports"]) == {"Ma1/1"}
+    m = d.parse(recorded("eos/cmp308-7804-modular-interfaces-running-config.txt"), {"ports": ["Ethernet3/2/1"]})
+    assert m["ports"]["Ethernet3/2/1"]["mtu"] == 9214 and not m["ports"]["Ethernet3/2/1"]["pfc"]
+
+
+@pytest.mark.parametrize("head, ports", [
+    ("interface Ethernet49/1", ["Ethernet49/1"]),
+    ("interface Ethernet1,3-5", ["Ethernet1", "Ethernet3", "Ethernet4", "Ethernet5"]),
+    ("interface Ethernet1/1-4", ["Ethernet1/1", "Ethernet1/2", "Ethernet1/3", "Ethernet1/4"]),
+    ("interface Ethernet3/1/1,3/2/1", ["Ethernet3/1/1", "Ethernet3/2/1"]),
+    ("interface Ethernet1,Ethernet2/1", ["Ethernet1", "Ethernet2/1"]),
+])
+def test_eos_interface_lists_and_ranges(head, ports):
+    raw = get_driver("eos").parse_raw(head + "\n   priority-flow-control on\n!\n")
+    assert sorted(raw["ports"]) == sorted(ports) and all(pc == {"pfc_on": True} for pc in raw["ports"].values())
+
+
+@pytest.mark.parametrize("head", [
+    "interface Ethernet5-3",  # before: an empty range, the block's PFC lines dropped without a word
+    "interface Ethernet1/1-2/4",
+    "interface Ethernet1/2/3/4",
+    "interface Ethernet1/x",
+    "interface Ethernet1,",
+    "interface Ethernet",
+])
+def test_eos_interface_name_not_read_fails_quoting_it(head):
+    msg = unreadable("eos", head + "\n   priority-flow-control on\n   priority-flow-control priority 3 no-drop\n!\n",
+                     "'%s'" % head)
+    assert "Ethernet interface name" in msg
+
+
+def test_eos_subinterface_is_no_port():
+    raw = get_driver("eos").parse_raw("interface Ethernet49/1.100\n   qos trust dscp\n!\n")
+    assert raw["ports"] == {} and raw["other"] == {"Ethernet49/1.100": {"trust": "dscp"}}
+
+
+def test_eos_writes_slotted_ports_one_interface_line_each():
+    """Single-number ports keep their one 'interface Ethernet1,3' line; a
+    slotted or laned port gets a line of its own (before: int('2/5/1') failed)."""
+    d = get_driver("eos")
+    ports = ["Ethernet1", "Ethernet3", "Ethernet2/5/1", "Et2/5/5", "Ethernet49/1"]
+    want = M.normalise_intent({"pfc_priority": 3, "trust": "dscp"}, d, ports)
+    have, raw = d.read("", M.scope_of(want))
+    ch = M.changes(want, have, "merged")
+    ch["state"] = "merged"
+    cmds = d.commands(ch, want, have, raw)
+    heads = [c for c in cmds if c.startswith("interface ")]
+    assert heads == ["interface Ethernet1,3", "interface Ethernet2/5/1", "interface Ethernet2/5/5",
+                     "interface Ethernet49/1"]
+    # what was written reads back onto the same ports
+    text = "\n".join(c if c.startswith("interface ") or c == "exit" else "   " + c for c in cmds)
+    after = d.parse(text.replace("exit", "!"), M.scope_of(want))
+    assert all(after["ports"][p]["pfc"] and after["ports"][p]["trust"] == "dscp" for p in want["ports"])

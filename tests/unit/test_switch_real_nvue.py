@@ -37,6 +37,27 @@ def test_nvue_roce_show_mode_trust_ecn(rec, mode):
                                         "operational ECN max_bytes 1499464 (intent 2000000)"]
 
 
+def test_nvue_roce_show_516_state_row():
+    """Cumulus Linux 5.15 renamed the first row 'enable on' to 'state enabled'
+    (applied column only); before, the 5.16 table read as RoCE on/off unknown."""
+    d = get_driver("nvue")
+    text = recorded("nvue/nv-show-qos-roce-cl516-state.txt")
+    st = d.parse_status(text)
+    assert st["enable"] is True and st["mode"] == "lossless-single-ipool" and st["trust"] == "both"
+    assert st["pfc_priorities"] == [3] and st["pfc_rx"] is True and st["pfc_tx"] is True
+    assert st["ecn"] == {"tcs": [0, 3], "min_bytes": 149996, "max_bytes": 1499464, "probability": 100,
+                         "mode": "ECN"}
+    assert d.parse_verify(text) == {"*": [3]}
+    assert d.parse_status(text.replace("enabled\nmode", "disabled\nmode", 1))["enable"] is False
+    # the rest of the table is the 5.14 one: only the first row's name changed
+    keys, older = _table_shape(text)["keys"], _table_shape(recorded("nvue/nv-show-qos-roce-cl514-single-ipool.txt"))
+    assert keys[0] == "state" and older["keys"][0] == "enable" and keys[1:] == older["keys"][1:]
+    bad = text.replace("state" + " " * 38 + "enabled", "state" + " " * 38 + "on")
+    assert bad != text
+    with pytest.raises(M.RoceSwitchError, match=r"leaf7: nv show qos roce line not understood .*state.*'state +on'"):
+        get_driver("nvue", switch="leaf7").parse_status(bad)
+
+
 def test_nvue_roce_show_lossy_is_drift():
     text = recorded("nvue/nv-show-qos-roce-cl56-lossless.txt").replace(
         "mode                lossless     lossless", "mode                lossy        lossy   ")
@@ -90,7 +111,31 @@ def test_nvue_dscp_range_in_running_config_is_expanded():
     assert m["global"]["dscp_map"][26] == 4 and set(m["global"]["explicit_dscps"]) >= {24, 25, 26, 27, 30}
 
 
+# 5.15 and later: 'nv set qos roce state enabled|disabled' (CumulusNetworks/docs
+# content/cumulus-linux-515/Whats-New/New-and-Changed-NVUE-Commands.md: 'nv set
+# qos roce enable on|off' became 'nv set qos roce state enabled|disabled')
+@pytest.mark.parametrize("lines, on", [
+    (["nv set qos roce state enabled"], True),
+    (["nv set qos roce state enabled", "nv set qos roce mode lossless"], True),
+    (["nv set qos roce state disabled"], False),
+    (["nv set qos roce state disabled", "nv set qos roce mode lossless"], False),
+    (["nv set qos roce"], True),  # up to 5.14, kept
+    (["nv set qos roce enable on"], True),
+    (["nv set qos roce enable off", "nv set qos roce mode lossless"], False),
+    (["nv set qos roce mode lossless"], True),
+])
+def test_nvue_roce_state_and_enable_forms(lines, on):
+    text = "\n".join(lines) + "\nnv set interface swp1 link mtu 9216\n"
+    view, _seen, switch, raw = get_driver("nvue").parse_views(text)
+    assert raw["roce"] is on
+    assert switch["pfc_priority"] == (3 if on else None) and switch["trust"] == ("both" if on else "pcp")
+    assert (view("swp1")["ecn"] is not None) is on
+
+
 @pytest.mark.parametrize("line", [
+    "nv set qos roce state on",
+    "nv set qos roce state enable",
+    "nv set qos roce enable enabled",
     "nv set qos roce mode lossless-ish",
     "nv set qos mapping default-global trust l4",
     "nv set qos mapping default-global dscp af31 switch-priority 3",

@@ -17,7 +17,14 @@ the pause watchdog lines, ``qos random-detect ecn allow non-ect``, ``tx-queue``
 and ``mc-tx-queue`` blocks, ``priority ... drop``, ``no priority-flow-control``
 and ``qos profile`` blocks bound with ``service-profile``.  A DSCP-map, PFC,
 random-detect or trust line of another form fails the read, naming switch and
-line; so does an ECN threshold in time units on a port that is read."""
+line; so does an ECN threshold in time units on a port that is read.
+
+Ports are ``Ethernet`` and one to three numbers: ``Ethernet1``, ``Ethernet49/1``
+(a lane of a multi-lane port), ``Ethernet3/1/1`` (slot/port/lane on a modular
+chassis), the running config's spelling, which ``Et49/1`` of the LLDP and PFC
+tables and the inventory's names are brought to; an ``interface Ethernet...``
+line of another form fails the read, and a subinterface (``Ethernet4.400``)
+is kept apart from the ports like a port-channel."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -51,21 +58,42 @@ class EosDriver(Driver):
     transaction = "session"
 
     def canon_port(self, text):
-        m = re.fullmatch(r"(?:ethernet|eth|et)\s*(\d+)", text.strip(), re.I)
+        """A front-panel port in the running config's spelling: ``Ethernet`` and
+        one to three numbers, ``Ethernet1``, ``Ethernet49/1`` (a lane of a
+        multi-lane port), ``Ethernet3/1/1`` (slot/port/lane on a modular
+        switch); from the same names, abbreviated as LLDP and ``show`` tables
+        print them (``Et49/1``, ``Et3/1/1``)."""
+        m = re.fullmatch(r"(?:ethernet|eth|et)\s*(\d+(?:/\d+){0,2})", text.strip(), re.I)
         if not m:
             raise ValueError(text)
-        return "Ethernet" + m.group(1)
+        return "Ethernet" + "/".join(str(int(n)) for n in m.group(1).split("/"))
 
     def expand(self, text):
-        m = re.fullmatch(r"(?:ethernet|eth|et)\s*([\d,\-]+)", text, re.I)
+        """The ports an ``interface`` line names: one port of canon_port's
+        forms, or a comma list whose pieces may give a range of the last number
+        (``Ethernet1,3-5``, ``Ethernet1/1-4``, ``Ethernet3/1/1,3/2/1``); []
+        where a piece is none of these (parse_raw then fails quoting the line)."""
+        m = re.fullmatch(r"(?:ethernet|eth|et)\s*(\S+)", text.strip(), re.I)
         if not m:
             return []
         out = []
         for piece in m.group(1).split(","):
-            r = re.fullmatch(r"(\d+)(?:-(\d+))?", piece)
-            if r:
-                out += ["Ethernet%d" % i for i in range(int(r.group(1)), int(r.group(2) or r.group(1)) + 1)]
+            r = re.fullmatch(r"(?:ethernet|eth|et)?((?:\d+/){0,2})(\d+)(?:-(\d+))?", piece, re.I)
+            if not r or int(r.group(3) or r.group(2)) < int(r.group(2)):
+                return []
+            pre = "".join("%d/" % int(n) for n in r.group(1).split("/")[:-1])
+            out += ["Ethernet%s%d" % (pre, i) for i in range(int(r.group(2)), int(r.group(3) or r.group(2)) + 1)]
         return out
+
+    def interface_heads(self, ports):
+        """``interface`` lines for ``ports``: the single-number ports on one
+        line (``interface Ethernet1,3-5``), each slotted or laned port on a line
+        of its own (``interface Ethernet2/5/1``), EOS's range syntax for those
+        not being relied on."""
+        flat = [int(p[8:]) for p in ports if re.fullmatch(r"Ethernet\d+", p)]
+        heads = ["interface Ethernet" + ",".join("%d" % a if a == b else "%d-%d" % (a, b)
+                                                 for a, b in ranges(flat))] if flat else []
+        return heads + ["interface " + p for p in sorted(set(p for p in ports if "/" in p), key=natural_key)]
 
     # -- LLDP: ``show lldp neighbors`` (Port, Neighbor Device ID, Neighbor Port ID, TTL) ----
     show_lldp = "show lldp neighbors"
@@ -156,9 +184,13 @@ class EosDriver(Driver):
             s = line.strip()
             if ind == 0:
                 body, q = None, None
-                m = re.fullmatch(r"interface (Ethernet[\d,\-]+)", s)
-                if m:
-                    body = [raw["ports"].setdefault(p, {}) for p in self.expand(m.group(1))]
+                m = re.fullmatch(r"interface (Ethernet.*)", s)
+                if m and re.fullmatch(r"Ethernet\d+(?:/\d+)*\.\d+", m.group(1)):
+                    body = [raw["other"].setdefault(m.group(1), {})]  # a subinterface: no port of its own
+                    continue
+                if m:  # front-panel ports: one, a list or ranges; a name not read fails, quoting the line
+                    ports = self.expand(m.group(1)) or self.unreadable(s, why="Ethernet interface name")
+                    body = [raw["ports"].setdefault(p, {}) for p in ports]
                     continue
                 m = re.fullmatch(r"interface (\S+)", s)
                 if m:  # port-channels, VLANs, management: read, kept apart from the Ethernet ports
@@ -409,8 +441,7 @@ class EosDriver(Driver):
             if items:
                 per_port.setdefault(tuple(items), []).append(port)
         for items, ports in per_port.items():
-            head = "interface Ethernet" + ",".join(
-                "%d" % a if a == b else "%d-%d" % (a, b) for a, b in ranges(int(p[8:]) for p in ports))
-            for ctx, line in items:
-                out.append(((head,) + ctx, line))
+            for head in self.interface_heads(ports):
+                for ctx, line in items:
+                    out.append(((head,) + ctx, line))
         return dedupe(out)

@@ -11,7 +11,10 @@ traffic-class C mode strict``; ``interface swpN link mtu M``.  QoS is
 switch-wide on NVUE (a port differs only when bound to another profile).
 ``nv set`` lines stage a pending revision applied by ``nv config apply -y``;
 a failure detaches it.  Read-back: ``nv config show -o commands`` (ranges are
-expanded); a ``qos roce`` profile is read with its documented defaults."""
+expanded); a ``qos roce`` profile is read with its documented defaults.  RoCE on
+or off is ``qos roce enable on|off`` up to Cumulus Linux 5.14 and ``qos roce
+state enabled|disabled`` from 5.15 (the ``enable`` row of ``nv show qos roce``
+became ``state``); both are read."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -97,7 +100,7 @@ class NvueDriver(Driver):
     # must be one of the forms below or the read fails (values checked too).
     MANAGED = re.compile(r"qos (?:roce|mapping|pfc|pfc-watchdog|congestion-control)\b|interface \S+ qos\b")
     FORMS = [
-        r"qos roce(?: enable (?:on|off))?",
+        r"qos roce(?: enable (?:on|off)| state (?:enabled|disabled))?",
         r"qos roce mode (?:lossless|lossy|lossless-single-ipool|lossy-multi-tc)",
         r"qos mapping \S+ trust (?:l2|l3|both|port)",
         r"qos mapping \S+ dscp [\d,\-]+ switch-priority [0-7]",
@@ -125,6 +128,8 @@ class NvueDriver(Driver):
             if self.MANAGED.match(rest) and not any(re.fullmatch(f, rest) for f in self.FORMS):
                 self.unreadable(s)
             words = rest.split()
+            if words[:3] == ["qos", "roce", "state"]:  # 5.15+: state enabled|disabled, enable on|off before
+                words = ["qos", "roce", "enable", {"enabled": "on", "disabled": "off"}[words[3]]]
             if words[:2] == ["qos", "roce"]:
                 if len(words) == 2 or words[2:] == ["enable", "on"]:
                     cfg["qos roce enable"] = "on"
@@ -149,7 +154,8 @@ class NvueDriver(Driver):
 
     def parse_views(self, text):
         cfg = self.parse_raw(text)
-        roce_on = cfg.get("qos roce enable") == "on" or "qos roce mode" in cfg
+        roce_on = cfg.get("qos roce enable") == "on" or (
+            "qos roce mode" in cfg and cfg.get("qos roce enable") != "off")  # a mode does not undo 'off'
         lossless = roce_on and cfg.get("qos roce mode", "lossless").startswith("lossless")
 
         def prof(port, kind):
@@ -214,8 +220,10 @@ class NvueDriver(Driver):
     def parse_status(self, text):
         """``nv show qos roce``: the operational value of each row (the applied
         one where operational is blank) of the table above the first '===' block:
-        enable, mode, PFC priorities and rx/tx, trust, ECN (traffic classes,
-        thresholds in bytes from NVUE's KB/MB at 1024, probability)."""
+        enable (the ``enable`` row, on|off, up to 5.14; the ``state`` row,
+        enabled|disabled, from 5.15), mode, PFC priorities and rx/tx, trust, ECN
+        (traffic classes, thresholds in bytes from NVUE's KB/MB at 1024,
+        probability)."""
         lines = text.splitlines()
         dash = next((i for i, x in enumerate(lines) if re.fullmatch(r"-+(?: +-+)+ *", x)), None)
         if dash is None:
@@ -249,8 +257,8 @@ class NvueDriver(Driver):
 
         out = {"enable": None, "mode": None, "pfc_priorities": None, "pfc_rx": None, "pfc_tx": None,
                "trust": None, "ecn": None}
-        m = get(None, "enable", r"on|off|", "enable")
-        out["enable"] = {"on": True, "off": False}.get(m.group(0)) if m else None
+        m = get(None, "enable", r"on|off|", "enable") or get(None, "state", r"enabled|disabled|", "state")
+        out["enable"] = {"on": True, "enabled": True, "off": False, "disabled": False}.get(m.group(0)) if m else None
         m = get(None, "mode", r"lossless|lossy|lossless-single-ipool|lossy-multi-tc|none|", "mode")
         out["mode"] = (m.group(0) or None) if m else None
         m = get("pfc", "pfc-priority", r"-|[0-7](?:,[0-7])*", "PFC priority")

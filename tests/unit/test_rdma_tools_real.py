@@ -75,6 +75,36 @@ DEVINFO = {
     ],
     "ibv_devinfo-pib-2-centos65-no-ib-devices.txt": [],
     "ibv_devinfo-scout-5251-no-providers-no-ib-devices.txt": [],
+    # MLNX_OFED 4.x's libibverbs: Ethernet ports, yet every GID raw and without a type
+    "ibv_devinfo-v-magnate3-mlnx-ofed4-3hca-roce-gids-without-type-crlf.txt": [
+        ("mlx5_0", "14.27.1016", "08c0:eb03:0040:8f1a", 4117, 1, [
+            (1, "PORT_DOWN", 1, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:0ac0:ebff:fe40:8f1a", None),
+                (1, "fe80:0000:0000:0000:0ac0:ebff:fe40:8f1a", None)])]),
+        ("mlx5_2", "16.27.1016", "08c0:eb03:00da:e2e6", 4119, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:0ac0:ebff:feda:e2e6", None),
+                (1, "fe80:0000:0000:0000:0ac0:ebff:feda:e2e6", None),
+                (2, "0000:0000:0000:0000:0000:ffff:ac11:f22f", None),
+                (3, "0000:0000:0000:0000:0000:ffff:ac11:f22f", None)])]),
+        ("mlx5_4", "14.27.1016", "08c0:eb03:0040:917f", 4117, 1, [
+            (1, "PORT_DOWN", 1, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:0ac0:ebff:fe40:917f", None),
+                (1, "fe80:0000:0000:0000:0ac0:ebff:fe40:917f", None)])]),
+    ],
+    # libibverbs before rdma-core v29 (CentOS 7): Soft-RoCE GIDs raw, without a type
+    "ibv_devinfo-v-magnate3-rxe0-pre-v29-gids-without-type-crlf.txt": [
+        ("rxe0", "0.0.0", "b208:75ff:fe5f:b85e", 0, 1, [
+            (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 0, 0, [
+                (0, "fe80:0000:0000:0000:b208:75ff:fe5f:b85e", None),
+                (1, "0000:0000:0000:0000:0000:ffff:0a0b:0bfb", None)])]),
+    ],
+}
+# vendor_id when not Mellanox's 0x02c9
+VENDOR_ID = {
+    "ibv_devinfo-debian12-rdma-core-44-rxe-2dev.txt": "0xffffff",       # rxe's RXE_VENDOR_ID
+    "ibv_devinfo-v-debian12-rdma-core-44-rxe_enp1s0.txt": "0xffffff",
+    "ibv_devinfo-v-magnate3-rxe0-pre-v29-gids-without-type-crlf.txt": "0x0000",
 }
 
 
@@ -87,9 +117,60 @@ def test_ibv_devinfo_real_key_figures(name):
              for p in d["ports"]]) for d in devs]
     assert got == DEVINFO[name]
     for d in devs:
-        # Mellanox's vendor ID; Soft-RoCE reports 0xffffff (rxe's RXE_VENDOR_ID)
-        assert d["transport"] == "InfiniBand (0)" and d["vendor_id"] == ("0xffffff" if "rxe" in name else "0x02c9")
+        assert d["transport"] == "InfiniBand (0)" and d["vendor_id"] == VENDOR_ID.get(name, "0x02c9")
     json.dumps(devs)
+
+
+# Real outputs the parser must refuse, and the line it must quote
+_IRDMA = "ibv_devinfo-v-magnate3-irdma1-e810-gid1-cut-short.txt"
+DEVINFO_REFUSED = {_IRDMA: "GID[  1]:               ::ffff"}
+
+
+def test_ibv_devinfo_real_gid_cut_short_raises_quoting_it():
+    """The irdma output as published ends in ``GID[  1]: ::ffff``: no type,
+    and not the eight groups devinfo.c prints a GID without one in (only a
+    RoCE v2 GID is printed in the inet_ntop form, and then with its type).
+    It used to come out as GID 0000:...:ffff of no type; now it raises."""
+    with pytest.raises(ValueError) as e:
+        R.parse_ibv_devinfo(recorded(_IRDMA))
+    assert repr(DEVINFO_REFUSED[_IRDMA])[1:-1] in str(e.value)
+
+
+def test_ibv_devinfo_real_irdma_without_the_cut_line():
+    """The same Intel E810 (irdma) output without its last line: every
+    other figure is read, its one whole GID a RoCE v2 one."""
+    text = recorded(_IRDMA)
+    assert text.endswith(DEVINFO_REFUSED[_IRDMA] + "\n")
+    (d,) = R.parse_ibv_devinfo(text[:text.rindex("\n", 0, -1) + 1])
+    assert (d["hca_id"], d["fw_ver"], d["node_guid"], d["vendor_id"], d["vendor_part_id"], d["board_id"]) == (
+        "irdma1", "1.54", "6efe:54ff:fe3d:8a39", "0x8086", 5522, None)
+    (p,) = d["ports"]
+    assert (p["port"], p["state"], p["state_num"], p["max_mtu"], p["active_mtu"], p["link_layer"], p["port_lid"],
+            p["fields"]["active_speed"]) == (1, "PORT_ACTIVE", 4, 4096, 1024, "Ethernet", 1, "25.0 Gbps (32)")
+    assert p["gids"] == [{"index": 0, "gid": "fe80:0000:0000:0000:6efe:54ff:fe3d:8a39", "type": "RoCE v2"}]
+
+
+@pytest.mark.parametrize("line, want", [
+    # devinfo.c's forms: raw (no type: InfiniBand, or before rdma-core v29), raw + RoCE v1, inet_ntop + RoCE v2
+    ("GID[  0]:\t\tfe80:0000:0000:0000:0c42:a103:0065:d6b6", ("fe80:0000:0000:0000:0c42:a103:0065:d6b6", None)),
+    ("GID[  2]:\t\t0000:0000:0000:0000:0000:ffff:8cdd:3c0b, RoCE v1",
+     ("0000:0000:0000:0000:0000:ffff:8cdd:3c0b", "RoCE v1")),
+    ("GID[  3]:\t\t::ffff:140.221.60.11, RoCE v2", ("0000:0000:0000:0000:0000:ffff:8cdd:3c0b", "RoCE v2")),
+    # not devinfo.c's: short without a type, short with RoCE v1, a type it never prints
+    ("GID[  1]:\t\t::ffff", None),
+    ("GID[  1]:\t\tfe80::e42:a1ff:fe2b:7a4", None),
+    ("GID[  1]:\t\tfe80::e42:a1ff:fe2b:7a4, RoCE v1", None),
+    ("GID[  0]:\t\tfe80:0000:0000:0000:0c42:a103:0065:d6b6, IB", None),
+    ("GID[  0]:\t\tfe80:0000:0000:0000:0c42:a103:0065", None),
+])
+def test_ibv_devinfo_gid_forms(line, want):
+    if want is None:
+        with pytest.raises(ValueError) as e:
+            R._devinfo_gid(line)
+        assert repr(line)[1:-1] in str(e.value)
+    else:
+        g = R._devinfo_gid(line)
+        assert (g["gid"], g["type"]) == want
 
 
 def test_ibv_devinfo_real_verbose_keeps_each_first_value():
@@ -205,6 +286,17 @@ SHOW_GIDS = {
         ("mlx5_4", 1, 4, "0000:0000:0000:0000:0000:ffff:ac14:0101", "172.20.1.1", "v1", "net1"),
         ("mlx5_4", 1, 5, "0000:0000:0000:0000:0000:ffff:ac14:0101", "172.20.1.1", "v2", "net1")]),
     "show_gids-rdma-sriov-30-pod-no-gids.txt": (0, []),
+    "show_gids-magnate3-three-ipv4-on-one-port-crlf.txt": (10, [
+        ("mlx5_0", 1, 0, "fe80:0000:0000:0000:c670:bdff:feaa:1fc8", None, "v1", "enp61s0f0np0"),
+        ("mlx5_0", 1, 1, "fe80:0000:0000:0000:c670:bdff:feaa:1fc8", None, "v2", "enp61s0f0np0"),
+        ("mlx5_1", 1, 0, "fe80:0000:0000:0000:c670:bdff:feaa:1fc9", None, "v1", "enp61s0f1np1"),
+        ("mlx5_1", 1, 1, "fe80:0000:0000:0000:c670:bdff:feaa:1fc9", None, "v2", "enp61s0f1np1"),
+        ("mlx5_1", 1, 2, "0000:0000:0000:0000:0000:ffff:0a16:74dd", "10.22.116.221", "v1", "enp61s0f1np1"),
+        ("mlx5_1", 1, 3, "0000:0000:0000:0000:0000:ffff:0a16:74dd", "10.22.116.221", "v2", "enp61s0f1np1"),
+        ("mlx5_1", 1, 4, "0000:0000:0000:0000:0000:ffff:0a16:74de", "10.22.116.222", "v1", "enp61s0f1np1"),
+        ("mlx5_1", 1, 5, "0000:0000:0000:0000:0000:ffff:0a16:74de", "10.22.116.222", "v2", "enp61s0f1np1"),
+        ("mlx5_1", 1, 6, "0000:0000:0000:0000:0000:ffff:0a16:74df", "10.22.116.223", "v1", "enp61s0f1np1"),
+        ("mlx5_1", 1, 7, "0000:0000:0000:0000:0000:ffff:0a16:74df", "10.22.116.223", "v2", "enp61s0f1np1")]),
     "show_gids-mooncake-1617-ipv6-ula-partial.txt": (None, [
         ("rocep105s0", 1, 0, "fe80:0000:0000:0000:0690:81ff:fe39:e3e8", None, "v2", "enp105s0"),
         ("rocep105s0", 1, 1, "fd93:16d3:59b6:010d:0690:81ff:fe39:e3e8", None, "v2", "enp105s0"),
@@ -234,6 +326,10 @@ def test_show_gids_real_rows(name):
     ("show_gids-spectrumscale-4-cx6-two-linklocal.txt", {"ndev": "ens1f0"}, 5),
     ("show_gids-nccl-1587-sparse-macvlan-no-footer.txt", {"dev": "mlx5_0"}, 7),
     ("show_gids-multus-1100-macvlan-pod-no-footer.txt", {"ipv4": "172.20.1.1"}, 5),
+    # three IPv4 addresses on one port: the first, or the one asked for; none on the other port
+    ("show_gids-magnate3-three-ipv4-on-one-port-crlf.txt", {}, 3),
+    ("show_gids-magnate3-three-ipv4-on-one-port-crlf.txt", {"ipv4": "10.22.116.223"}, 7),
+    ("show_gids-magnate3-three-ipv4-on-one-port-crlf.txt", {"ndev": "enp61s0f0np0"}, None),
     # v2 GIDs here are IPv6 only: there is no IPv4 RoCE v2 GID to pick
     ("show_gids-mooncake-1617-ipv6-ula-partial.txt", {}, None),
     ("show_gids-hurray0-cx4-roce-and-ib-port.txt", {}, None),
@@ -286,6 +382,22 @@ RDMA_LINK = {
     "rdma-d-link-debian12-iproute2-6.1-rxe-2dev.txt": _RXE_LINKS,
     "rdma-j-link-debian12-iproute2-6.1-rxe-2dev.txt": _RXE_LINKS,
     "rdma-j-p-link-debian12-iproute2-6.1-rxe-2dev.txt": _RXE_LINKS,
+    "rdma-link-magnate3-irdma-e810-down-disabled.txt": [
+        ("irdma0", 1, "DOWN", "DISABLED", "enp23s0f0", None), ("irdma1", 1, "ACTIVE", "LINK_UP", "enp23s0f1", None)],
+    "rdma-link-spiderpool-cx5-ib-port.txt": [("mlx5_0", 1, "ACTIVE", "LINK_UP", None, None)],
+    "rdma-link-sriov-operator-635-cx6-ib-and-eth-partial.txt": [
+        ("mlx5_%d" % n, 1, "ACTIVE" if n % 2 == 0 else "DOWN", "LINK_UP" if n % 2 == 0 else "DISABLED",
+         "enp97s0f0" if n == 4 else None, None) for n in range(9)],
+}
+# InfiniBand ports: (dev, subnet_prefix, lid, sm_lid, lmc); an Ethernet port has none of them
+RDMA_LINK_IB = {
+    "rdma-link-spiderpool-cx5-ib-port.txt": [("mlx5_0", "fe80:0000:0000:0000", 2, 2, 0)],
+    "rdma-link-sriov-operator-635-cx6-ib-and-eth-partial.txt": [
+        ("mlx5_0", "fe80:0000:0000:0000", 3, 1, 0), ("mlx5_1", "fe80:0000:0000:0000", 65535, 0, 0),
+        ("mlx5_2", "fe80:0000:0000:0000", 35, 1, 0), ("mlx5_3", "fe80:0000:0000:0000", 65535, 0, 0),
+        ("mlx5_4", None, None, None, None),
+        ("mlx5_5", "fe80:0000:0000:0000", 65535, 0, 0), ("mlx5_6", "fe80:0000:0000:0000", 4, 1, 0),
+        ("mlx5_7", "fe80:0000:0000:0000", 65535, 0, 0), ("mlx5_8", "fe80:0000:0000:0000", 36, 1, 0)],
 }
 RDMA_JSON = {  # file: pretty
     "rdma-j-link-debian12-iproute2-6.1-rxe-2dev.txt": False,
@@ -301,9 +413,16 @@ RDMA_JSON = {  # file: pretty
 
 @pytest.mark.parametrize("name", sorted(RDMA_LINK))
 def test_rdma_link_real_text_and_json(name):
-    got = [(x["dev"], x["port"], x["state"], x["physical_state"], x["netdev"], x["netdev_index"])
+    got = [(x["dev"], x["port"], x["state"], x["physical_state"], x["netdev"], x.get("netdev_index"))
            for x in R.parse_rdma_link(recorded(name))]
     assert got == RDMA_LINK[name]
+
+
+@pytest.mark.parametrize("name", sorted(RDMA_LINK_IB))
+def test_rdma_link_real_infiniband_port_keys(name):
+    got = [(x["dev"], x.get("subnet_prefix"), x.get("lid"), x.get("sm_lid"), x.get("lmc"))
+           for x in R.parse_rdma_link(recorded(name))]
+    assert got == RDMA_LINK_IB[name]
 
 
 @pytest.mark.parametrize("name", sorted(RDMA_JSON))
@@ -336,11 +455,42 @@ def test_the_twins_empty_pretty_array_and_empty_list_value():
 # query_rss (igb leaves rss_query_en at -1, so iproute2 prints no query_rss).
 _IGB_VFS = [(0, "9e:6a:ae:90:9d:9a", 0, 0, 0, True, "auto", False, None),
             (1, "02:11:22:33:44:55", 10, 3, 100, False, "auto", True, None)]
+_IGB_ALL_VFS = [(0, "02:00:00:00:00:10", 0, 0, 0, True, "auto", False, None),
+                (1, "c6:fe:6d:80:0a:31", 10, 3, 100, False, "auto", True, None)]
+_IB_VF_LINE = "vf 0     link/infiniband 00:00:00:08:fe:80:00:00:00:00:00:00:52:54:00:c0:fe:12:34:55"
 IP_LINK = {
     "ip-link-show-debian12-iproute2-6.1-igb-2vf.txt": _IGB_VFS,
     "ip-j-link-show-debian12-iproute2-6.1-igb-2vf.txt": _IGB_VFS,
     "ip-j-p-link-show-debian12-iproute2-6.1-igb-2vf.txt": _IGB_VFS,
+    # every link of the node, and the same as ip -o's one line per link
+    "ip-link-show-debian12-iproute2-6.1-igb-2vf-all.txt": _IGB_ALL_VFS,
+    "ip-o-link-show-debian12-iproute2-6.1-igb-2vf-all.txt": _IGB_ALL_VFS,
+    # the older `vf N MAC <mac>` form (mlx5, MLNX_OFED's iproute2 before 5.3)
+    "ip-link-show-magnate3-cx4lx-mac-form-link-state-disable-crlf.txt": [
+        (0, "00:00:00:00:00:00", 0, 0, 0, False, "disable", False, False),
+        (1, "00:00:00:00:00:00", 0, 0, 0, False, "disable", False, False)],
+    "ip-link-show-magnate3-cx5-mac-form-spoof-trust-mixed-crlf.txt": [
+        (0, "f2:3b:68:ee:b1:7e", 0, 0, 0, True, "auto", False, False),
+        (1, "a2:02:67:cb:a4:29", 0, 0, 0, False, "auto", True, False)],
+    # an mlx5 IPoIB PF's VF, its line wrapped after `brd <addr>,` by the authors as published
+    "ip-link-show-linux-4bbd4923-mlx5-ib0-vf-guids-wrapped.txt": [
+        (0, "00:00:00:08:fe:80:00:00:00:00:00:00:52:54:00:c0:fe:12:34:55", 0, 0, 0, False, "auto", False, False)],
+    "ip-link-show-iproute2-738728cc-ib4-vf-guids-wrapped.txt": [
+        (0, "00:00:0a:2d:fe:80:00:00:00:00:00:00:ec:0d:9a:03:00:44:36:8d", 0, 0, 0, False, "disable", False, False)],
 }
+_IB_BRD = "00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff"
+IP_LINK_ADDR = {   # (link_type, broadcast) of every VF when not ("ether", "ff:ff:ff:ff:ff:ff")
+    "ip-link-show-magnate3-cx4lx-mac-form-link-state-disable-crlf.txt": (None, None),
+    "ip-link-show-magnate3-cx5-mac-form-spoof-trust-mixed-crlf.txt": (None, None),
+    "ip-link-show-linux-4bbd4923-mlx5-ib0-vf-guids-wrapped.txt": ("infiniband", _IB_BRD),
+    "ip-link-show-iproute2-738728cc-ib4-vf-guids-wrapped.txt": ("infiniband", _IB_BRD),
+}
+IP_LINK_GUIDS = {  # (node_guid, port_guid) per VF of an InfiniBand PF
+    "ip-link-show-linux-4bbd4923-mlx5-ib0-vf-guids-wrapped.txt": [("11:00:af:21:cb:05:11:00", "22:11:af:21:cb:05:11:00")],
+    "ip-link-show-iproute2-738728cc-ib4-vf-guids-wrapped.txt": [("22:44:33:00:33:11:00:33", "10:21:33:12:00:11:22:10")],
+}
+# wrapped in the middle of the VF's address (and of a setting): refused, quoting the VF line as far as it goes
+IP_LINK_REFUSED = {"ip-link-show-iproute2-0f48f9f4-ib1-wrapped-mid-address.txt": "vf 0     link/infiniband"}
 
 
 def _vf_rows(vfs):
@@ -353,7 +503,59 @@ def test_ip_link_vfs_real_text_and_json(name):
     text = recorded(name)
     vfs = R.parse_ip_json_vfinfo(text) if text.startswith("[") else R.parse_ip_link_vfs(text)
     assert _vf_rows(vfs) == IP_LINK[name]
-    assert {(v["link_type"], v["broadcast"]) for v in vfs} == {("ether", "ff:ff:ff:ff:ff:ff")}
+    assert {(v["link_type"], v["broadcast"]) for v in vfs} == {IP_LINK_ADDR.get(name, ("ether", "ff:ff:ff:ff:ff:ff"))}
+    assert [(v["node_guid"], v["port_guid"]) for v in vfs] == IP_LINK_GUIDS.get(name, [(None, None)] * len(vfs))
+
+
+@pytest.mark.parametrize("name", sorted(IP_LINK_REFUSED))
+def test_ip_link_vfs_real_wrapped_mid_address_raises(name):
+    with pytest.raises(ValueError) as e:
+        R.parse_ip_link_vfs(recorded(name))
+    assert repr(IP_LINK_REFUSED[name])[1:-1] in str(e.value)
+
+
+_WRAPPED = "ip-link-show-linux-4bbd4923-mlx5-ib0-vf-guids-wrapped.txt"
+
+
+def test_ip_link_wrapped_vf_line_reads_as_the_one_line_iproute2_prints():
+    """print_vfinfo() prints a VF on one line (no newline before NODE_GUID);
+    the wrapped line read whole gives what the unwrapped one gives, and the
+    same with the comma carried to the next line."""
+    text = recorded(_WRAPPED)
+    one = R.parse_ip_link_vfs(text.replace(",\nspoof", ", spoof"))
+    assert R.parse_ip_link_vfs(text) == one
+    assert R.parse_ip_link_vfs(text.replace(",\nspoof", "\n, spoof")) == one
+    assert R.parse_ip_link_vfs(text.replace(",\nspoof", ",\n\n    spoof")) == one
+
+
+@pytest.mark.parametrize("old, new, quoted", [
+    # a dangling comma with nothing after it, or with a line that is no VF settings after it
+    (",\nspoof checking off, NODE_GUID 11:00:af:21:cb:05:11:00, PORT_GUID 22:11:af:21:cb:05:11:00, link-state auto, "
+     "trust off, query_rss off\n", ",\n", "ends with a comma and nothing follows"),
+    (",\nspoof checking", ",\n    altname ib0p1\nspoof checking", "'altname ib0p1' does not go on"),
+    # wrapped inside a setting: the VF line's last part cannot be read
+    (",\nspoof checking off", ", spoof\nchecking off", "cannot read 'spoof' of VF line"),
+    # wrapped inside a number: the rest names VF settings on a line of its own
+    ("NODE_GUID 11:00:af:21:cb:05:11:00, PORT_GUID", "NODE_GUID 11:00:af:21:cb:05:11:00, PO\nRT_GUID", "cannot read 'PO'"),
+    # a setting iproute2 never prints, an address of the wrong length, a GUID cut short
+    ("link-state auto", "link-state sideways", "cannot read 'link-state sideways'"),
+    (_IB_VF_LINE + " brd", _IB_VF_LINE[:-3] + " brd", "cannot read address '00:00:00:08"),
+    ("NODE_GUID 11:00:af:21:cb:05:11:00", "NODE_GUID 11:00:af:21", "cannot read address '11:00:af:21'"),
+])
+def test_ip_link_unreadable_vf_text_raises_quoting_it(old, new, quoted):
+    text = recorded(_WRAPPED)
+    assert old in text
+    with pytest.raises(ValueError) as e:
+        R.parse_ip_link_vfs(text.replace(old, new, 1))
+    assert quoted in str(e.value) and "'vf 0     link/infiniband 00:00:00:08:fe:80:" in str(e.value)
+
+
+def test_ip_link_vf_settings_off_a_vf_line_raise():
+    """A line naming VF settings that is neither a VF line nor right after
+    one (a wrapped rest with a line between) is not dropped."""
+    text = recorded(_WRAPPED).replace(",\nspoof", "\n    altname ib0p1\nspoof")
+    with pytest.raises(ValueError, match="VF settings on a line that is not a VF line: 'spoof checking off"):
+        R.parse_ip_link_vfs(text)
 
 
 def test_the_twins_vf_lines_and_vfinfo_are_the_real_ones():
@@ -482,7 +684,8 @@ def test_the_twins_brief_and_oneline_addresses_are_the_real_ones():
 # ---------------------------------------------------------------- the fixture set
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))
-    assert files == sorted(set(DEVINFO) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON) | set(IP_LINK)
+    assert files == sorted(set(DEVINFO) | set(DEVINFO_REFUSED) | set(SHOW_GIDS) | set(RDMA_LINK) | set(RDMA_JSON)
+                           | set(IP_LINK) | set(IP_LINK_REFUSED)
                            | set(IP_BRIEF) | set(IP_ONELINE) | {IP_ONELINE[f] for f in IP_ONELINE}
                            | set(IP_ADDR_TEXT) | {j for j in IP_ADDR_TEXT.values() if j} | set(IP_ADDR_FORMS))
     readme = (REAL / "README.md").read_text()

@@ -153,16 +153,26 @@ def _int_or(v):
 def _devinfo_gid(s):
     """``{index, gid, type}`` from a ``GID[ n]:`` line; ``gid`` in the
     sysfs/show_gids form (eight 4-digit groups), ``type`` ``None`` when
-    the line has none (InfiniBand ports, libibverbs before rdma-core v29)."""
+    the line has none (InfiniBand ports, libibverbs before rdma-core v29).
+
+    devinfo.c prints a GID raw, all eight groups of four hex digits (every
+    GID before rdma-core v29; since, every one but RoCE v2), and only a
+    ``RoCE v2`` one through inet_ntop (``fe80::...``, ``::ffff:a.b.c.d``);
+    the type is ``RoCE v1`` or ``RoCE v2``.  So a short GID without a type
+    (``::ffff``: a line cut short) is not devinfo.c's and raises."""
     m = _DEVINFO_GID_RE.match(s)
     if m:
-        try:
-            gid = ipaddress.IPv6Address(m.group("gid")).exploded
-        except ValueError:
-            gid = None
+        text, gtype = m.group("gid"), m.group("type")
+        gid = None
+        if gtype == "RoCE v2" or (gtype in (None, "RoCE v1") and _GID_RE.match(text)):
+            try:
+                gid = ipaddress.IPv6Address(text).exploded
+            except ValueError:
+                gid = None
         if gid is not None:
-            return {"index": int(m.group("index")), "gid": gid, "type": m.group("type")}
-    raise ValueError("ibv_devinfo: cannot read GID line %r" % s)
+            return {"index": int(m.group("index")), "gid": gid, "type": gtype}
+    raise ValueError("ibv_devinfo: cannot read GID line %r (devinfo.c prints a GID in full, eight groups of four "
+                     "hex digits, or a RoCE v2 one in the inet_ntop form with ', RoCE v2')" % s)
 
 
 def parse_ibv_devinfo(text):
@@ -345,7 +355,87 @@ def _onoff(word, where):
     return word == "on"
 
 
+# iproute2 ip/ipaddress.c print_vfinfo(): "vf N     link/<type> <addr> brd
+# <addr>" (before iproute2 v5.3.0 "vf N MAC <mac>"), then each setting the
+# kernel sent as ", <setting>", all on the VF's one line
 _VF_HEAD_RE = re.compile(r"^vf\s+(\d+)\s+(.*)$")
+_VF_SETTING = r"(?:vlan|qos|tx rate|max_tx_rate|min_tx_rate|spoof checking|NODE_GUID|PORT_GUID|link-state|trust|query_rss)"
+# a line that goes on with a VF's settings (the VF line wrapped where it was published)
+_VF_REST_RE = re.compile(r"^(?:,|%s\s)" % _VF_SETTING)
+# a VF setting on a line that is no VF line (nor the rest of one)
+_VF_SETTING_RE = re.compile(r"(?:^|,\s*)(?:(?:vlan|qos|tx rate|max_tx_rate|min_tx_rate) \d|spoof checking|NODE_GUID|"
+                            r"PORT_GUID|link-state|trust o|query_rss)")
+_LINK_LINE_RE = re.compile(r"^\d+:\s+\S+:")
+_HWADDR_RE = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*$")
+
+
+def _hwaddr(word, n, where):
+    """An ``ll_addr_n2a()`` address of ``n`` bytes, lower-cased."""
+    if not _HWADDR_RE.match(word) or len(word.split(":")) != n:
+        raise ValueError("ip link: cannot read address %r of VF line %r" % (word, where))
+    return word.lower()
+
+
+def _ip_link_lines(text):
+    """The stripped lines of ``ip link show``; ``ip -o``'s one line per link
+    is split at iproute2's ``_SL_`` (``\\``) back into its lines."""
+    out = []
+    for line in _lines(text, "ip link"):
+        s = line.strip()
+        if "\\" in s and _LINK_LINE_RE.match(s):
+            out.extend(part.strip() for part in s.split("\\"))
+        else:
+            out.append(s)
+    return out
+
+
+def _vf_from_line(s):
+    """One VF dict from a whole VF line (``vf N ...``, any wrapped rest
+    joined on); ValueError quoting it for any part print_vfinfo() does not
+    print."""
+    m = _VF_HEAD_RE.match(s)
+    vf = _empty_vf(int(m.group(1)))
+    parts = [p.strip() for p in m.group(2).split(",")]
+    head = parts[0].split()
+    if len(head) in (2, 4) and head[0].startswith("link/") and len(head[0]) > len("link/"):
+        vf["link_type"] = head[0][len("link/"):]
+        # ETH_ALEN for an Ethernet PF, INFINIBAND_ALEN for any other
+        n = 6 if vf["link_type"] == "ether" else 20
+        vf["mac"] = _hwaddr(head[1], n, s)
+        if len(head) == 4:
+            if head[2] not in ("brd", "peer"):
+                raise ValueError("ip link: cannot read the address of %r" % s)
+            vf["broadcast"] = _hwaddr(head[3], n, s)
+    elif len(head) == 2 and head[0] == "MAC":
+        vf["mac"] = _hwaddr(head[1], 6, s)
+    else:
+        raise ValueError("ip link: cannot read the address of %r" % s)
+    for p in parts[1:]:
+        w = p.split()
+        n = len(w)
+        if n == 2 and w[0] == "vlan" and w[1].isdigit():
+            vf["vlan"] = int(w[1])
+        elif n == 3 and w[:2] == ["vlan", "protocol"]:
+            vf["vlan_proto"] = w[2]
+        elif n == 2 and w[0] == "qos" and w[1].isdigit():
+            vf["qos"] = int(w[1])
+        elif n == 4 and w[:2] == ["tx", "rate"] and w[2].isdigit() and w[3] == "(Mbps)":
+            vf["max_tx_rate"] = int(w[2])
+        elif n == 2 and w[0] in ("max_tx_rate", "min_tx_rate") and re.match(r"^\d+Mbps$", w[1]):
+            vf[w[0]] = int(w[1][:-len("Mbps")])
+        elif n == 3 and w[:2] == ["spoof", "checking"]:
+            vf["spoofchk"] = _onoff(w[2], s)
+        elif n == 2 and w[0] in ("NODE_GUID", "PORT_GUID"):
+            vf[w[0].lower()] = _hwaddr(w[1], 8, s)
+        elif n == 2 and w[0] == "link-state" and w[1] in ("auto", "enable", "disable"):
+            vf["link_state"] = w[1]
+        elif n == 2 and w[0] == "trust":
+            vf["trust"] = _onoff(w[1], s)
+        elif n == 2 and w[0] == "query_rss":
+            vf["query_rss"] = _onoff(w[1], s)
+        else:
+            raise ValueError("ip link: cannot read %r of VF line %r" % (p, s))
+    return vf
 
 
 def parse_ip_link_vfs(text):
@@ -353,56 +443,46 @@ def parse_ip_link_vfs(text):
 
     Understands the current layout (``vf 0     link/ether <mac> brd
     <bcast>, vlan 100, qos 3, spoof checking off, link-state auto, trust
-    on, query_rss off``) and the older ``vf 0 MAC <mac>, ...`` one.
-    Lines other than VF lines are ignored; an interface with no VF lines
-    gives an empty list (a PF with no VFs enabled).
+    on, query_rss off``), the older ``vf 0 MAC <mac>, ...`` one and
+    ``ip -o``'s (a link's lines joined by ``\\``).  iproute2 prints each VF
+    on one line; one that was wrapped where it was published (a long IB VF
+    line broken after ``brd <addr>,``) is read whole: a VF line ending in a
+    comma goes on on the next line, which must carry its settings, and a
+    line right after a VF line that starts with a setting (or a comma) is
+    its rest.  A VF line, or a setting on any other line, that cannot be
+    read raises ``ValueError`` quoting it.  Other lines are ignored; an
+    interface with no VF lines gives an empty list (a PF with no VFs
+    enabled).
     """
+    lines = _ip_link_lines(text)
     vfs = []
-    for line in _lines(text, "ip link"):
-        s = line.strip()
-        m = _VF_HEAD_RE.match(s)
-        if not m:
+    i = 0
+    while i < len(lines):
+        s = lines[i]
+        i += 1
+        if not _VF_HEAD_RE.match(s):
+            if _VF_SETTING_RE.search(s):
+                raise ValueError("ip link: VF settings on a line that is not a VF line: %r" % s)
             continue
-        vf = _empty_vf(int(m.group(1)))
-        parts = [p.strip() for p in m.group(2).split(",")]
-        head = parts[0].split()
-        if head and head[0].startswith("link/") and len(head) >= 2:
-            vf["link_type"] = head[0][len("link/"):]
-            vf["mac"] = head[1].lower()
-            if len(head) >= 4 and head[2] == "brd":
-                vf["broadcast"] = head[3].lower()
-        elif head and head[0] == "MAC" and len(head) >= 2:
-            vf["mac"] = head[1].lower()
-        else:
-            raise ValueError("ip link: cannot read the address of %r" % s)
-        for p in parts[1:]:
-            if not p:
-                continue
-            w = p.split()
-            if w[0] == "vlan" and len(w) == 2:
-                vf["vlan"] = int(w[1])
-            elif w[0] == "vlan" and len(w) == 3 and w[1] == "protocol":
-                vf["vlan_proto"] = w[2]
-            elif w[0] == "qos":
-                vf["qos"] = int(w[1])
-            elif w[0] == "tx" and len(w) >= 3 and w[1] == "rate":
-                vf["max_tx_rate"] = int(w[2])
-            elif w[0] in ("max_tx_rate", "min_tx_rate"):
-                vf[w[0]] = int(re.sub(r"Mbps$", "", w[1]))
-            elif w[:2] == ["spoof", "checking"]:
-                vf["spoofchk"] = _onoff(w[2], s)
-            elif w[0] == "NODE_GUID":
-                vf["node_guid"] = w[1].lower()
-            elif w[0] == "PORT_GUID":
-                vf["port_guid"] = w[1].lower()
-            elif w[0] == "link-state":
-                vf["link_state"] = w[1]
-            elif w[0] == "trust":
-                vf["trust"] = _onoff(w[1], s)
-            elif w[0] == "query_rss":
-                vf["query_rss"] = _onoff(w[1], s)
-        vfs.append(vf)
-    if not vfs and not any(re.match(r"^\d+:\s+\S+:", ln) for ln in _lines(text, "ip link")):
+        while True:
+            j = i
+            while j < len(lines) and not lines[j]:
+                j += 1
+            rest = lines[j] if j < len(lines) else None
+            if s.endswith(","):
+                if rest is None:
+                    raise ValueError("ip link: VF line %r ends with a comma and nothing follows" % s)
+                if not _VF_REST_RE.match(rest):
+                    raise ValueError("ip link: VF line %r ends with a comma but the next line %r does not go on "
+                                     "with its settings" % (s, rest))
+                s = s + " " + rest.lstrip(", ")
+            elif rest is not None and _VF_REST_RE.match(rest):
+                s = s + ", " + rest.lstrip(", ")
+            else:
+                break
+            i = j + 1
+        vfs.append(_vf_from_line(s))
+    if not vfs and not any(_LINK_LINE_RE.match(ln) for ln in lines):
         raise ValueError("ip link: neither an interface line nor VF lines found")
     return vfs
 

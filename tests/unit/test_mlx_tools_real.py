@@ -20,7 +20,7 @@ def real(name):
 
 
 def test_every_fixture_is_tested():
-    listed = {n for n in QOS} | {n for n in MLXCONFIG} | {n for n in FLINT}
+    listed = set(QOS) | set(MLXCONFIG) | set(MLXCONFIG_SET) | set(MLXCONFIG_FAILED) | set(FLINT) | set(FLINT_FS2)
     on_disk = {p.name for p in REAL.glob("*.txt")}
     assert on_disk == listed
 
@@ -159,6 +159,13 @@ MLXCONFIG = {
               "MEMIC_ATOMIC": (None, None, "MEMIC_ATOMIC_ENABLE(2)", 2),
               "MEMIC_ATOMIC_ENDIANESS": (None, None, "DEVICE_DEFAULT(0)", 0),
               "DPA_AUTHENTICATION": (None, None, "True(1)", 1), "PF_BAR2_SIZE": (None, None, "0", 0)}, modified=[]),
+    "mlxconfig-sriovop968-cx6lx-e-q-head-20-wide.txt": dict(
+        device_type="ConnectX6LX", name="MCX631102AC-ADA_Ax", device="0108:00:00.0",
+        columns=["default", "current", "next"], count=7,
+        rows={"CRYPTO_POLICY": ("UNRESTRICTED(1)", "UNRESTRICTED(1)", "UNRESTRICTED(1)", 1),
+              "LARGE_MTU_TWEAK_64": ("False(0)", "False(0)", "False(0)", 0),
+              "PORT_OWNER": ("True(1)", "True(1)", "True(1)", 1),
+              "TRACER_ENABLE": ("True(1)", "True(1)", "True(1)", 1)}, modified=[]),
     "mlxconfig-qhn-cx5-mft411-query-full-x86-row.txt": dict(
         device_type="ConnectX5", name="N/A", device="/dev/mst/mt4119_pciconf0", columns=["next"], count=89,
         rows={"SRIOV_EN": (None, None, "True(1)", 1), "NUM_OF_VFS": (None, None, "0", 0),
@@ -196,6 +203,66 @@ def test_mlxconfig_real_pending_and_enum_labels():
     old = M.parse_mlxconfig_query(real("mlxconfig-ucx5749-mft450-cx4-current-column.txt"))
     with pytest.raises(ValueError, match="-e"):
         M.mlxconfig_pending(old)                      # no running values before MFT 4.6
+
+
+def test_mlxconfig_real_e_query_20_wide_has_nothing_pending():
+    p = M.parse_mlxconfig_query(real("mlxconfig-sriovop968-cx6lx-e-q-head-20-wide.txt"))
+    assert M.mlxconfig_pending(p) == []
+    assert p["description"] == ("ConnectX-6 Lx EN adapter card; 25GbE ; Dual-port SFP28; PCIe 4.0 x8; "
+                                "Crypto and Secure Boot")
+    assert p["params"]["CRYPTO_POLICY"]["default_label"] == "UNRESTRICTED"
+
+
+# mlxconfig set: (device_type, device, [(name, next, next_int, new, new_int)], message)
+MLXCONFIG_SET = {
+    "mlxconfig-set-mstflint551-cx5-sriov-vfs8-reboot.txt": (
+        "ConnectX5", "5e:00.0",
+        [("SRIOV_EN", "True(1)", 1, "True(1)", 1), ("NUM_OF_VFS", "8", 8, "8", 8)]),
+    "mlxconfig-set-maas2-cx6-mft4261-boot-options-part.txt": (
+        "ConnectX6", "c2:00.0",
+        [("BOOT_VLAN", "1", 1, "0", 0), ("BOOT_LACP_DIS", "True(1)", 1, "True(1)", 1),
+         ("BOOT_VLAN_EN", "False(0)", 0, "False(0)", 0), ("BOOT_UNDI_NETWORK_WAIT", "0", 0, "30", 30)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLXCONFIG_SET))
+def test_mlxconfig_set_real(name):
+    device_type, device, changes = MLXCONFIG_SET[name]
+    p = M.parse_mlxconfig_set(real(name))
+    assert (p["device_type"], p["device"]) == (device_type, device)
+    assert [(c["name"], c["next"], c["next_int"], c["new"], c["new_int"]) for c in p["changes"]] == changes
+    assert all(set(c) == {"name", "next", "next_int", "new", "new_int"} for c in p["changes"])
+    assert p["applied"] and not p["failed"] and p["errors"] == []
+    assert p["reset_required"] == "reboot"
+    assert p["message"] == "-I- Please reboot machine to load new configurations."
+    assert p["skipped"] == [] and p["nothing_to_set"] is False
+    json.dumps(p)
+
+
+def test_mlxconfig_set_real_changes_only_where_new_differs():
+    """mstflint issue #551: set prints every asked parameter, changed or
+    not, and asks for a reboot anyway; what actually changes is next != new."""
+    same = M.parse_mlxconfig_set(real("mlxconfig-set-mstflint551-cx5-sriov-vfs8-reboot.txt"))
+    assert [c["name"] for c in same["changes"] if c["next_int"] != c["new_int"]] == []
+    boot = M.parse_mlxconfig_set(real("mlxconfig-set-maas2-cx6-mft4261-boot-options-part.txt"))
+    assert [c["name"] for c in boot["changes"] if c["next_int"] != c["new_int"]] == [
+        "BOOT_VLAN", "BOOT_UNDI_NETWORK_WAIT"]
+
+
+# a query that fails after its header: the error, not an empty table
+MLXCONFIG_FAILED = {
+    "mlxconfig-y0ug-cx3-query-failed-current-config.txt": "Failed to query device current configuration",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLXCONFIG_FAILED))
+def test_mlxconfig_query_real_failure_raises_with_the_tools_error(name):
+    with pytest.raises(ValueError, match="errors: " + MLXCONFIG_FAILED[name]):
+        M.parse_mlxconfig_query(real(name))
+    devices, errors, _ = M._parse_mlxconfig_tables(real(name))
+    assert [(d["device_type"], d["device"], d["columns"], d["params"]) for d in devices] == [
+        ("ConnectX3", "/dev/mst/mt4099_pciconf0", ["next"], {})]
+    assert errors == [MLXCONFIG_FAILED[name]]
 
 
 @pytest.mark.parametrize("row,words", [
@@ -253,6 +320,33 @@ def test_mstflint_query_real(name):
     assert [(r["type"], r["version"], r["cpu"]) for r in p["rom_info"]] == want["roms"]
     assert p["fields"]["description"] == "UID                GuidsNumber"
     assert M.fw_version_tuple(p["fw_version"])[0] in (12, 24, 32)
+    json.dumps(p)
+
+
+FLINT_FS2 = {
+    "mstflint-y0ug-cx3-fs2-flint-query-full-running-2.42.5000.txt": dict(
+        fw="2.42.5000", running="2.35.5100", date="5.9.2017", product="02.42.50.00", psid="MT_1170110023",
+        roms=[("PXE", "3.4.752", None)],
+        fields={"mic_version": "2.0.0", "config_sectors": "1", "prs_name": "cx3-1_MCX311A.prs", "device_id": "4099",
+                "guids": "ffffffffffffffff ffffffffffffffff ffffffffffffffff ffffffffffffffff",
+                "macs": "e41d2ddd7850     e41d2ddd7851", "vsd": ""}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLINT_FS2))
+def test_flint_fs2_query_full_real(name):
+    """ConnectX-3 (FS2) `flint query full` after a burn, before the cold
+    boot: FW Version(Running) differs, GUIDs/MACs instead of Base GUID/MAC,
+    an empty VSD and no Security Attributes line."""
+    want = FLINT_FS2[name]
+    p = M.parse_mstflint_query(real(name))
+    assert p["image_type"] == "FS2"
+    assert (p["fw_version"], p["fw_version_running"], p["reset_pending"]) == (want["fw"], want["running"], True)
+    assert (p["fw_release_date"], p["product_version"], p["psid"]) == (want["date"], want["product"], want["psid"])
+    assert [(r["type"], r["version"], r.get("cpu")) for r in p["rom_info"]] == want["roms"]
+    assert p["base_guid"] is None and p["base_mac"] is None and p["security_attributes"] == []
+    assert {k: p["fields"][k] for k in want["fields"]} == want["fields"]
+    assert M.compare_fw_versions(p["fw_version"], p["fw_version_running"]) == 1
     json.dumps(p)
 
 
@@ -336,3 +430,57 @@ def test_flint_roms_after_an_unknown_rom_are_kept():
     assert p["fw_version"] == "16.35.2000" and p["psid"] == "MT_0000000008"
     assert [r.get("type") for r in p["rom_info"]] == [None, "UEFI", "PXE"]
     assert p["rom_info"][2]["version"] == "3.6.804"
+
+
+def _set_table_4_36(columns, rows, star=()):
+    """mlxconfig set output as mstflint 01aa3604 (4.36) mlxcfg_ui.cpp prints it:
+    printOpening, printConfHeader ("%-*s" 56, values "%-*s " 33) and
+    printSingleParam ("%s%s     %-48s", a blank after a full-width value)."""
+    out = "\nDevice #1:\n----------\n\n" + "".join("%-20s%-20s\n" % kv for kv in [
+        ("Device type:", "ConnectX7"), ("Name:", "N/A"), ("Description:", "N/A"), ("Device:", "3b:00.0")]) + "\n"
+    out += "%-56s" % "Configurations:" + " ".join("%-33s" % c for c in columns) + "\n"
+    for name, values in rows:
+        out += "%s%s     %-48s" % ("*" if name in star else " ", "  ", name) + " ".join("%-33s" % v for v in values) + "\n"
+    return out
+
+
+def test_mlxconfig_set_with_e_shows_default_and_current():
+    """`mlxconfig -e -d <dev> set`: enableVerbosity also widens the set
+    table (queryDevCfg prints Default/Current before Next Boot/New, and a
+    '*' where next differs from them)."""
+    text = _set_table_4_36(["Default", "Current", "Next Boot", "New"],
+                           [("SRIOV_EN", ["False(0)", "False(0)", "False(0)", "True(1)"]),
+                            ("NUM_OF_VFS", ["0", "8", "16", "16"])], star=("NUM_OF_VFS",))
+    text += " Apply new Configuration? (y/n) [n] : y\nApplying... Done!\n-I- Please reboot machine to load new configurations.\n"
+    p = M.parse_mlxconfig_set(text)
+    assert p["applied"] and p["reset_required"] == "reboot"
+    assert p["changes"] == [
+        {"name": "SRIOV_EN", "default": "False(0)", "default_int": 0, "current": "False(0)", "current_int": 0,
+         "next": "False(0)", "next_int": 0, "new": "True(1)", "new_int": 1},
+        {"name": "NUM_OF_VFS", "default": "0", "default_int": 0, "current": "8", "current_int": 8,
+         "next": "16", "next_int": 16, "new": "16", "new_int": 16}]
+
+
+def test_mlxconfig_set_with_default_flow_of_4_36():
+    """mstflint 4.36 `set --with_default` (mlxcfg_ui.cpp setDevCfgWithDefault,
+    handlecompleteSetWithDefault): 'Param X is not going to be set ...' for
+    a value already next, 'Nothing to set' when nothing is, and the table's
+    next-boot column labelled 'Default' (printConfHeader labelNextAsDefault)."""
+    skip = "Param NUM_OF_VFS is not going to be set since value matches next value\n"
+    nothing = M.parse_mlxconfig_set(skip + "Nothing to set\n")
+    assert nothing["nothing_to_set"] and nothing["skipped"] == ["NUM_OF_VFS"]
+    assert not nothing["applied"] and not nothing["failed"] and nothing["changes"] == []
+    # only a reset to defaults to do: a bare Done! after the question
+    reset_only = M.parse_mlxconfig_set(
+        " Apply reset and set? (y/n) [n] : y\nDone!\n-I- Please reboot machine to load new configurations.\n")
+    assert reset_only["applied"] and reset_only["reset_required"] == "reboot" and reset_only["changes"] == []
+    text = skip + " Apply reset and set? (y/n) [n] : y\n" + _set_table_4_36(
+        ["Default", "New"], [("SRIOV_EN", ["False(0)", "True(1)"])])
+    text += "Applying... Done!\n-I- Please power cycle machine to load new configurations.\n"
+    p = M.parse_mlxconfig_set(text)
+    assert p["changes"] == [{"name": "SRIOV_EN", "next": "False(0)", "next_int": 0, "new": "True(1)", "new_int": 1}]
+    assert p["skipped"] == ["NUM_OF_VFS"] and p["applied"] and p["reset_required"] == "power cycle"
+    with pytest.raises(ValueError, match="Param SRIOV_EN will"):
+        M.parse_mlxconfig_set("Param SRIOV_EN will not be set\nNothing to set\n")
+    with pytest.raises(ValueError, match="'Next Boot' and 'New'"):
+        M.parse_mlxconfig_set(_set_table_4_36(["New", "Next Boot"], [("SRIOV_EN", ["True(1)", "False(0)"])]))

@@ -264,42 +264,74 @@ def mlxconfig_pending(parsed):
 
 
 _RESET_RE = re.compile(r"-I-\s+Please\s+(reboot|power cycle)\s+machine", re.IGNORECASE)
+# mlxconfig set prints "Applying... " then "Done!"; the --with_default flow
+# (mstflint 4.36, mlxcfg_ui.cpp setDevCfgWithParams) prints a bare "Done!"
+# when resetting to defaults was all there was to do.
+_DONE_RE = re.compile(r"^(?:Applying\.\.\.\s*)?Done!$")
+# setDevCfgWithDefault: a parameter already at the asked value is left out
+# of the table, with this line instead
+_SKIPPED_RE = re.compile(r"^Param (?P<name>\S+) is not going to be set since value matches next value$")
+_SET_VALUE_COLUMNS = ("default", "current")
 
 
 def parse_mlxconfig_set(text):
     """Parse ``mlxconfig -d <dev> -y set NAME=VAL ...`` output.
 
     Returns ``{changes: [{name, next, next_int, new, new_int}], applied,
-    failed, reset_required, message, errors, device...}`` where
-    ``reset_required`` is ``'reboot'``, ``'power cycle'`` or ``None`` and
-    ``message`` is the ``-I-`` line.  ``applied`` is true once ``Applying...
-    Done!`` was printed.
+    failed, reset_required, message, errors, skipped, nothing_to_set,
+    device...}`` where ``reset_required`` is ``'reboot'``, ``'power
+    cycle'`` or ``None`` and ``message`` is the ``-I-`` line.  ``applied``
+    is true once ``Applying... Done!`` (or, after ``Apply reset and set?``,
+    a bare ``Done!``) was printed.  With ``-e`` the table also has
+    ``Default``/``Current`` columns; a change then also holds ``default``/
+    ``current`` (and ``_int``).  The ``--with_default`` flow of mstflint
+    4.36 labels the next-boot column ``Default`` (the values after the
+    reset) and lists parameters already at the asked value as ``skipped``;
+    ``nothing_to_set`` is true when it printed ``Nothing to set``.
     """
     devices, errors, lines = _parse_mlxconfig_tables(text)
     dev = next((d for d in devices if d["columns"]), None)
+    stripped = [line.strip() for line in lines]
     joined = "\n".join(lines)
-    applied = bool(re.search(r"Applying\.\.\.\s*Done!", joined))
+    applied = any(_DONE_RE.match(s) for s in stripped)
     failed = bool(re.search(r"Applying\.\.\.\s*Failed!", joined))
     m = _RESET_RE.search(joined)
-    if dev is None and not applied and not failed and not errors:
+    skipped = []
+    for s in stripped:
+        sk = _SKIPPED_RE.match(s)
+        if sk:
+            skipped.append(sk.group("name"))
+        elif s.startswith("Param "):
+            raise ValueError("mlxconfig set: cannot read line %r" % s)
+    nothing_to_set = "Nothing to set" in stripped
+    if dev is None and not (applied or failed or errors or skipped or nothing_to_set):
         raise ValueError("mlxconfig set: no 'Configurations:' table, no 'Applying...' line and no -E- error")
-    if dev is not None and dev["columns"] != ["next", "new"]:
+    columns = dev["columns"] if dev is not None else []
+    if columns == ["default", "new"]:
+        # printConfHeader(labelNextAsDefault): the next-boot values, which
+        # after the reset to defaults are the defaults
+        columns = ["next", "new"]
+        for p in dev["params"].values():
+            for suffix in ("", "_int", "_label", "_array"):
+                if "default" + suffix in p:
+                    p["next" + suffix] = p.pop("default" + suffix)
+            p["default"] = p["default_int"] = None
+    if dev is not None and (columns[-2:] != ["next", "new"]
+                            or any(c not in _SET_VALUE_COLUMNS for c in columns[:-2])):
         raise ValueError("mlxconfig set: expected 'Next Boot' and 'New' columns, got %r" % dev["columns"])
     changes = []
     if dev is not None:
         for name in dev["param_order"]:
             p = dev["params"][name]
-            changes.append({
-                "name": name,
-                "next": p["next"],
-                "next_int": p["next_int"],
-                "new": p["new"],
-                "new_int": p["new_int"],
-            })
+            change = {"name": name}
+            for key in [c for c in _SET_VALUE_COLUMNS if c in columns] + ["next", "new"]:
+                change[key] = p[key]
+                change[key + "_int"] = p[key + "_int"]
+            changes.append(change)
     message = None
-    for line in lines:
-        if line.strip().startswith("-I-"):
-            message = line.strip()
+    for s in stripped:
+        if s.startswith("-I-"):
+            message = s
     return {
         "device_type": dev["device_type"] if dev else None,
         "device": dev["device"] if dev else None,
@@ -309,6 +341,8 @@ def parse_mlxconfig_set(text):
         "reset_required": m.group(1).lower() if (m and applied) else None,
         "message": message,
         "errors": errors,
+        "skipped": skipped,
+        "nothing_to_set": nothing_to_set,
     }
 
 

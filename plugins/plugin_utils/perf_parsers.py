@@ -4,13 +4,16 @@
 * ``parse_all_reduce_perf``: nccl-tests ``*_perf`` output, every release
   format seen in the wild (``error`` column of 2019-2022 releases, the
   ``#wrong`` column with ``redop``/``root`` of current releases, ``N/A``
-  when run with ``-c 0``), with CRLF line endings and unrelated lines
-  (kubectl, ssh, mpirun, NCCL INFO) mixed in.
+  when run with ``-c 0``, the ``-Z`` timestamp and ``-I`` per-iteration
+  columns, NCCL 1.x's own tests), with CRLF line endings, Open MPI's
+  ``--tag-output`` prefix and unrelated lines (kubectl, ssh, mpirun, NCCL
+  INFO) mixed in.
 * ``nccl_gate``: decide whether a run reached the bus bandwidth the NICs
   should deliver.
 * ``parse_ib_write_bw``: perftest ``ib_write_bw`` (and the other ``*_bw``
-  tools, which share the report format) on client or server side,
-  including ``--run_infinitely`` output that has no closing line.
+  tools, which share the report format) on client or server side, or
+  both printed into one stream, including ``--run_infinitely`` output that
+  has no closing line.
 
 Plain standard-library Python; results are JSON-serialisable; text that is
 not output of the expected tool raises ``ValueError``.
@@ -62,10 +65,12 @@ _NET_VIA_RE = re.compile(r"via NET/(IB\w*|Socket)/")
 # via NET/IB/0/GDRDMA". 2.7 prints no "/<connIndex>" and each GPU by its bus
 # ID in hex ("0[87000]"), 2.18 on by its NVML index; net.cc's NET part is
 # NET/<network>/<dev>[(<PXN proxy rank>)][/GDRDMA][(PCI)][/Shared], where the
-# network is IB, Socket or an external plugin's name (IBext_v8).
+# network is IB, Socket or an external plugin's name, printed from the
+# plugin's own ``name`` field and so possibly with spaces (HPC-X's IBext_v8,
+# Tencent Cloud's "NCCL RDMA Plugin v6"): a NET part runs to the end of the line.
 _CHANNEL_RE = re.compile(r"NCCL INFO Channel (?P<ch>\d+)(?:/(?P<conn>\d+))? : (?P<src>\d+)\[(?P<srcdev>[0-9a-fA-F]+)\] -> "
-                         r"(?P<dst>\d+)\[(?P<dstdev>[0-9a-fA-F]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>\S+)")
-_NET_PATH_RE = re.compile(r"^NET/(?P<net>[^/\s()]+)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<gdr>/GDRDMA)?"
+                         r"(?P<dst>\d+)\[(?P<dstdev>[0-9a-fA-F]+)\](?: \[(?P<dir>send|receive)\])? via (?P<via>NET/.*\S|\S+)")
+_NET_PATH_RE = re.compile(r"^NET/(?P<net>[^/\s][^/]*?)/(?P<dev>\d+)(?:\((?P<proxy>\d+)\))?(?P<gdr>/GDRDMA)?"
                           r"(?P<pci>\(PCI\))?(?P<shared>/Shared)?$")
 # the devices of the IB network, per process (net_ib/init.cc): " [0]mlx5_0:1/RoCE"
 # (2.23+ may add ":<rail>" or ":<plane>"), or a merged device
@@ -73,15 +78,22 @@ _NET_PATH_RE = re.compile(r"^NET/(?P<net>[^/\s()]+)/(?P<dev>\d+)(?:\((?P<proxy>\
 _IB_USING_DEV_RE = re.compile(r"\[(\d+)\](?:=\{([^}]*)\}|([^:\s\]{]+:\d+(?::\d*)*/(?:IB|RoCE|UNSPECIFIED)))")
 _IB_NIC_RE = re.compile(r"([^:\s\]{,]+):(\d+)(?::\d*)*/(IB|RoCE|UNSPECIFIED)")
 # NCCL's own verdict per NIC (src/graph/topo.cc; 2.7's net_ib.cc adds " (no module)")
-_GDR_HCA_RE = re.compile(r"NET/\S+ : GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^'\s]*)'?")
+_GDR_HCA_RE = re.compile(r"NET/[^:]+? : GPU Direct RDMA (Enabled|Disabled) for HCA (\d+) '([^'\s]*)'?")
 _NET_NODEV_RE = re.compile(r"NET/IB\s*:\s*No device found")
-_NETWORK_RE = re.compile(r"NCCL INFO Using network (\S+)")
+# init.cc: "Using network %s", the network's (or plugin's) whole name
+_NETWORK_RE = re.compile(r"NCCL INFO Using network (\S(?:.*\S)?)")
 # NCCL_DEBUG lines: "<host>:<pid>:<tid> [<cuda dev>] NCCL INFO|WARN <text>"; WARN
 # lines carry the source file and line before NCCL ("... [0] misc/socket.cc:441 NCCL WARN ...")
 _NCCL_LOG_RE = re.compile(r"^(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[[^\]]*\]\s+(?:\S+:\d+\s+)?"
                           r"NCCL\s+(?P<level>INFO|WARN)\s+(?P<msg>.*)$")
 _COLLECTIVE_RE = re.compile(r"^#\s*Collective test (starting|concluded):\s*(\S+)")
 _TEST_FAILURE_RE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*")
+# Open MPI's --tag-output (and --timestamp-output) prefix on each line a rank
+# printed: "[<jobid>,<rank>]<stdout>:" after an optional ctime() stamp
+# (orte/mca/iof/base/iof_base_output.c of Open MPI 1.3-4.1, src/mca/iof/base/
+# iof_base_output.c of PRRTE for 5.x; PMIx's own tool prints "[<nspace:rank>]<stdout>:")
+_MPI_TAG_RE = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+                         r"\[[^\]\s]+\]<(?:stdout|stderr|stddiag)>:")
 MAX_LOG_LINES = 20
 # NET lines kept per host (net_lines_by_host)
 MAX_HOST_LINES = 6
@@ -89,9 +101,11 @@ MAX_HOST_LINES = 6
 
 def net_family(name):
     """NCCL's network as the gate speaks of it: ``IB`` for its IB transport
-    and the plugins that carry it (HPC-X's ``IBext``, ``IBext_v8``),
-    ``Socket`` for TCP, else the name as printed."""
-    return "IB" if re.match(r"IB(?:ext\w*)?$", name or "") else name
+    and the plugins that carry it (HPC-X's nccl-rdma-sharp-plugins:
+    ``IBext``, ``IBext_v8``, and ``NCCL RDMA Plugin v6`` where a build of it
+    keeps its plugin struct's name, as Tencent Cloud's does), ``Socket`` for
+    TCP, else the name as printed."""
+    return "IB" if re.match(r"(?:IB(?:ext\w*)?|NCCL RDMA Plugin v\d+)$", name or "") else name
 
 
 def _channel(line, log):
@@ -166,78 +180,137 @@ def parse_nccl_net(text):
     ``ib_devices`` (as ``parse_all_reduce_perf``'s), ``gdr_hca`` (``{host: {device: enabled}}``, NCCL's own verdict per NIC
     where NCCL_DEBUG_SUBSYS shows NET) and ``rails`` (``rank_rails``)."""
     res = {"net_channels": [], "unreadable": [], "ib_devices": [], "ib_devices_by_host": {}, "gdr_hca": {}}
-    for line in _lines(text, "NCCL"):
+    for line in _nccl_lines(text, "NCCL"):
         s = line.strip()
         _net_line(res, s, _NCCL_LOG_RE.match(s))
     res["rails"] = rank_rails(res)
     return res
 
 
+def _nccl_lines(text, tool):
+    """The lines of an NCCL or nccl-tests log, each without Open MPI's tag."""
+    return [_MPI_TAG_RE.sub("", line, count=1) for line in _lines(text, tool)]
+
+
+# the parameter line, nccl-tests src/common.cu (src/util.cu from 2.17): "# nThread %d nGpus %d
+# minBytes %ld maxBytes %ld step: %ld(%s) warmup iters: %d iters: %d [agg iters: %d] validation: %d
+# [graph: %d] [side_work: %d work_sms: %d] [direction: %s] [unalign: %d]": a key is either the
+# words before ':' ("warmup iters") or one word before a number ("nThread 1")
+_PARAM_RE = re.compile(r"([A-Za-z_]\w*(?: [A-Za-z_]\w*)*):\s*(\S+)|([A-Za-z_]\w*)\s+(-?\d+)(?=\s|$)")
+
+
 def _nccl_params(line):
-    """Key/value pairs from the '# nThread 1 nGpus 1 minBytes ...' line."""
-    body = line.lstrip("#").strip()
+    """Key/value pairs from the '# nThread 1 nGpus 1 minBytes ...' line, a
+    key of several words joined by '_' (``warmup_iters``, ``agg_iters``)."""
     out = {}
-    for key, val in re.findall(r"([A-Za-z][A-Za-z ]*?)\s*:?\s+(\S+)(?=\s|$)", body):
-        k = re.sub(r"\s+", "_", key.strip())
-        out[k] = int(val) if _INT_RE.match(val) else val
+    for key, val, word, num in _PARAM_RE.findall(line.lstrip("#").strip()):
+        k = (key or word).replace(" ", "_")
+        v = val or num
+        out[k] = int(v) if _INT_RE.match(v) else v
     return out
 
 
-def _half(tokens, check_kind):
-    """One out-of-place or in-place group: time, algbw, busbw, check."""
-    time, algbw, busbw, check = tokens
+def _half(tokens, check_kind, time_scale=1):
+    """One out-of-place or in-place group: time, algbw, busbw, check (and
+    with -I the per-iteration i_min, i_max, i_p99, i_cv%)."""
+    time, algbw, busbw, check = tokens[:4]
     values = [_num(time), _num(algbw), _num(busbw)]
     if None in values:
         return None
-    half = {"time_us": values[0], "algbw": values[1], "busbw": values[2],
-            "wrong": None, "error": None}
+    half = {"time_us": round(values[0] * time_scale, 6) if time_scale != 1 else values[0], "algbw": values[1],
+            "busbw": values[2], "wrong": None, "error": None}
+    if len(tokens) == 8:
+        per_iter = [_num(x) for x in tokens[4:]]
+        if None in per_iter:
+            return None
+        half.update(zip(("i_min_us", "i_max_us", "i_p99_us", "i_cv_pct"), per_iter))
     if check == "N/A":
         return half
+    err = _num(check)
     if check_kind == "error":
-        err = _num(check)
         if err is None:
             return None
         half["error"] = err
     elif _INT_RE.match(check):
         half["wrong"] = int(check)
+    elif check_kind == "wrong" and err is not None and err.is_integer() and err >= 0:
+        # util.cu prints the count with %6g: 1e+06 wrong values
+        half["wrong"] = int(err)
     else:
-        err = _num(check)
         if err is None:
             return None
         half["error"] = err
     return half
 
 
+# the timestamp -Z 1 adds after each row (util.cu writeTimestamp, "%Y-%m-%d %H:%M:%S")
+_STAMP_RE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
+# the columns before the figures when no column header was read
+_LEAD_COLUMNS = {3: ["size", "count", "type"], 4: ["size", "count", "type", "redop"],
+                 5: ["size", "count", "type", "redop", "root"]}
+
+
+def _read_row(t, header):
+    stamp = None
+    if len(t) > 2 and _STAMP_RE.match(" ".join(t[-2:])):
+        stamp = " ".join(t[-2:])
+        t = t[:-2]
+    cols = header["columns"] if header else None
+    width = 8 if cols and "i_min" in cols else 4
+    lead = len(t) - 2 * width
+    if cols:
+        first = next((i for i, c in enumerate(cols) if c in ("time", "cputime")), None)
+        if first is not None and lead != first:
+            return None
+        names = cols[:lead]
+    else:
+        names = _LEAD_COLUMNS.get(lead)
+    if not names or lead not in _LEAD_COLUMNS:
+        return None
+    redop = next((t[i] for i, c in enumerate(names) if c in ("redop", "op")), None)
+    root = next((t[i] for i, c in enumerate(names) if c == "root"), None)
+    if root is not None:
+        if not _INT_RE.match(root):
+            return None
+        root = int(root)
+    check_kind = header.get("check") if header else None
+    scale = header.get("time_scale", 1) if header else 1
+    oop = _half(t[lead:lead + width], check_kind, scale)
+    ip = _half(t[lead + width:], check_kind, scale)
+    if oop is None or ip is None:
+        return None
+    row = {"size": int(t[0]), "count": int(t[1]), "type": t[2], "redop": redop,
+           "root": root, "oop": oop, "ip": ip}
+    if stamp:
+        row["timestamp"] = stamp
+    return row
+
+
 def _data_row(line, header):
+    """A result row, or None for a line that is none; a line that starts as
+    one (a size and an element count) but cannot be read raises ValueError
+    quoting it."""
     if line.lstrip().startswith("#"):
         return None
     t = line.split()
-    if len(t) not in (11, 12, 13) or not _INT_RE.match(t[0]) or not _INT_RE.match(t[1]):
+    if len(t) < 2 or not _INT_RE.match(t[0]) or not _INT_RE.match(t[1]):
         return None
-    ncols = len(t)
-    redop = t[3] if ncols >= 12 else None
-    root = None
-    if ncols == 13:
-        if not _INT_RE.match(t[4]):
-            return None
-        root = int(t[4])
-    rest = t[ncols - 8:]
-    check_kind = header.get("check") if header else None
-    oop = _half(rest[:4], check_kind)
-    ip = _half(rest[4:], check_kind)
-    if oop is None or ip is None:
-        return None
-    return {"size": int(t[0]), "count": int(t[1]), "type": t[2], "redop": redop,
-            "root": root, "oop": oop, "ip": ip}
+    row = _read_row(t, header)
+    if row is None:
+        raise ValueError("nccl-tests: cannot read the result row %r%s" % (
+            line.strip(), (" under the columns %s" % " ".join(header["columns"])) if header else ""))
+    return row
 
 
 def parse_all_reduce_perf(text):
     """Parse nccl-tests output (``all_reduce_perf`` and friends).
 
     Returns a dict with ``rows`` (each ``{size, count, type, redop, root,
-    oop, ip}``, where ``oop``/``ip`` are ``{time_us, algbw, busbw, wrong,
-    error}``; ``wrong`` is the ``#wrong`` integer, ``None`` for ``N/A``;
-    ``error`` is the old-format maximum error), ``format``
+    oop, ip}`` and ``timestamp`` where ``-Z`` printed one, where
+    ``oop``/``ip`` are ``{time_us, algbw, busbw, wrong, error}`` and with
+    ``-I`` ``i_min_us``, ``i_max_us``, ``i_p99_us``, ``i_cv_pct``; ``wrong``
+    is the ``#wrong`` integer, ``None`` for ``N/A``; ``error`` is the
+    old-format maximum error), ``format``
     (``'wrong'``/``'error'``), ``avg_busbw`` and ``avg_status`` from ``# Avg
     bus bandwidth``, ``out_of_bounds`` ``{count, status}``,
     ``nccl_version``, ``cuda_version``, ``nccl_tests_version``, ``params``
@@ -256,13 +329,16 @@ def parse_all_reduce_perf(text):
     ``test_failures`` (nccl-tests ``Test NCCL failure`` lines),
     ``collective`` and ``concluded`` (the 2025 ``# Collective test
     starting/concluded`` lines), ``largest`` (the row with the largest
-    size) and ``complete`` (the footer was printed).  The log lists are
-    capped at ``MAX_LOG_LINES`` entries.
+    size), ``complete`` (the footer was printed) and ``cut_row`` (the
+    text's last line when the output stops inside a row, else ``None``).
+    The log lists are capped at ``MAX_LOG_LINES`` entries.
 
     Raises ``ValueError`` when the text has neither data rows nor an
-    nccl-tests header/footer line.
+    nccl-tests header/footer line, and, quoting it, for a line that starts
+    as a row (a size and an element count) but cannot be read as one
+    (unless it is the text's last line, the cut row).
     """
-    lines = _lines(text, "nccl-tests")
+    lines = _nccl_lines(text, "nccl-tests")
     res = {
         "nccl_tests_version": None,
         "nccl_version": None,
@@ -292,11 +368,13 @@ def parse_all_reduce_perf(text):
         "concluded": False,
         "largest": None,
         "complete": False,
+        "cut_row": None,
     }
     header = None
     recognised = False
     networks = []
-    for line in lines:
+    last = max([i for i, line in enumerate(lines) if line.strip()] or [-1])
+    for i, line in enumerate(lines):
         s = line.strip()
         if not s:
             continue
@@ -322,10 +400,13 @@ def parse_all_reduce_perf(text):
                 "gpu": m.group("gpu").strip(),
             })
             continue
-        if s.startswith("#") and "size" in s.split() and "count" in s.split():
-            cols = s.lstrip("#").split()
-            header = {"columns": cols,
-                      "check": "error" if "error" in cols else ("wrong" if "#wrong" in cols else None)}
+        cols = s.lstrip("#").split() if s.startswith("#") else []
+        if "size" in cols and "count" in cols or cols[:2] == ["bytes", "N"]:
+            # NCCL 1.x's own tests (test/single/*_test.cu): "bytes N type op time
+            # algbw busbw res", the time in milliseconds
+            nccl1 = cols[:2] == ["bytes", "N"]
+            header = {"columns": cols, "time_scale": 1000 if nccl1 else 1,
+                      "check": "error" if "error" in cols or "res" in cols else ("wrong" if "#wrong" in cols else None)}
             res["columns"] = cols
             res["format"] = header["check"]
             recognised = True
@@ -385,7 +466,15 @@ def parse_all_reduce_perf(text):
                 seen = res["transports_by_host"].setdefault(log.group("host"), [])
                 if family not in seen:
                     seen.append(family)
-        row = _data_row(line, header)
+        try:
+            row = _data_row(line, header)
+        except ValueError:
+            if i != last:
+                raise
+            # the output stops inside its last row: a killed run's buffer
+            # written out mid-line, or the in-place half still running
+            res["cut_row"] = s
+            continue
         if row is not None:
             res["rows"].append(row)
     if not res["rows"] and not recognised:
@@ -615,7 +704,10 @@ def parse_ib_write_bw(text):
     average, ``last`` the final row.  Lines printed by CUDA set-up and
     perftest warnings are skipped (warnings are kept in ``warnings``); a
     line among the rows that starts as a row (size and iterations) but cannot
-    be read raises ``ValueError`` quoting it.
+    be read raises ``ValueError`` quoting it.  ``sides`` is the number of
+    parameter blocks read: 2 where a server and a client printed into one
+    stream, whose blocks are merged into ``header`` and whose second row of
+    a size is kept in ``other_side_rows``.
     """
     lines = _lines(text, "ib_write_bw")
     res = {
@@ -637,22 +729,39 @@ def parse_ib_write_bw(text):
         "best": None,
         "last": None,
         "warnings": [],
+        "sides": 0,
+        "other_side_rows": [],
     }
     state = "pre"
     columns = 5
-    for line in lines:
+    # header blocks open: each side prints "dashes, title, key : value lines,
+    # dashes" (ctx_print_test_info); a server and a client started into one
+    # stream (a loopback run) print theirs interleaved line by line
+    blocks = 0
+    for i, line in enumerate(lines):
         s = line.strip()
+        title = _TITLE_RE.match(line)
         if state == "pre":
             if s.upper().startswith("WARNING"):
                 res["warnings"].append(s)
-            m = _TITLE_RE.match(line)
-            if m:
-                res["test"] = m.group(1).strip()
+            if title:
+                res["test"] = title.group(1).strip()
+                res["sides"] = blocks = 1
                 state = "header"
+            continue
+        if title and state in ("header", "mid"):
+            # the other side's header, printed into the same stream
+            res["sides"] += 1
+            blocks += 1
+            state = "header"
             continue
         if state == "header":
             if _DASHES_RE.match(line):
-                state = "mid"
+                # the dashed line the other side prints before its title opens a block, not closes one
+                if not _TITLE_RE.match(next((ln for ln in lines[i + 1:] if ln.strip()), "")):
+                    blocks -= 1
+                    if blocks == 0:
+                        state = "mid"
                 continue
             for k, v in _KV_RE.findall(line):
                 res["header"][k.strip()] = v
@@ -666,11 +775,13 @@ def parse_ib_write_bw(text):
                 columns = 6 if m.group(4) else 5
                 state = "rows"
             continue
-        if state == "rows":
-            if _DASHES_RE.match(line):
-                res["complete"] = True
-                state = "post"
-                continue
+        if state == "rows" and _DASHES_RE.match(line):
+            res["complete"] = True
+            state = "post"
+            continue
+        if state == "rows" and res["sides"] > 1 and _RESULT_HDR_RE.search(line):
+            continue
+        if state == "rows" or res["sides"] > 1:
             t = s.split()
             if len(t) >= 2 and _INT_RE.match(t[0]) and _INT_RE.match(t[1]):
                 nums = [_num(x) for x in t[2:]]
@@ -680,9 +791,13 @@ def parse_ib_write_bw(text):
                        "bw_peak": nums[0], "bw_average": nums[1], "msg_rate_mpps": nums[2]}
                 if columns == 6:
                     row["cpu_util"] = nums[3]
-                res["rows"].append(row)
+                if state == "rows" and (res["sides"] == 1 or all(r["bytes"] != row["bytes"] for r in res["rows"])):
+                    res["rows"].append(row)
+                else:
+                    # the same size again: the other side's row of one stream
+                    res["other_side_rows"].append(row)
                 continue
-            if s:
+            if state == "rows" and s:
                 res["warnings"].append(s)
             continue
         # post: teardown noise after the report
@@ -718,9 +833,9 @@ def parse_ib_write_bw(text):
 # --------------------------------------------------------------------------
 
 # The lines perftest prints while it sets up GPU memory, from its source
-# (src/cuda_memory.c, src/perftest_resources.c, src/perftest_parameters.c of
-# linux-rdma/perftest), older and current wordings; real outputs in
-# tests/unit/fixtures/perftest_cuda_real.
+# (src/cuda_memory.c, src/rocm_memory.c, src/perftest_resources.c,
+# src/perftest_parameters.c of linux-rdma/perftest), older and current
+# wordings; real outputs in tests/unit/fixtures/perftest_cuda_real.
 _CUDA_LINES = (
     ("device", re.compile(r"^CUDA device (\d+): PCIe address is ([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})$")),
     ("picked", re.compile(r"^Picking device No\. (\d+)$")),
@@ -728,36 +843,58 @@ _CUDA_LINES = (
     ("bus_id", re.compile(r"^Finding PCIe BUS (\S+)$")),
     ("name", re.compile(r"^\[pid = \d+, dev = (\d+)\] device name = \[(.*)\]$")),
     ("integrated", re.compile(r"^CUDA device integrated: ([0-9A-Fa-f]+)$")),
-    ("alloc", re.compile(r"^cuMemAlloc\(\) of a (\d+) bytes GPU buffer$")),
+    ("alloc", re.compile(r"^cuMemAlloc(?:Host)?\(\) of a (\d+) bytes GPU buffer$")),
+    ("alloc", re.compile(r"^Host allocation selected, calling memalign allocator for (\d+) bytes with (\d+) page size$")),
     ("buffer", re.compile(r"^allocated GPU buffer address at (\S+) pointer=(\S+)$")),
-    ("buffer", re.compile(r"^allocated GPU buffer of a (\d+) address at (\S+) for type (\S+)$")),
+    ("buffer_type", re.compile(r"^allocated GPU buffer of a (\d+) address at (\S+) for type (\S+)$")),
     ("buffer", re.compile(r"^allocated GPU buffer address at (\S+)$")),
     ("dmabuf", re.compile(r"^using DMA-BUF for GPU buffer address at (\S+) aligned at (\S+) with aligned size (\d+)$")),
     ("dmabuf_mr", re.compile(r"^Calling ibv_reg_dmabuf_mr\(.*\) for QP #(\d+)$")),
     ("step", re.compile(r"^(initializing CUDA|Listing all CUDA devices in system:|creating CUDA Ctx|"
-                        r"making it the current CUDA Ctx|destroying current CUDA Ctx)$")),
+                        r"making it the current CUDA Ctx|destroying current CUDA Ctx|Starting GPU touching process|"
+                        r"stopping CUDA gpu touch running kernel)$")),
+    ("step", re.compile(r"^deallocating (?:RX )?GPU buffer (\S+)$")),
+    # ROCm (--use_rocm, --use_rocm_dmabuf): the device it uses, its buffer and DMA-BUF export
+    ("rocm_device", re.compile(r"^Using ROCm Device with ID: (\d+), Name: (.*), PCI Bus ID: 0x([0-9A-Fa-f]+), "
+                               r"GCN Arch: (\S+)$")),
+    ("buffer", re.compile(r"^allocated (\d+) bytes of GPU buffer at (\S+)$")),
+    ("dmabuf", re.compile(r"^dmabuf export addr (\S+) (\d+) to dmabuf fd (\d+) offset (\d+)$")),
 )
+# what memory "allocated GPU buffer of a N address at ... for type T" says the buffer is in
+_CUDA_MEM_TYPES = {"CUDA_MEM_DEVICE": "gpu", "CUDA_MEM_MANAGED": "managed", "CUDA_MEM_MALLOC": "host"}
 # perftest's own failures of the GPU part, each with what it means
 _CUDA_ERRORS = (
     (re.compile(r"^Couldn't allocate MR with error=(\d+)$"), "mr"),
     (re.compile(r"^Couldn't allocate MR$"), "mr"),
     (re.compile(r"^DMA-BUF is not supported on this GPU$"), "dmabuf_unsupported"),
     (re.compile(r"^DMABUF requested but not supported in this build$"), "dmabuf_build"),
+    (re.compile(r"^(?:support for CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE is missing|"
+                r"(?:CUDA driver version \d+\.\d+|The GPU driver) does not support "
+                r"CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE)$"), "dmabuf_pcie"),
     (re.compile(r"^CUDA DMA-BUF cannot be used without CUDA$"), "options"),
+    (re.compile(r"^invalid CUDA memory type$"), "options"),
     (re.compile(r"^No such device ID \((\d+)\) exists in system$"), "no_device"),
     (re.compile(r"^cuDeviceGetByPCIBusId failed with error: (\d+); Failed to get PCI Bus ID \((.*)\)$"), "no_device"),
     (re.compile(r"^There are no available device\(s\) that support CUDA$"), "no_device"),
+    (re.compile(r"^Requested ROCm device (\d+) but found only (\d+) device\(s\)$"), "no_device"),
     (re.compile(r"^cuInit\(0\) returned (\d+)$"), "cuda_init"),
+    (re.compile(r"^(?:cuDeviceGetCount|hipDeviceGetCount)\(\) returned (\d+)$"), "cuda_init"),
     (re.compile(r"^Couldn't init GPU context: (-?\d+)$"), "cuda_init"),
-    (re.compile(r"^(?:cuMemAlloc|cuMemGetHandleForAddressRange|cuMemAllocHost) error=(\d+)$"), "alloc"),
-    (re.compile(r"^cuCtxCreate_v2\(\) error=(\d+)$"), "cuda_init"),
+    (re.compile(r"^(?:Failed to load CUDA library dynamically|Couldn't initialize ROCm device)$"), "cuda_init"),
+    (re.compile(r"^(?:cuMemAlloc|cuMemGetHandleForAddressRange|cuMemAllocHost|cuMemAllocManaged|hipMalloc|memalign)"
+                r" error=(\d+)$"), "alloc"),
+    (re.compile(r"^(?:cuCtxCreate_v2|cuCtxCreate|cuCtxSetCurrent)\(\) error=(\d+)$"), "cuda_init"),
 )
+# the start of every GPU line above that names the GPU, its buffer or its DMA-BUF
+_CUDA_LINE_START_RE = re.compile(r"^(CUDA device|Picking (device|GPU)|allocated (GPU buffer|\d+ bytes of GPU buffer)|"
+                                 r"using DMA-BUF|Using ROCm Device|dmabuf export)\b")
 
 
 def parse_perftest_cuda(text):
-    """The GPU part of a perftest run from GPU memory: ``{cuda, devices
-    ({index: "BB:DD"}), picked, name, bus_id, buffer (``gpu`` once GPU
-    memory is allocated), dmabuf (a DMA-BUF handle was taken for it),
+    """The GPU part of a perftest run from GPU memory (CUDA, or ROCm): ``{cuda,
+    devices ({index: "BB:DD"}), picked, name, bus_id, buffer (``gpu`` once GPU
+    memory is allocated, ``managed`` or ``host`` for --cuda_mem_type's other
+    kinds), dmabuf (a DMA-BUF handle was taken for it),
     errors ([{kind, line, code}])}``; ``cuda`` is False when the output has
     no GPU part at all. A line that starts as one of perftest's GPU lines
     but does not read as it fails, quoting it."""
@@ -776,12 +913,18 @@ def parse_perftest_cuda(text):
                 out["devices"][int(m.group(1))] = "%s:%s" % (m.group(2).upper(), m.group(3).upper())
             elif kind == "picked":
                 out["picked"] = int(m.group(1))
+            elif kind == "rocm_device":
+                out["picked"], out["name"] = int(m.group(1)), m.group(2)
             elif kind == "bus_id":
                 out["bus_id"] = m.group(1)
             elif kind == "name":
                 out["name"] = m.group(2)
             elif kind == "buffer":
                 out["buffer"] = "gpu"
+            elif kind == "buffer_type":
+                if m.group(3) not in _CUDA_MEM_TYPES:
+                    raise ValueError("perftest: cannot read the GPU line %r (memory type %s)" % (s, m.group(3)))
+                out["buffer"] = _CUDA_MEM_TYPES[m.group(3)]
             elif kind in ("dmabuf", "dmabuf_mr"):
                 out["dmabuf"] = True
             break
@@ -794,7 +937,7 @@ def parse_perftest_cuda(text):
                                           "code": int(m.group(1)) if m.groups() and _INT_RE.match(m.group(1)) else None})
                     break
             else:
-                if re.match(r"^(CUDA device|Picking (device|GPU)|allocated GPU buffer|using DMA-BUF)\b", s):
+                if _CUDA_LINE_START_RE.match(s):
                     raise ValueError("perftest: cannot read the GPU line %r" % s)
     return out
 

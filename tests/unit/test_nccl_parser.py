@@ -82,6 +82,7 @@ def test_real_output_headers(real_output):
     p = F.nccl_parse(real_output("nccl_tests/oci-slurm-allreduce-2node-a100-nccltests2.17.9.txt"))
     assert (p["nccl_tests_version"], p["collective"], p["concluded"]) == ("2.17.9", "all_reduce_perf", True)
     assert p["nccl_version"] == "2.29.3" and p["params"]["iters"] == 100
+    assert (p["params"]["warmup_iters"], p["params"]["agg_iters"], p["params"]["step"]) == (1, 1, "9663676416(bytes)")
     p = F.nccl_parse(real_output("nccl_tests/schmaustech-allreduce-2node-8xh200-16G.txt"))
     assert p["collective"] is None and p["nccl_tests_version"] is None and p["nranks"] == 16
     assert p["params"]["nGpus"] == 8 and p["params"]["maxBytes"] == 17179869184
@@ -525,3 +526,16 @@ def test_doctor_names_the_node_whose_ranks_went_through_host_memory():
     assert "rank 0 GPU 0: NET/IB/0 (rocep59s0f0): GPUDirect RDMA" in ok["evidence"]
     # not required (gpufabric_gpudirect: off): the same run is gated on its bandwidth
     assert F.nccl_gate(text, plan["expected_busbw_gbs"], 0.1, require_ib=True)["passed"]
+
+
+def test_the_gate_quotes_a_row_it_cannot_read_and_calls_a_cut_last_row_incomplete():
+    lines = _twin_log("IB").splitlines()
+    row = next(i for i, ln in enumerate(lines) if ln.split()[:1] == [str(1 << 31)])
+    torn = lines[row].split()[:4]
+    # a row above the last line it cannot read: unreadable, the row quoted (not "no nccl-tests output")
+    g = NV.gate_output("\n".join(lines[:row] + [" ".join(torn)] + lines[row + 1:]) + "\n", 10.0, exit_code=0)
+    assert g["kind"] == "unreadable" and not g["passed"], g
+    assert g["reason"].startswith(NV.UNREADABLE_ROW) and " ".join(torn) in g["reason"], g["reason"]
+    # the same row as the text's last line (the run was killed while printing it): incomplete
+    g = NV.gate_output("\n".join(lines[:row] + [" ".join(torn)]) + "\n", 10.0, exit_code=137)
+    assert g["kind"] in ("incomplete", "timeout") and g["parsed"]["cut_row"] == " ".join(torn), g

@@ -24,6 +24,7 @@ def rails(name):
             for r in P.parse_nccl_net(body(name))["rails"]]
 
 
+PLUGIN = "NCCL RDMA Plugin v6"
 # per file: (rank, host, GPU as printed, network, device index, NICs, GDR, channels) of every rail
 WANT = {
     "nccl-707.txt": [
@@ -36,6 +37,14 @@ WANT = {
     "nvidia-nccl-docs.txt": [(0, "node-01", "0", "Socket", 0, [], False, 2)],
     "nccl-1538.txt": [], "nccl-1537.txt": [], "nccl-tests-185.txt": [], "nccl-tests-245.txt": [],
     "nccl-778.txt": [], "nv_peer_memory-56.txt": [],
+    # a plugin whose name has spaces (Tencent Cloud's nccl-rdma-sharp-plugins build), PXN and /Shared
+    "nccl-tests-321.txt": [
+        (0, "vm-host40", "1", PLUGIN, 0, ["mlx5_bond_6"], True, 6), (0, "vm-host40", "1", PLUGIN, 1, ["mlx5_bond_7"], True, 2),
+        (1, "vm-host40", "0", PLUGIN, 0, ["mlx5_bond_6"], True, 2), (1, "vm-host40", "0", PLUGIN, 1, ["mlx5_bond_7"], True, 6),
+        (2, "vm-host38", "1", PLUGIN, 0, ["mlx5_bond_6"], True, 6), (2, "vm-host38", "1", PLUGIN, 1, ["mlx5_bond_7"], True, 2),
+        (3, "vm-host38", "0", PLUGIN, 0, ["mlx5_bond_6"], True, 2), (3, "vm-host38", "0", PLUGIN, 1, ["mlx5_bond_7"], True, 6)],
+    # nccl-tests outputs without NET lines (their figures: test_perf_parsers.py)
+    "nccl-tests-309.txt": [], "nccl-ebpf-tag-output.txt": [], "nccl1-all_reduce_test-readme.txt": [],
 }
 
 
@@ -69,8 +78,42 @@ def test_devices_of_the_ib_network_per_host():
 
 
 def test_the_ib_plugins_are_the_ib_network():
-    assert [P.net_family(n) for n in ("IB", "IBext", "IBext_v8", "Socket", "AWS Libfabric")] == [
-        "IB", "IB", "IB", "Socket", "AWS Libfabric"]
+    assert [P.net_family(n) for n in ("IB", "IBext", "IBext_v8", PLUGIN, "Socket", "AWS Libfabric")] == [
+        "IB", "IB", "IB", "IB", "Socket", "AWS Libfabric"]
+
+
+def test_a_network_whose_name_has_spaces():
+    """net.cc prints the plugin's name field as it is (NET/%s/%d...), and
+    init.cc 'Using network %s': the Tencent Cloud log's names have spaces."""
+    text = body("nccl-tests-321.txt")
+    got = P.parse_nccl_net(text)
+    assert got["unreadable"] == [] and len(got["net_channels"]) == 32
+    proxied = [c for c in got["net_channels"] if c["proxy"] is not None]
+    assert sorted(set((c["rank"], c["peer"], c["dev"], c["proxy"], c["shared"]) for c in proxied)) == [
+        (0, 3, 1, 1, True), (1, 2, 0, 0, True), (2, 1, 1, 3, True), (3, 0, 0, 2, True)]
+    # the network each process chose, by 'Using network' alone (without the NET/IB : Using lines)
+    only = "\n".join(ln for ln in text.splitlines() if "NET/IB : Using" not in ln)
+    run = P.parse_all_reduce_perf(only)
+    assert run["transport"] == "IB" and run["transports_by_host"] == {"vm-host40": ["IB"], "vm-host38": ["IB"]}
+    assert "vm-host40:34001:34043 [0] NCCL INFO Using network NCCL RDMA Plugin v6" in run["net_lines_by_host"]["vm-host40"]
+    # a channel through host memory on that plugin is named by the gate
+    line = next(ln for ln in text.splitlines() if "[send] via NET/NCCL RDMA Plugin v6/0(2)/GDRDMA/Shared" in ln)
+    bare = P.parse_nccl_net(text.replace(line, line.replace("/GDRDMA", "")))
+    assert [(r["rank"], r["host"], r["dev"], r["nics"]) for r in P.no_gdr_rails(bare)] == [
+        (3, "vm-host38", 0, ["mlx5_bond_6"])]
+    assert P.rail_text(P.no_gdr_rails(bare)[0]) == "NET/NCCL RDMA Plugin v6/0 (mlx5_bond_6)"
+    # topo.cc's verdict per NIC names the network the same way
+    gdr = "vm-host40:1:2 [0] NCCL INFO NET/NCCL RDMA Plugin v6 : GPU Direct RDMA Enabled for HCA 0 'mlx5_bond_6'"
+    assert P.parse_nccl_net(gdr)["gdr_hca"] == {"vm-host40": {"mlx5_bond_6": True}}
+
+
+def test_open_mpi_tagged_lines_are_read():
+    """mpirun --tag-output puts '[jobid,rank]<stdout>:' before each line a
+    rank printed, NCCL_DEBUG's lines included (orte iof_base_output.c)."""
+    line = "h1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA"
+    for tag in ("[1,0]<stdout>:", "[12345,3]<stderr>:", "Mon Jan 26 10:50:11 2009[1,0]<stdout>:"):
+        (c,) = P.parse_nccl_net(tag + line)["net_channels"]
+        assert (c["host"], c["rank"], c["net"], c["gdr"]) == ("h1", 0, "IB", True)
 
 
 # lines as net.cc prints them at master (5067397c) and 2.12, with every optional part
@@ -81,6 +124,9 @@ FORMATS = [
     ("h1:1:2 [1] NCCL INFO Channel 04/0 : 9[1] -> 1[1] [receive] via NET/IB/1/GDRDMA(PCI)", (1, 9, "IB", 1, None, True, False)),
     ("h1:1:2 [2] NCCL INFO Channel 01/0 : 2[2] -> 10[2] [send] via NET/IB/2/Shared", (2, 10, "IB", 2, None, False, True)),
     ("h1:1:2 [0] NCCL INFO Channel 00 : 0[87000] -> 8[87000] [send] via NET/IB/0", (0, 8, "IB", 0, None, False, False)),
+    ("h1:1:2 [1] NCCL INFO Channel 01/1 : 3[0] -> 0[1] [send] via NET/NCCL RDMA Plugin v6/0(2)/GDRDMA/Shared",
+     (3, 0, PLUGIN, 0, 2, True, True)),
+    ("h1:1:2 [0] NCCL INFO Channel 01/1 : 1[0] -> 2[1] [receive] via NET/AWS Libfabric/3", (2, 1, "AWS Libfabric", 3, None, False, False)),
 ]
 
 

@@ -2,6 +2,7 @@
 figures listed in real-outputs/INDEX.md) and the NCCL gate."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +38,116 @@ def test_nccl_real_key_figures(real_output, fname, avg, size, oop, ip, fmt):
     sizes = [r["size"] for r in p["rows"]]
     assert sizes == sorted(set(sizes))
     json.dumps(p)
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def fixture(sub, name):
+    """A published output of tests/unit/fixtures/<sub> (README there), after its '# ---' line."""
+    return (FIXTURES / sub / name).read_text().split("# ---\n", 1)[1]
+
+
+# nccl-tests outputs in fixtures/nccl_real: rows, largest size, its oop and ip busbw, avg busbw, complete, ranks
+NCCL_FIXTURES = {
+    "nccl-tests-309.txt": (32, 17179869184, 469.21, 469.10, 139.56, True, 16),
+    "nccl-tests-321.txt": (13, 4294967296, 50.25, 50.37, None, False, 4),
+    "nccl-ebpf-tag-output.txt": (8, 134217728, 2.30, 2.31, 1.57614, True, 2),
+    "nccl1-all_reduce_test-readme.txt": (20, 10000000, 9.21, 7.77, None, False, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NCCL_FIXTURES))
+def test_nccl_fixture_key_figures(name):
+    nrows, size, oop, ip, avg, complete, nranks = NCCL_FIXTURES[name]
+    p = P.parse_all_reduce_perf(fixture("nccl_real", name))
+    assert len(p["rows"]) == nrows and p["largest"]["size"] == size
+    assert (p["largest"]["oop"]["busbw"], p["largest"]["ip"]["busbw"]) == (oop, ip)
+    assert (p["avg_busbw"], p["complete"], p["nranks"], p["cut_row"]) == (avg, complete, nranks, None)
+    assert p["out_of_bounds"] == ({"count": 0, "status": "OK"} if complete else None)
+    json.dumps(p)
+
+
+def test_the_parameter_line_reads_every_key():
+    """Each key of nccl-tests' parameter line (src/common.cu, src/util.cu),
+    a key of several words ('warmup iters', 'agg iters') included."""
+    p = P.parse_all_reduce_perf(fixture("nccl_real", "nccl-tests-309.txt"))
+    assert p["params"] == {"nThread": 1, "nGpus": 1, "minBytes": 8, "maxBytes": 17179869184, "step": "2(factor)",
+                           "warmup_iters": 5, "iters": 20, "agg_iters": 1, "validation": 1, "graph": 0}
+    # the printf of 2019 (no agg iters) and of the releases since
+    assert P._nccl_params("# nThread 1 nGpus 1 minBytes 536870912 maxBytes 8589934592 step: 2(factor) "
+                          "warmup iters: 50 iters: 50 validation: 1 ") == {
+        "nThread": 1, "nGpus": 1, "minBytes": 536870912, "maxBytes": 8589934592, "step": "2(factor)",
+        "warmup_iters": 50, "iters": 50, "validation": 1}
+    assert P._nccl_params("# nThread 1 nGpus 8 minBytes 8 maxBytes 8 step: 1(bytes) warmup iters: 1 iters: 20 "
+                          "agg iters: 1 validation: 1 graph: 0 side_work: 0 work_sms: 16 direction: in")[
+        "work_sms"] == 16
+    assert P._nccl_params("# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 1 iters: 20 "
+                          "agg iters: 4 validation: 1 graph: 0 unalign: 0") == {
+        "nThread": 1, "nGpus": 1, "minBytes": 8, "maxBytes": 8, "step": "2(factor)", "warmup_iters": 1,
+        "iters": 20, "agg_iters": 4, "validation": 1, "graph": 0, "unalign": 0}
+
+
+def test_open_mpi_tag_output_is_read():
+    """mpirun --tag-output: '[1,0]<stdout>:' before every line of rank 0."""
+    p = P.parse_all_reduce_perf(fixture("nccl_real", "nccl-ebpf-tag-output.txt"))
+    assert (p["nccl_tests_version"], p["collective"], p["concluded"]) == ("2.18.0", "all_reduce_perf_mpi", True)
+    assert [r["host"] for r in p["ranks"]] == ["lab", "lab"] and p["params"]["iters"] == 50
+    assert [r["size"] for r in p["rows"]] == [1048576 * 2 ** n for n in range(8)]
+    # --timestamp-output with it, and Open MPI 5's job ids
+    tagged = "\n".join("Mon Jan 26 10:50:11 2009[prterun-h-1@1,0]<stdout>:" + ln
+                       for ln in fixture("nccl_real", "nccl-ebpf-tag-output.txt").split("\n")
+                       if ln.startswith("[1,0]<stdout>:")).replace("[1,0]<stdout>:", "")
+    assert P.parse_all_reduce_perf(tagged)["rows"] == p["rows"]
+
+
+def test_a_row_that_cannot_be_read_fails_quoting_it():
+    body = fixture("nccl_real", "nccl-tests-309.txt")
+    row = next(ln for ln in body.splitlines() if ln.strip().startswith("1048576 "))
+    # another process's line printed into the middle of a row
+    torn = row[:60] + "bm-h100-02:26633:26700 [0] NCCL INFO comm 0x5 rank 8 nranks 16 - Init COMPLETE"
+    with pytest.raises(ValueError, match=r"cannot read the result row '1048576 .*Init COMPLETE"):
+        P.parse_all_reduce_perf(body.replace(row, torn))
+    with pytest.raises(ValueError, match="cannot read the result row"):
+        P.parse_all_reduce_perf(body.replace(row, row.replace(" float ", " ")))
+    # the output stops inside its last row (killed, or the in-place half still running): read up to it
+    cut = body[:body.index(row) + 60]
+    p = P.parse_all_reduce_perf(cut)
+    assert p["cut_row"] == cut.splitlines()[-1].strip() and p["complete"] is False and p["rows"][-1]["size"] == 524288
+    assert P.nccl_gate(p, 10.0)["kind"] == "incomplete"
+
+
+HEAD5 = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+
+
+def test_the_columns_of_current_releases():
+    """util.cu: -Z 1 adds a timestamp after each row, -I the per-iteration
+    columns of each half; #wrong is printed with %6g."""
+    stamped = P.parse_all_reduce_perf(
+        HEAD5 + " timestamp\n"
+        "     8388608       2097152     float     sum      -1   95.01   88.29  165.55       0   94.71   88.57  166.07"
+        "       0  2025-10-28 14:02:11\n")
+    (r,) = stamped["rows"]
+    assert r["timestamp"] == "2025-10-28 14:02:11" and r["ip"]["busbw"] == 166.07
+    per_iter = P.parse_all_reduce_perf(
+        "#       size         count      type   redop    root     time   algbw   busbw  #wrong    i_min    i_max"
+        "    i_p99    i_cv%     time   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%\n"
+        "     8388608       2097152     float     sum      -1   95.01   88.29  165.55       0    93.10   101.20"
+        "    99.80     1.52   94.71   88.57  166.07       0    93.00    99.10    98.70     1.21\n")
+    (r,) = per_iter["rows"]
+    assert (r["oop"]["busbw"], r["oop"]["i_max_us"], r["ip"]["i_cv_pct"], r["ip"]["wrong"]) == (165.55, 101.2, 1.21, 0)
+    many = P.parse_all_reduce_perf(HEAD5 + "\n  1073741824     268435456     float     sum      -1  11163  96.19  180.35"
+                                   "  1e+06  11203  95.84  179.70  1e+06\n")
+    assert many["rows"][0]["oop"]["wrong"] == 1000000 and many["rows"][0]["oop"]["error"] is None
+
+
+def test_nccl1_time_is_in_milliseconds():
+    p = P.parse_all_reduce_perf(fixture("nccl_real", "nccl1-all_reduce_test-readme.txt"))
+    first = p["rows"][0]
+    assert (first["type"], first["redop"], first["root"]) == ("char", "sum", None)
+    assert (first["oop"]["time_us"], first["ip"]["time_us"]) == (1628.0, 1932.0)
+    assert p["format"] == "error" and p["rows"][8]["oop"]["error"] == 4e-03
+    assert [(r["type"], r["redop"]) for r in p["rows"]][-1] == ("double", "min")
 
 
 def test_nccl_real_details(real_output):

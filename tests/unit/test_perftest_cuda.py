@@ -20,7 +20,7 @@ def body(name):
 def test_every_real_run_is_read():
     assert sorted(p.name for p in REAL.glob("*.txt")) == sorted(
         ["perftest-126.txt", "perftest-241.txt", "perftest-280.txt", "perftest-326.txt", "perftest-336.txt",
-         "perftest-346.txt", "perftest-pr309.txt"])
+         "perftest-346.txt", "perftest-pr309.txt", "pollara-rocm-write-bw-bidir-client.txt"])
 
 
 def test_a_run_that_allocated_gpu_memory():
@@ -39,6 +39,44 @@ def test_dmabuf_runs_on_h100():
     assert got["picked"] == 1 and got["devices"][1] == "29:00" and got["name"] is None   # the excerpt ends there
     rocm = P.parse_perftest_cuda(body("perftest-pr309.txt"))
     assert rocm["dmabuf"] is True and rocm["devices"] == {}
+    assert (rocm["picked"], rocm["name"], rocm["buffer"]) == (0, "AMD Instinct MI300X", "gpu")
+
+
+def test_a_rocm_run_that_allocated_gpu_memory():
+    """rocm_memory.c: 'Using ROCm Device with ID: ...' and 'allocated N
+    bytes of GPU buffer at ...'; the report after it reads as any other."""
+    text = body("pollara-rocm-write-bw-bidir-client.txt")
+    got = P.parse_perftest_cuda(text)
+    assert (got["cuda"], got["picked"], got["name"], got["buffer"], got["dmabuf"], got["errors"]) == (
+        True, 1, "AMD Instinct MI355X", "gpu", False, [])
+    report = P.parse_ib_write_bw(text)
+    assert report["header"]["Use ROCm memory"] == "ON" and len(report["rows"]) == 23
+    r = report["last"]
+    assert (r["bytes"], r["bw_peak"], r["bw_average"], r["msg_rate_mpps"]) == (8388608, 698.41, 697.97, 0.010401)
+    assert report["best"] is r
+    # the line, cut, is not skipped
+    with pytest.raises(ValueError, match="'allocated 67108864 bytes of GPU buffer at'"):
+        P.parse_perftest_cuda(text.replace("GPU buffer at 0x7f50a2e00000", "GPU buffer at"))
+
+
+@pytest.mark.parametrize("line,buffer", [
+    ("allocated GPU buffer of a 16777216 address at 0x594ca786d9b0 for type CUDA_MEM_DEVICE", "gpu"),
+    ("allocated GPU buffer of a 16777216 address at 0x594ca786d9b0 for type CUDA_MEM_MANAGED", "managed"),
+    ("allocated GPU buffer of a 16777216 address at 0x594ca786d9b0 for type CUDA_MEM_MALLOC", "host")])
+def test_the_memory_type_perftest_names(line, buffer):
+    """cuda_memory.c prints the --cuda_mem_type it allocated."""
+    assert P.parse_perftest_cuda(line)["buffer"] == buffer
+
+
+@pytest.mark.parametrize("line,kind,code", [
+    ("cuMemAllocManaged error=2", "alloc", 2), ("hipMalloc error=2", "alloc", 2),
+    ("cuCtxCreate() error=201", "cuda_init", 201), ("Couldn't initialize ROCm device", "cuda_init", None),
+    ("Requested ROCm device 4 but found only 2 device(s)", "no_device", 4),
+    ("CUDA driver version 12.4 does not support CU_MEM_RANGE_FLAG_DMA_BUF_MAPPING_TYPE_PCIE", "dmabuf_pcie", None)])
+def test_more_failures_of_the_gpu_part(line, kind, code):
+    """perftest's other messages of a GPU set-up that failed (cuda_memory.c, rocm_memory.c)."""
+    assert P.parse_perftest_cuda("initializing CUDA\n" + line + "\n")["errors"] == [
+        {"kind": kind, "line": line, "code": code}]
 
 
 @pytest.mark.parametrize("name,kind,code", [("perftest-126.txt", "mr", None), ("perftest-346.txt", "mr", 14),

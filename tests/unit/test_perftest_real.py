@@ -44,8 +44,20 @@ REFUSED = {
 }
 
 
+# published runs (a '# source:' header, README there): sides, rows, last row (bytes, iterations, peak, average,
+# msg rate), the other side's rows, link type, mtu
+PUBLISHED = {
+    "azure-hbv3-loopback-write-bw-interleaved.txt": (
+        2, 1, (1000, 5000, 4104.91, 4020.54, 4.215846), 1, "IB", 4096),
+}
+
+
 def recorded(name):
     return (REAL / name).read_text()
+
+
+def published(name):
+    return recorded(name).split("# ---\n", 1)[1]
 
 
 @pytest.mark.parametrize("name", sorted(REPORTS))
@@ -90,9 +102,35 @@ def test_a_row_that_cannot_be_read_fails_quoting_it():
         P.parse_ib_write_bw(plain.replace(row, row.replace("15.48", "15.48x")))
 
 
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_published_report_key_figures(name):
+    sides, nrows, last, others, link, mtu = PUBLISHED[name]
+    p = P.parse_ib_write_bw(published(name))
+    r = p["last"]
+    assert (r["bytes"], r["iterations"], r["bw_peak"], r["bw_average"], r["msg_rate_mpps"]) == last
+    assert (p["sides"], len(p["rows"]), len(p["other_side_rows"]), p["link_type"], p["mtu"]) == (sides, nrows, others, link, mtu)
+    assert p["complete"] is True
+
+
+def test_server_and_client_in_one_stream():
+    """A loopback run's server and client print into one stream: perftest's
+    blocks (ctx_print_test_info: dashes, title, 'key : value' lines,
+    dashes) interleave line by line, and every key of both is read."""
+    p = P.parse_ib_write_bw(published("azure-hbv3-loopback-write-bw-interleaved.txt"))
+    assert p["header"]["TX depth"] == "128" and p["header"]["Data ex. method"] == "Ethernet"
+    assert (p["device"], p["num_qps"], p["rdma_cm"], p["units"]) == ("mlx5_ib0", 1, False, "MiB/sec")
+    # the second result header is the other side's, not a warning
+    assert p["warnings"] == ["Conflicting CPU frequency values detected: 1846.550000 != 2596.396000. "
+                             "CPU Frequency is not max."]
+    assert p["other_side_rows"] == [p["last"]]
+    # one side alone reads as before
+    one = P.parse_ib_write_bw(recorded("ib_write_bw-q4-server.txt"))
+    assert one["sides"] == 1 and one["other_side_rows"] == []
+
+
 def test_every_fixture_is_tested_and_described():
     files = sorted(p.name for p in REAL.glob("*.txt"))
-    assert files == sorted(set(REPORTS) | set(REFUSED))
+    assert files == sorted(set(REPORTS) | set(REFUSED) | set(PUBLISHED))
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f

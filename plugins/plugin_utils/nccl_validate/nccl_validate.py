@@ -265,6 +265,10 @@ def plan(hosts, roce, settings=None):
     }
 
 
+# how perf_parsers.parse_all_reduce_perf's error about a row it cannot read begins
+UNREADABLE_ROW = "nccl-tests: cannot read the result row"
+
+
 def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit_code=None,
                 timed_out=None, timeout_s=None, require_gdr=False):
     """Parse an all_reduce_perf run's output and gate it (perf_parsers.nccl_gate).
@@ -272,15 +276,19 @@ def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit
     ``exit_code`` of the command: 124/137 (``timeout``) count as timed out
     unless ``timed_out`` says otherwise.  Text that is not nccl-tests output
     (mpirun could not start, the binary is missing) gives ``kind``
-    ``no_output`` with the last line of the text as the reason.  The gate's
+    ``no_output`` with the last line of the text as the reason; a result row
+    it cannot read (not the text's last line) gives ``unreadable`` with the
+    row quoted.  The gate's
     result carries ``parsed`` (the parse, or ``None``)."""
     if timed_out is None:
         timed_out = exit_code in TIMEOUT_EXIT_CODES
     try:
         parsed = perf_parsers.parse_all_reduce_perf(text or "")
-    except ValueError:
+    except ValueError as exc:
         last = [ln.strip() for ln in (text or "").replace("\r", "\n").split("\n") if ln.strip()]
-        if timed_out:
+        if str(exc).startswith(UNREADABLE_ROW):
+            why, kind = str(exc), "unreadable"
+        elif timed_out:
             why = "all_reduce_perf timed out%s before printing any output" % (
                 (" after %s s" % timeout_s) if timeout_s is not None else "")
             kind = "timeout"

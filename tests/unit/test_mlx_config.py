@@ -130,6 +130,10 @@ def test_set_output_success_and_failure():
            "-E- Failed to find Param / TLV with name 'FOO' port 0 module -1\n")
     with pytest.raises(C.MlxConfigError, match=r"0000:3b:00.0: set failed \(rc 3\): Failed to find Param"):
         C.check_set_output(DEV, bad, 3)
+    # every value already at its next-boot value: mstflint's mlxcfg_ui.cpp prints "Nothing to set"
+    assert C.check_set_output(DEV, "Nothing to set\n", 0)["nothing_to_set"]
+    with pytest.raises(C.MlxConfigError, match=r"set failed \(rc 1\)"):
+        C.check_set_output(DEV, "Nothing to set\n", 1)
 
 
 @pytest.mark.parametrize("relpath,version", [

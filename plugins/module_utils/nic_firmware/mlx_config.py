@@ -189,12 +189,15 @@ def predicted_pending(parsed, changes):
 
 
 def check_set_output(device, text, rc):
-    """Parsed ``set`` output; raises with the tool's ``-E-`` text on failure."""
+    """Parsed ``set`` output; raises with the tool's ``-E-`` text on failure.
+    ``Nothing to set`` (the tool found every value already at its next-boot
+    value) is no failure: the caller's query after the set says whether the
+    device holds what was wanted."""
     try:
         res = parse_mlxconfig_set(text)
     except ValueError as exc:
         raise MlxConfigError("%s: set failed (rc %s): %s" % (device, rc, exc))
-    if rc != 0 or res["failed"] or not res["applied"]:
+    if rc != 0 or res["failed"] or not (res["applied"] or res["nothing_to_set"]):
         lines = text.strip().splitlines()
         detail = "; ".join(res["errors"]) or (lines[-1].strip() if lines else "no output")
         raise MlxConfigError("%s: set failed (rc %s): %s" % (device, rc, detail))

@@ -4,6 +4,7 @@ byte against real published outputs where one exists."""
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -465,6 +466,21 @@ def test_mlxconfig_classic_extended_and_set_layout():
     assert M.parse_mlxconfig_set(out)["changes"][0]["new_int"] == 1
     with pytest.raises(ValueError):
         F.mlxconfig_query("ConnectX7", None, None, "x", params, layout="mft-9")
+
+
+def test_the_twins_mlxconfig_set_is_a_real_mft_4_26_run_byte_for_byte():
+    """The twin's 20-wide set layout held to a real ``mlxconfig -y -d c2:00.0 set`` of MFT 4.26.1 on a
+    ConnectX-6 (tests/unit/fixtures/mlx_tools_real/README.md names its source): the same device and changes
+    give the same bytes, the opening, header, rows with their trailing spaces, prompt and reboot line."""
+    real = (Path(__file__).parent / "fixtures" / "mlx_tools_real"
+            / "mlxconfig-set-maas2-cx6-mft4261-boot-options-part.txt").read_text()
+    twin = F.mlxconfig_set(
+        [("BOOT_VLAN", "1", "0"), ("BOOT_LACP_DIS", "True(1)", "True(1)"), ("BOOT_VLAN_EN", "False(0)", "False(0)"),
+         ("BOOT_UNDI_NETWORK_WAIT", "0", "30")],
+        device_type="ConnectX6", name="MCX653106A-HDA_Ax", device="c2:00.0", layout="classic",
+        description="ConnectX-6 VPI adapter card; HDR IB (200Gb/s) and 200GbE; dual-port QSFP56; PCIe4.0 x16; "
+                    "tall bracket; ROHS R6")
+    assert twin.splitlines() == real.splitlines() and twin == real
 
 
 def test_mlnx_qos_buffer_line_as_printed_by_the_tool():

@@ -99,6 +99,11 @@ MAX_LOG_LINES = 20
 MAX_HOST_LINES = 6
 
 
+class UnreadableRowError(ValueError):
+    """A line that starts as an nccl-tests result row (a size and an element
+    count) but cannot be read as one; the message quotes it."""
+
+
 def net_family(name):
     """NCCL's network as the gate speaks of it: ``IB`` for its IB transport
     and the plugins that carry it (HPC-X's nccl-rdma-sharp-plugins:
@@ -297,7 +302,7 @@ def _data_row(line, header):
         return None
     row = _read_row(t, header)
     if row is None:
-        raise ValueError("nccl-tests: cannot read the result row %r%s" % (
+        raise UnreadableRowError("nccl-tests: cannot read the result row %r%s" % (
             line.strip(), (" under the columns %s" % " ".join(header["columns"])) if header else ""))
     return row
 

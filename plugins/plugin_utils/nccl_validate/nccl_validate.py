@@ -265,10 +265,6 @@ def plan(hosts, roce, settings=None):
     }
 
 
-# how perf_parsers.parse_all_reduce_perf's error about a row it cannot read begins
-UNREADABLE_ROW = "nccl-tests: cannot read the result row"
-
-
 def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit_code=None,
                 timed_out=None, timeout_s=None, require_gdr=False):
     """Parse an all_reduce_perf run's output and gate it (perf_parsers.nccl_gate).
@@ -286,7 +282,7 @@ def gate_output(text, expected_busbw_gbs, efficiency=0.85, require_ib=True, exit
         parsed = perf_parsers.parse_all_reduce_perf(text or "")
     except ValueError as exc:
         last = [ln.strip() for ln in (text or "").replace("\r", "\n").split("\n") if ln.strip()]
-        if str(exc).startswith(UNREADABLE_ROW):
+        if isinstance(exc, perf_parsers.UnreadableRowError):
             why, kind = str(exc), "unreadable"
         elif timed_out:
             why = "all_reduce_perf timed out%s before printing any output" % (

@@ -297,7 +297,7 @@ def test_ip_vf_text_and_json_agree():
     from_json = R.parse_ip_json_vfinfo(json.dumps(doc))
     assert len(from_text) == 3
     for t, j in zip(from_text, from_json):
-        assert j.pop("pf") == "ens1f0np0"
+        assert t["pf"] == j["pf"] == "ens1f0np0"
         assert t == j
     assert from_text[0]["vlan"] == 100 and from_text[0]["qos"] == 3 and from_text[0]["trust"] is True
     assert from_text[1]["max_tx_rate"] == 10000 and from_text[1]["spoofchk"] is True
@@ -502,9 +502,9 @@ def test_ip_vf_rate_fields_in_iproute2_order_and_json():
     js = F.ip_json_vfinfo([vf])[0]
     assert list(js)[:6] == ["vf", "link_type", "address", "broadcast", "vlan_list", "tx_rate"]
     assert js["tx_rate"] == 10000 and js["rate"] == {"max_tx": 10000, "min_tx": 1000}
-    text = R.parse_ip_link_vfs("\n".join(F.ip_vf_lines([vf])))[0]
+    text = R.parse_ip_link_vfs("2: ens1f0np0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000\n"
+                               + "\n".join(F.ip_vf_lines([vf])))[0]
     from_json = R.parse_ip_json_vfinfo([{"ifname": "ens1f0np0", "vfinfo_list": [js]}])[0]
-    from_json.pop("pf")
     assert text == from_json
     assert (text["max_tx_rate"], text["min_tx_rate"], text["link_state"]) == (10000, 1000, "enable")
     assert "tx_rate" not in F.ip_json_vfinfo([{"vf": 0, "mac": "02:00:00:00:00:01"}])[0]

@@ -93,6 +93,22 @@ def test_ip_link_old_and_ib_forms():
     assert v["node_guid"] == "22:44:33:00:33:11:00:33" and v["port_guid"] == "10:21:33:12:00:11:22:10"
 
 
+def test_ip_link_vfs_name_the_link_they_are_printed_under():
+    """``ip link show`` of every link: each PF's VF 0 is told apart by the
+    interface line above it (a name with @<link>, as a VLAN's, too); the ip -o
+    form the same; a VF line given alone has no PF."""
+    second = IP_LINK.replace("2: ens1f0np0:", "3: ens1f1np1:").replace("enp59s0f0np0", "enp59s0f1np1")
+    vlan = "4: ens1f0np0.100@ens1f0np0: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 9000 qdisc noqueue state UP\n" \
+           "    link/ether 0c:42:a1:2b:3c:4d brd ff:ff:ff:ff:ff:ff\n"
+    text = "1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN\n" + IP_LINK + second + vlan
+    vfs = R.parse_ip_link_vfs(text)
+    assert [(v["pf"], v["vf"]) for v in vfs] == [("ens1f0np0", 0), ("ens1f0np0", 1), ("ens1f1np1", 0), ("ens1f1np1", 1)]
+    one_line = "\n".join(" \\    ".join(ln.strip() for ln in block.strip("\n").split("\n"))
+                         for block in (IP_LINK, second))
+    assert R.parse_ip_link_vfs(one_line) == vfs
+    assert R.parse_ip_link_vfs(IP_LINK.split("\n", 2)[2])[0]["pf"] is None
+
+
 def test_ip_link_no_vfs_and_garbage():
     assert R.parse_ip_link_vfs(IP_LINK.split("\n    vf 0")[0]) == []
     with pytest.raises(ValueError):
@@ -110,10 +126,7 @@ def test_ip_json_vfinfo():
     ]}, {"ifindex": 1, "ifname": "lo"}]
     vfs = R.parse_ip_json_vfinfo(json.dumps(doc))
     assert len(vfs) == 2 and vfs[0]["pf"] == "ens1f0np0"
-    text = R.parse_ip_link_vfs(IP_LINK)[0]
-    j = dict(vfs[0])
-    j.pop("pf")
-    assert j == text
+    assert vfs[0] == R.parse_ip_link_vfs(IP_LINK)[0]
     assert vfs[1]["vlan"] == 0 and vfs[1]["spoofchk"] is True
     with pytest.raises(ValueError):
         R.parse_ip_json_vfinfo("not json")

@@ -497,6 +497,14 @@ def _vf_rows(vfs):
     return [(v["vf"], v["mac"], v["vlan"], v["qos"], v["max_tx_rate"], v["spoofchk"], v["link_state"], v["trust"],
              v["query_rss"]) for v in vfs]
 
+# the link each VF is printed under (ip link text: the interface line above it;
+# ip -j: the link's ifname); None where the capture kept only the VF line
+IP_LINK_PF = dict((name, "enp1s0") for name in IP_LINK if "debian12" in name)
+IP_LINK_PF.update({
+    "ip-link-show-magnate3-cx4lx-mac-form-link-state-disable-crlf.txt": "ens4f1",
+    "ip-link-show-magnate3-cx5-mac-form-spoof-trust-mixed-crlf.txt": "ens6",
+})
+
 
 @pytest.mark.parametrize("name", sorted(IP_LINK))
 def test_ip_link_vfs_real_text_and_json(name):
@@ -505,6 +513,7 @@ def test_ip_link_vfs_real_text_and_json(name):
     assert _vf_rows(vfs) == IP_LINK[name]
     assert {(v["link_type"], v["broadcast"]) for v in vfs} == {IP_LINK_ADDR.get(name, ("ether", "ff:ff:ff:ff:ff:ff"))}
     assert [(v["node_guid"], v["port_guid"]) for v in vfs] == IP_LINK_GUIDS.get(name, [(None, None)] * len(vfs))
+    assert [v["pf"] for v in vfs] == [IP_LINK_PF.get(name)] * len(vfs)
 
 
 @pytest.mark.parametrize("name", sorted(IP_LINK_REFUSED))

@@ -366,6 +366,8 @@ _VF_REST_RE = re.compile(r"^(?:,|%s\s)" % _VF_SETTING)
 _VF_SETTING_RE = re.compile(r"(?:^|,\s*)(?:(?:vlan|qos|tx rate|max_tx_rate|min_tx_rate) \d|spoof checking|NODE_GUID|"
                             r"PORT_GUID|link-state|trust o|query_rss)")
 _LINK_LINE_RE = re.compile(r"^\d+:\s+\S+:")
+# print_linkinfo()'s first line: "<ifindex>: <name>[@<link>]: <flags> ..."
+_LINK_NAME_RE = re.compile(r"^\d+:\s+([^\s@:]+)(?:@[^\s:]+)?:")
 _HWADDR_RE = re.compile(r"^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2})*$")
 
 
@@ -452,14 +454,21 @@ def parse_ip_link_vfs(text):
     its rest.  A VF line, or a setting on any other line, that cannot be
     read raises ``ValueError`` quoting it.  Other lines are ignored; an
     interface with no VF lines gives an empty list (a PF with no VFs
-    enabled).
+    enabled).  Each VF carries ``pf``, the name on the interface line it is
+    printed under (None for VF lines given without one), so the output of
+    ``ip link show`` for every link tells apart the VF 0 of each PF.
     """
     lines = _ip_link_lines(text)
     vfs = []
+    pf = None
     i = 0
     while i < len(lines):
         s = lines[i]
         i += 1
+        link = _LINK_NAME_RE.match(s)
+        if link:
+            pf = link.group(1)
+            continue
         if not _VF_HEAD_RE.match(s):
             if _VF_SETTING_RE.search(s):
                 raise ValueError("ip link: VF settings on a line that is not a VF line: %r" % s)
@@ -481,14 +490,16 @@ def parse_ip_link_vfs(text):
             else:
                 break
             i = j + 1
-        vfs.append(_vf_from_line(s))
+        vf = _vf_from_line(s)
+        vf["pf"] = pf
+        vfs.append(vf)
     if not vfs and not any(_LINK_LINE_RE.match(ln) for ln in lines):
         raise ValueError("ip link: neither an interface line nor VF lines found")
     return vfs
 
 
 def parse_ip_json_vfinfo(data):
-    """Per-VF dicts (same keys as :func:`parse_ip_link_vfs`, plus ``pf``)
+    """Per-VF dicts (the keys of :func:`parse_ip_link_vfs`, ``pf`` the link's ifname)
     from ``ip -j link show <pf>``.  ``data`` is the JSON text or the
     already-decoded list/dict.  Links without ``vfinfo_list`` contribute
     nothing."""

@@ -675,8 +675,11 @@ _TITLE_RE = re.compile(r"^\s*(\S.*\b(?:BW|Lat) Test)\s*$")
 _KV_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.*\- ]*?)\s*:\s*(\S+)")
 # the result header (perftest_parameters.h RESULT_LINE/RESULT_FMT*), and with
 # --cpu_util (duration mode) a sixth column, CPU_Util[%] (RESULT_EXT_CPU_UTIL)
+# --report-per-port (a dual-port run for a duration) adds four columns before
+# it, each port's average and message rate (RESULT_FMT_PER_PORT, REPORT_FMT_PER_PORT)
 _RESULT_HDR_RE = re.compile(r"#bytes\s+#iterations\s+BW peak\[([^\]]+)\]\s+BW average\[([^\]]+)\]\s+MsgRate\[([^\]]+)\]"
-                            r"(\s+CPU_Util\[%\])?")
+                            r"(\s+BW Port1\[[^\]]+\]\s+MsgRate Port1\[[^\]]+\]\s+BW Port2\[[^\]]+\]"
+                            r"\s+MsgRate Port2\[[^\]]+\])?(\s+CPU_Util\[%\])?")
 
 
 def perftest_to_gbps(value, units):
@@ -703,7 +706,9 @@ def parse_ib_write_bw(text):
     the parameter block as printed; ``rows`` are ``{bytes, iterations,
     bw_peak, bw_average, msg_rate_mpps}`` in the printed units (``units`` is
     ``'Gb/sec'``, ``'MB/sec'`` or ``'MiB/sec'``), each with ``cpu_util`` (a
-    percentage) where ``--cpu_util`` added that column; ``complete`` is true when
+    percentage) where ``--cpu_util`` added that column and ``ports``
+    (``[{port, bw_average, msg_rate_mpps}]`` of ports 1 and 2) where
+    ``--report-per-port`` added each port's columns; ``complete`` is true when
     the closing dashed line follows the rows (``--run_infinitely`` output
     stopped with Ctrl-C has none); ``best`` is the row with the highest
     average, ``last`` the final row.  Lines printed by CUDA set-up and
@@ -739,6 +744,7 @@ def parse_ib_write_bw(text):
     }
     state = "pre"
     columns = 5
+    per_port = False
     # header blocks open: each side prints "dashes, title, key : value lines,
     # dashes" (ctx_print_test_info); a server and a client started into one
     # stream (a loopback run) print theirs interleaved line by line
@@ -777,7 +783,8 @@ def parse_ib_write_bw(text):
                 res["units"] = m.group(1)
                 res["gbits"] = m.group(1).lower().startswith("gb")
                 res["msg_rate_units"] = m.group(3)
-                columns = 6 if m.group(4) else 5
+                per_port = bool(m.group(4))
+                columns = 5 + (4 if per_port else 0) + (1 if m.group(5) else 0)
                 state = "rows"
             continue
         if state == "rows" and _DASHES_RE.match(line):
@@ -794,8 +801,11 @@ def parse_ib_write_bw(text):
                     raise ValueError("perftest: cannot read result row %r (%d columns expected)" % (s, columns))
                 row = {"bytes": int(t[0]), "iterations": int(t[1]),
                        "bw_peak": nums[0], "bw_average": nums[1], "msg_rate_mpps": nums[2]}
-                if columns == 6:
-                    row["cpu_util"] = nums[3]
+                if per_port:
+                    row["ports"] = [{"port": 1, "bw_average": nums[3], "msg_rate_mpps": nums[4]},
+                                    {"port": 2, "bw_average": nums[5], "msg_rate_mpps": nums[6]}]
+                if len(nums) in (4, 8):
+                    row["cpu_util"] = nums[-1]
                 if state == "rows" and (res["sides"] == 1 or all(r["bytes"] != row["bytes"] for r in res["rows"])):
                     res["rows"].append(row)
                 else:

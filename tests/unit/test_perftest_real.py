@@ -134,3 +134,39 @@ def test_every_fixture_is_tested_and_described():
     readme = (REAL / "README.md").read_text()
     for f in files:
         assert "`%s`" % f in readme, f
+
+
+# --report-per-port, which perftest allows only for a dual-port run for a
+# duration: no published output of it was found, so its header and row are
+# those of perftest's source (linux-rdma/perftest 00b55b6,
+# src/perftest_parameters.h RESULT_LINE_PER_PORT, RESULT_FMT_PER_PORT,
+# RESULT_FMT_G_PER_PORT, REPORT_FMT_PER_PORT, REPORT_EXT_CPU_UTIL; written by
+# src/write_bw.c and print_full_bw_report()) put in the recorded duration run
+_PER_PORT_LINE = "-" * 163
+_PER_PORT_HDR = (" #bytes     #iterations    BW peak[{u}]    BW average[{u}]   MsgRate[Mpps]   BW Port1[{u}]   "
+                 "MsgRate Port1[Mpps]   BW Port2[{u}]   MsgRate Port2[Mpps]")
+_PER_PORT_ROW = " %-7lu    %-10lu     %-7.2lf            %-7.2lf\t\t   %-7.6lf        %-7.2lf            %-7.6lf" \
+                "              %-7.2lf            %-7.6lf".replace("lu", "d").replace("lf", "f")
+
+
+@pytest.mark.parametrize("units, cpu", [("MB/sec", True), ("MiB/sec", False), ("Gb/sec", False), ("Gb/sec", True)])
+def test_a_per_port_report_gives_each_ports_figures(units, cpu):
+    text = recorded("ib_write_bw-D2-cpu_util-client.txt").replace("Dual-port       : OFF", "Dual-port       : ON")
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#bytes"))
+    row = _PER_PORT_ROW % (65536, 1792, 0.0, 55.96, 0.000896, 27.98, 0.000448, 27.98, 0.000448)
+    row += "\t    %-3.2f" % 100.0 if cpu else ""
+    lines[at - 1:at + 3] = [_PER_PORT_LINE, _PER_PORT_HDR.format(u=units) + ("    CPU_Util[%]" if cpu else ""), row,
+                            _PER_PORT_LINE]
+    p = P.parse_ib_write_bw("\n".join(lines) + "\n")
+    r = p["last"]
+    assert p["units"] == units and p["complete"] and len(p["rows"]) == 1
+    assert (r["bytes"], r["iterations"], r["bw_peak"], r["bw_average"], r["msg_rate_mpps"]) == (
+        65536, 1792, 0.0, 55.96, 0.000896)
+    assert r["ports"] == [{"port": 1, "bw_average": 27.98, "msg_rate_mpps": 0.000448},
+                          {"port": 2, "bw_average": 27.98, "msg_rate_mpps": 0.000448}]
+    assert r.get("cpu_util") == (100.0 if cpu else None)
+    # a port's columns lost: the row is quoted, not read short
+    short = "\n".join(lines).replace(row, row.rsplit("27.98", 1)[0].rstrip())
+    with pytest.raises(ValueError, match=r"cannot read result row '65536 .*(9|10) columns expected"):
+        P.parse_ib_write_bw(short)

@@ -50,6 +50,38 @@ def test_plan_on_empty_tree_creates_everything_with_parents(tmp_path):
     assert [p["state"] for p in hf.plan(files, str(tmp_path))] == ["unchanged", "unchanged"]
 
 
+def test_a_parent_made_meanwhile_by_another_process_is_taken(tmp_path, monkeypatch):
+    """Another process making a parent between the look and the mkdir (as two
+    runs on one host, or a package install, may) is mkdir -p's race: the file
+    is written into it; a parent that became a file instead still fails."""
+    files = hf.normalize(_files())
+    planned = hf.plan(files, str(tmp_path))
+    real_mkdir = os.mkdir
+    raced = str(tmp_path / "usr/local/libexec")
+
+    def mkdir(path, mode=0o777):
+        if path == raced:
+            real_mkdir(path, 0o700)     # the other process's directory, with its mode
+        real_mkdir(path, mode)
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    assert hf.apply(files, planned) == [SCRIPT, UNIT]
+    assert (tmp_path / SCRIPT.lstrip("/")).read_text() == "#!/bin/sh\necho vfs\n"
+    assert stat.S_IMODE(os.stat(raced).st_mode) == 0o700
+
+    other = tmp_path / "other"
+    files = hf.normalize([{"path": "/usr/local/libexec/gpufabric/x.sh", "content": "x\n", "mode": "0755"}])
+    planned = hf.plan(files, str(other))
+    blocked = str(other / "usr/local/libexec")
+
+    def mkdir_file(path, mode=0o777):
+        if path == blocked:
+            open(path, "w").close()
+        real_mkdir(path, mode)
+    monkeypatch.setattr(os, "mkdir", mkdir_file)
+    with pytest.raises(FileExistsError):
+        hf.apply(files, planned)
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 def test_parents_stay_with_the_caller_when_the_file_has_another_owner(tmp_path):
     files = hf.normalize([{"path": "/opt/gpufabric/x.conf", "content": "x\n", "owner": "nobody", "group": MYGROUP}])

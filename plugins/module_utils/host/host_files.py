@@ -184,7 +184,14 @@ def apply(files, planned, directory_mode=0o755):
         # parents belong to whoever runs this (root), not to the file's owner
         for d in p["parents"]:
             if not os.path.isdir(d):
-                os.mkdir(d, directory_mode)
+                try:
+                    os.mkdir(d, directory_mode)
+                except FileExistsError:
+                    # made meanwhile by another process (mkdir -p's race): it
+                    # is a directory now, and its mode is its maker's
+                    if not os.path.isdir(d):
+                        raise
+                    continue
                 os.chmod(d, directory_mode)
         real = p["real_path"]
         if "content" in p["changes"]:

@@ -1,6 +1,7 @@
 """rdma_tools parsers against real outputs and iproute2 formats."""
 
 import json
+import re
 
 import pytest
 
@@ -150,3 +151,23 @@ def test_rdma_link_old_iproute2_form_and_json():
         R.parse_rdma_link('[{"state": "ACTIVE"}]')
     with pytest.raises(ValueError):
         R.parse_rdma_link("[not json")
+
+
+def test_rdma_link_caps_lines_in_every_form():
+    """rdma -d link: link_print_caps() starts the flags on a line of their
+    own (_SL_: a newline, or "\\" with -o), current iproute2 for every
+    InfiniBand port; each goes with the link above it, and one that is not
+    the flags, or flags before any link, is quoted."""
+    text = ("link mlx5_0/1 subnet_prefix fe80:0000:0000:0000 lid 2 sm_lid 1 lmc 0 state ACTIVE physical_state LINK_UP \n"
+            "    caps: <SM, TRAP, CM, EXT_INFO>\n"
+            "link mlx5_2/1 state ACTIVE physical_state LINK_UP netdev ens2f0np0 netdev_index 6 \n")
+    got = R.parse_rdma_link(text)
+    assert [x.get("caps") for x in got] == [["SM", "TRAP", "CM", "EXT_INFO"], None]
+    assert got[0]["lid"] == 2 and got[1]["netdev_index"] == 6
+    oneline = text.replace(" \n    caps:", " \\    caps:")
+    assert oneline.count("\n") == 2 and R.parse_rdma_link(oneline) == got
+    assert R.parse_rdma_link(text.replace("<SM, TRAP, CM, EXT_INFO>", "<>"))[0]["caps"] == []
+    for bad, quoted in ((text.replace("EXT_INFO>", "EXT_INFO"), "'caps: <SM, TRAP, CM, EXT_INFO'"),
+                        ("    caps: <CM>\n" + text, "'caps: <CM>'")):
+        with pytest.raises(ValueError, match="unexpected line " + re.escape(quoted)):
+            R.parse_rdma_link(bad)

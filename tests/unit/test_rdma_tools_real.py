@@ -385,6 +385,9 @@ RDMA_LINK = {
     "rdma-link-magnate3-irdma-e810-down-disabled.txt": [
         ("irdma0", 1, "DOWN", "DISABLED", "enp23s0f0", None), ("irdma1", 1, "ACTIVE", "LINK_UP", "enp23s0f1", None)],
     "rdma-link-spiderpool-cx5-ib-port.txt": [("mlx5_0", 1, "ACTIVE", "LINK_UP", None, None)],
+    "rdma-d-link-iproute2-15259427-cx-roce-caps-line.txt": [("mlx5_3", 1, "ACTIVE", "LINK_UP", "ens7", 7)],
+    "rdma-j-p-d-link-iproute2-7fc75744-ib-ifname-dev-port.txt": [
+        ("mlx5_0", 1, "ACTIVE", "LINK_UP", None, None), ("mlx5_1", 1, "ACTIVE", "LINK_UP", None, None)],
     "rdma-link-sriov-operator-635-cx6-ib-and-eth-partial.txt": [
         ("mlx5_%d" % n, 1, "ACTIVE" if n % 2 == 0 else "DOWN", "LINK_UP" if n % 2 == 0 else "DISABLED",
          "enp97s0f0" if n == 4 else None, None) for n in range(9)],
@@ -392,12 +395,20 @@ RDMA_LINK = {
 # InfiniBand ports: (dev, subnet_prefix, lid, sm_lid, lmc); an Ethernet port has none of them
 RDMA_LINK_IB = {
     "rdma-link-spiderpool-cx5-ib-port.txt": [("mlx5_0", "fe80:0000:0000:0000", 2, 2, 0)],
+    "rdma-j-p-d-link-iproute2-7fc75744-ib-ifname-dev-port.txt": [
+        ("mlx5_0", "fe80:0000:0000:0000", 13399, 49151, 0), ("mlx5_1", "fe80:0000:0000:0000", 13400, 49151, 0)],
     "rdma-link-sriov-operator-635-cx6-ib-and-eth-partial.txt": [
         ("mlx5_0", "fe80:0000:0000:0000", 3, 1, 0), ("mlx5_1", "fe80:0000:0000:0000", 65535, 0, 0),
         ("mlx5_2", "fe80:0000:0000:0000", 35, 1, 0), ("mlx5_3", "fe80:0000:0000:0000", 65535, 0, 0),
         ("mlx5_4", None, None, None, None),
         ("mlx5_5", "fe80:0000:0000:0000", 65535, 0, 0), ("mlx5_6", "fe80:0000:0000:0000", 4, 1, 0),
         ("mlx5_7", "fe80:0000:0000:0000", 65535, 0, 0), ("mlx5_8", "fe80:0000:0000:0000", 36, 1, 0)],
+}
+# with -d, each port's capability flags (link_print_caps(): a line of its own, a list in -j)
+RDMA_LINK_CAPS = {
+    "rdma-d-link-iproute2-15259427-cx-roce-caps-line.txt": [["CM", "IP_BASED_GIDS"]],
+    "rdma-j-p-d-link-iproute2-7fc75744-ib-ifname-dev-port.txt": [["AUTO_MIG"], ["AUTO_MIG"]],
+    "rdma-d-link-debian12-iproute2-6.1-rxe-2dev.txt": [None, None],     # rxe's Ethernet ports report none
 }
 RDMA_JSON = {  # file: pretty
     "rdma-j-link-debian12-iproute2-6.1-rxe-2dev.txt": False,
@@ -416,6 +427,11 @@ def test_rdma_link_real_text_and_json(name):
     got = [(x["dev"], x["port"], x["state"], x["physical_state"], x["netdev"], x.get("netdev_index"))
            for x in R.parse_rdma_link(recorded(name))]
     assert got == RDMA_LINK[name]
+
+
+@pytest.mark.parametrize("name", sorted(RDMA_LINK_CAPS))
+def test_rdma_link_real_capability_flags(name):
+    assert [x.get("caps") for x in R.parse_rdma_link(recorded(name))] == RDMA_LINK_CAPS[name]
 
 
 @pytest.mark.parametrize("name", sorted(RDMA_LINK_IB))

@@ -283,13 +283,21 @@ def _rdma_link_json(data):
     for entry in data:
         if not isinstance(entry, dict) or "ifname" not in entry or "port" not in entry:
             raise ValueError("rdma -j link: entry without ifname/port: %r" % (entry,))
-        item = {"dev": entry["ifname"], "port": int(entry["port"]), "state": None,
+        dev = str(entry["ifname"])
+        if dev.endswith("/%s" % entry["port"]):
+            # iproute2 4.13-5.4 named the link "<dev>/<port>" in ifname
+            dev = dev[:-len("/%s" % entry["port"])]
+        item = {"dev": dev, "port": int(entry["port"]), "state": None,
                 "physical_state": None, "netdev": None}
         for k, v in entry.items():
             if k not in ("ifname", "port", "ifindex"):
                 item[k] = v
         links.append(item)
     return links
+
+
+# link_print_caps() of iproute2's rdma/link.c: "caps: <FLAG, FLAG, ...>"
+_RDMA_CAPS_RE = re.compile(r"^caps:\s*<([A-Z0-9_, ]*)>$")
 
 
 def parse_rdma_link(text):
@@ -300,7 +308,11 @@ def parse_rdma_link(text):
     of ``rdma -j link show``.
 
     Returns a list of ``{dev, port, state, physical_state, netdev, ...}``
-    with every further ``key value`` pair kept (integers converted).
+    with every further ``key value`` pair kept (integers converted); with
+    ``-d``, the port's capability flags that link_print_caps() prints on a
+    line of their own (``    caps: <CM, IP_BASED_GIDS>``, or after ``\\``
+    with ``-o``) as ``caps``, a list, as ``-j`` gives them.  The JSON of
+    iproute2 4.13-5.4, whose ``ifname`` is ``<dev>/<port>``, gives the device.
     """
     if isinstance(text, str) and text.lstrip().startswith("["):
         try:
@@ -312,9 +324,18 @@ def parse_rdma_link(text):
             raise ValueError("rdma link: no links")
         return links
     links = []
+    lines = []
     for line in _lines(text, "rdma link"):
-        s = line.strip()
+        # -o prints a link's lines joined by "\\" (_SL_)
+        lines.extend(part.strip() for part in line.split("\\"))
+    for s in lines:
         if not s:
+            continue
+        if s.startswith("caps:"):
+            caps = _RDMA_CAPS_RE.match(s)
+            if not links or not caps:
+                raise ValueError("rdma link: unexpected line %r" % s)
+            links[-1]["caps"] = [c.strip() for c in caps.group(1).split(",") if c.strip()]
             continue
         t = s.split()
         if re.match(r"^\d+/\d+:$", t[0]) and len(t) > 1 and t[1].endswith(":"):

@@ -20,7 +20,7 @@ def real(name):
 
 
 def test_every_fixture_is_tested():
-    listed = set(QOS) | set(MLXCONFIG) | set(MLXCONFIG_SET) | set(MLXCONFIG_FAILED) | set(FLINT) | set(FLINT_FS2)
+    listed = set(QOS) | set(QOS_NO_DCB) | set(MLXCONFIG) | set(MLXCONFIG_SET) | set(MLXCONFIG_FAILED) | set(FLINT) | set(FLINT_FS2)
     on_disk = {p.name for p in REAL.glob("*.txt")}
     assert on_disk == listed
 
@@ -58,6 +58,17 @@ QOS = {
         dcbx="os", trust="pcp", pfc=[0, 0, 0, 1, 0, 0, 0, 0], cable_len=7, prio2buffer=[0, 2, 5, 7, 1, 2, 3, 6],
         buffer_sizes=[80256, 80256, 896, 80256, 896, 896, 896, 896], buffer_total=None, default_priority=None,
         dscp2prio=None, tcs=VENDOR_TCS),
+    "mlnx_qos-magnate3-roce-diag-ratelimit-gbps-pcp.txt": dict(
+        dcbx="os", trust="pcp", pfc=[0] * 8, cable_len=7, prio2buffer=[1] * 8,
+        buffer_sizes=[0, 156096, 0, 0, 0, 0, 0, 0], buffer_total=None, default_priority=[],
+        dscp2prio=None, tcs=[(t, "vendor", None, [t]) for t in range(8)],
+        ratelimits=[25.0, 5.0, 10.0, 25.0, 25.0, 25.0, 25.0, 25.0]),
+}
+# mlnx_qos on a netdev without DCB: each part's "not supported" line, quoted in the error
+QOS_NO_DCB = {
+    "mlnx_qos-netdev-list-cx5ex-vlan-not-supported.txt": [
+        "Priority trust state is not supported on your system", "Buffers commands are not supported on your system",
+        "Rate limit is not supported on your system!", "ETS features are not supported on your system"],
 }
 
 
@@ -75,7 +86,8 @@ def test_mlnx_qos_real(name):
     assert p["default_priority"] == want["default_priority"]
     assert p["dscp2prio"] == want["dscp2prio"]
     assert [(t["tc"], t["tsa"], t["bw"], t["priorities"]) for t in p["tcs"]] == want["tcs"]
-    assert all(t["ratelimit_gbps"] is None for t in p["tcs"])
+    assert [t["ratelimit_gbps"] for t in p["tcs"]] == want.get("ratelimits", [None] * len(p["tcs"]))
+    assert p["unsupported"] == []
     # every priority sits in exactly one TC
     assert sorted(u for t in p["tcs"] for u in t["priorities"]) == list(range(8))
     json.dumps(p)
@@ -105,6 +117,23 @@ def test_mlnx_qos_old_continuation_row_and_default_priority():
     assert p["dscp2prio"][3] == [31, 30, 29, 28, 27, 26, 25, 24, 46] and p["dscp_to_prio"][46] == 3
     with_default = OLD_WRAP.replace("Cable len: 7", "default priority:\n\tprio:3\nCable len: 7")
     assert M.parse_mlnx_qos(with_default)["default_priority"] == [3]
+
+
+@pytest.mark.parametrize("name", sorted(QOS_NO_DCB))
+def test_mlnx_qos_on_a_netdev_without_dcb_is_refused_quoting_its_lines(name):
+    with pytest.raises(ValueError, match="the netdev reports no DCB") as e:
+        M.parse_mlnx_qos(real(name))
+    assert all(repr(line) in str(e.value) for line in QOS_NO_DCB[name])
+
+
+def test_mlnx_qos_parts_not_supported_are_named_beside_what_was_read():
+    """A device without buffer commands or rate limits (mlnx_qos prints the
+    line for that part and goes on): the parts are named, the rest read."""
+    text = real("mlnx_qos-ofed-trust-pcp-prio2buffer-map.txt")
+    text = text.replace("Cable len", "Rate limit is not supported on your system!\nCable len")
+    p = M.parse_mlnx_qos(text)
+    assert p["unsupported"] == ["Rate limit"] and p["trust"] == "pcp" and p["pfc_priorities"] == [3]
+    assert "unsupported_lines" not in p
 
 
 @pytest.mark.parametrize("bad,words", [

@@ -567,6 +567,11 @@ def _dscp_row(res, line):
     return prio
 
 
+# mlnx-tools' mlnx_qos, for each part the driver does not offer (trust,
+# buffers, rate limit, ETS): "<part> is/are not supported on your system[!]"
+_NOT_SUPPORTED_RE = re.compile(r"^(.+?) (?:is|are) not supported on your system!?$", re.I)
+
+
 def parse_mlnx_qos(text):
     """Parse ``mlnx_qos -i <if>`` output (or a filtered part of it).
 
@@ -579,7 +584,10 @@ def parse_mlnx_qos(text):
     output lists it under several); ``default_priority`` is the list of priorities
     under ``default priority:`` (mlnx-tools 2021-2024 print that block; an
     empty list when it is empty, ``None`` when it is not printed); ``tcs`` is
-    a list of ``{tc, tsa, bw, ratelimit_gbps, priorities}``.  Anything
+    a list of ``{tc, tsa, bw, ratelimit_gbps, priorities}``; ``unsupported``
+    names the parts mlnx_qos printed as ``... not supported on your system``
+    (``Rate limit``, ``Buffers commands``, ...), and output made only of those
+    lines raises ``ValueError`` quoting them (the netdev has no DCB).  Anything
     absent from a filtered output is ``None`` (or empty).  Lines that are
     not mlnx_qos output are ignored, but a line that names a priority, a TC,
     a DSCP mapping or a PFC row and cannot be read raises ``ValueError``
@@ -602,6 +610,8 @@ def parse_mlnx_qos(text):
         "prio2buffer": None,
         "buffers_supported": None,
         "tcs": [],
+        "unsupported": [],
+        "unsupported_lines": [],
     }
     block = None        # 'dscp', 'default', 'pfc' or None
     last_dscp_prio = None
@@ -688,8 +698,12 @@ def parse_mlnx_qos(text):
                     sizes.append(int(v))
             res["buffer_sizes"] = sizes
             continue
-        if low.startswith("buffers commands are not supported"):
-            res["buffers_supported"] = False
+        unsupported = _NOT_SUPPORTED_RE.match(s)
+        if unsupported:
+            res["unsupported"].append(unsupported.group(1))
+            res["unsupported_lines"].append(s)
+            if low.startswith("buffers commands are not supported"):
+                res["buffers_supported"] = False
             continue
         if low.startswith("cable len:"):
             val = s.split(":", 1)[1].strip()
@@ -733,7 +747,14 @@ def parse_mlnx_qos(text):
             tc["priorities"].append(_prio(m.group(1), s))
             continue
     if res["trust"] is None and res["dcbx"] is None and res["pfc_enabled"] is None:
+        if res["unsupported"]:
+            # mlnx_qos on a netdev without the driver's DCB operations (a
+            # VLAN, a bond, another vendor's NIC) says so for each part and
+            # exits 1 before the PFC table
+            raise ValueError("mlnx_qos: the netdev reports no DCB (%s): run it on the PF whose QoS is wanted"
+                             % "; ".join(repr(line) for line in res["unsupported_lines"]))
         raise ValueError("mlnx_qos: no 'Priority trust state', 'DCBX mode' or PFC 'enabled' line found")
+    del res["unsupported_lines"]
     if res["pfc_enabled"] is not None:
         if len(res["pfc_enabled"]) != 8:
             raise ValueError("mlnx_qos: PFC enabled row has %d values, expected 8" % len(res["pfc_enabled"]))

@@ -217,7 +217,7 @@ def _converge(module, p, device, wanted, result):
                 "%s: set reported success but Next Boot still has %s"
                 % (device, ", ".join("%s=%s" % (c["name"], c["next"]) for c in still)))
     if not module.check_mode:
-        pending = mlx_config.pending(after)
+        pending = mlx_config.pending(after, device)
         result.update(current=mlx_config.param_values(after, "current"),
                       next_boot=mlx_config.param_values(after, "next"),
                       pending=pending, reboot_required=bool(pending))

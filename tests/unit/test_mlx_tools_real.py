@@ -20,7 +20,8 @@ def real(name):
 
 
 def test_every_fixture_is_tested():
-    listed = set(QOS) | set(QOS_NO_DCB) | set(MLXCONFIG) | set(MLXCONFIG_SET) | set(MLXCONFIG_FAILED) | set(FLINT) | set(FLINT_FS2)
+    listed = (set(QOS) | set(QOS_NO_DCB) | set(MLXCONFIG) | set(MLXCONFIG_SET) | set(MLXCONFIG_FAILED)
+              | set(MLXCONFIG_NO_CURRENT) | set(FLINT) | set(FLINT_FS2))
     on_disk = {p.name for p in REAL.glob("*.txt")}
     assert on_disk == listed
 
@@ -282,6 +283,35 @@ def test_mlxconfig_set_real_changes_only_where_new_differs():
 MLXCONFIG_FAILED = {
     "mlxconfig-y0ug-cx3-query-failed-current-config.txt": "Failed to query device current configuration",
 }
+
+
+# -e queries whose firmware reports no Current column: the row the author cut
+MLXCONFIG_NO_CURRENT = {
+    "mstconfig-e-q-cx3pro-default-next-boot-no-current-cut.txt": "BOOT_RETRY_CNT_P1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(MLXCONFIG_NO_CURRENT))
+def test_an_e_query_without_current_fails_the_device_not_the_run(name):
+    """ConnectX-3 firmware answers -e q with Default and Next Boot only: the
+    parser reads them; the mlx_config module cannot tell a pending change and
+    fails that device with the columns it got, where it used to stop the run."""
+    from ansible_collections.gpufabric.stack.plugins.module_utils.nic_firmware import mlx_config
+    text = real(name)
+    cut = MLXCONFIG_NO_CURRENT[name]
+    with pytest.raises(ValueError, match=cut):
+        M.parse_mlxconfig_query(text)
+    whole = "".join(line for line in text.splitlines(True) if cut not in line)
+    d = M.parse_mlxconfig_query(whole)["devices"][0]
+    assert d["device_type"] == "ConnectX3Pro" and d["columns"] == ["default", "next"]
+    assert (d["params"]["SRIOV_EN"]["next_int"], d["params"]["NUM_OF_VFS"]["next_int"]) == (1, 16)
+    reading = {"device": "0000:20:00.0", "tool": "mstconfig", "query": whole, "flint": None}
+
+    def converge(device, wanted, entry):
+        entry.update(mlx_config.check_reading(reading, wanted))
+    got = mlx_config.run_devices([("0000:20:00.0", {"SRIOV_EN": 1, "NUM_OF_VFS": 16})], converge)
+    assert got["failed"] and got["devices"][0]["failed"]
+    assert "0000:20:00.0: mlxconfig -e q printed the columns default, next and no Current" in got["msg"]
 
 
 @pytest.mark.parametrize("name", sorted(MLXCONFIG_FAILED))

@@ -167,7 +167,19 @@ def parse_query(device, text):
         raise MlxConfigError("%s: %s" % (device, exc))
 
 
-def pending(parsed):
+def pending(parsed, device=None):
+    """The parameters whose Next Boot value is not the one in use
+    (mlx_tools.mlxconfig_pending). A query with no Current column, as
+    ConnectX-3 firmware answers ``-e q`` (Default and Next Boot only: it
+    cannot report the values in use), raises ``MlxConfigError`` naming the
+    device and the columns: whether a change waits for a reboot cannot be
+    told, and the module fails that device, not the run."""
+    if "current" not in parsed.get("columns", []):
+        raise MlxConfigError(
+            "%s: mlxconfig -e q printed the columns %s and no Current: the firmware does not report the values "
+            "in use (ConnectX-3 and older), so whether a change waits for a reboot cannot be read; "
+            "this collection manages ConnectX-4 and later"
+            % (device or parsed.get("device") or "the device", ", ".join(parsed.get("columns") or []) or "none"))
     return mlxconfig_pending(parsed)
 
 
@@ -264,7 +276,7 @@ def check_reading(reading, wanted, at_least=(), min_fw_version=None):
     if changes:
         out.update(changed=True, command=set_command(reading["tool"], device, changes))
     out.update(current=param_values(parsed, "current"), next_boot=param_values(parsed, "next"),
-               changed_params=changes, pending=pending(parsed),
+               changed_params=changes, pending=pending(parsed, device),
                reboot_required=bool(predicted_pending(parsed, changes)), parsed=parsed)
     return out
 

@@ -21,7 +21,7 @@ def real(name):
 
 def test_every_fixture_is_tested():
     listed = (set(QOS) | set(QOS_NO_DCB) | set(MLXCONFIG) | set(MLXCONFIG_SET) | set(MLXCONFIG_FAILED)
-              | set(MLXCONFIG_NO_CURRENT) | set(FLINT) | set(FLINT_FS2))
+              | set(MLXCONFIG_NO_CURRENT) | set(FLINT) | set(FLINT_FS2) | set(FLINT_MORE))
     on_disk = {p.name for p in REAL.glob("*.txt")}
     assert on_disk == listed
 
@@ -377,7 +377,7 @@ def test_mstflint_query_real(name):
     assert p["security_attributes"] == want["security"]
     assert p["image_vsd"] == "N/A" and p["device_vsd"] == "N/A"
     assert [(r["type"], r["version"], r["cpu"]) for r in p["rom_info"]] == want["roms"]
-    assert p["fields"]["description"] == "UID                GuidsNumber"
+    assert p["fields"]["guid_columns"] == "UID                GuidsNumber" and "description" not in p["fields"]
     assert M.fw_version_tuple(p["fw_version"])[0] in (12, 24, 32)
     json.dumps(p)
 
@@ -472,6 +472,35 @@ def test_mlnx_qos_dscp_under_two_priorities_is_both_not_one():
             "\tenabled     0   0   0   1   0   0   0   0\n")
     p = M.parse_mlnx_qos(text)
     assert p["dscp_to_prio"][24] == [3, 4] and p["dscp_to_prio"][7] == 0 and p["dscp_to_prio"][8] is None
+
+
+# (image type, FW version, PSID, ROMs as (type, version), base GUID (value, count), fields read)
+FLINT_MORE = {
+    "mstflint-mstflint1157-hp-cx3pro-fs2-clp-rom.txt": (
+        "FS2", "2.42.5044", "HP_1370110017", [("CLP", "8025"), ("UEFI", "14.11.48"), ("PXE", "3.4.754")], None,
+        {"guid_columns": "Node             Port1            Port2            Sys image",
+         "ini_revision": "0x5506ff89", "geographical_address": "ASIC c8"}),
+    "mstflint-i-image-file-cx4lx-base-guid-na-14.32.1912.txt": (
+        "FS3", "14.32.1912", "MT_0000000267", [("UEFI", "14.25.17"), ("PXE", "3.6.502")], (None, 4),
+        {"product_version": "rel-14_32_1912"}),
+    "flint-q-full-hpe-640sfp28-cx4lx-14.32.1908.txt": (
+        "FS3", "14.32.1908", "HP_2420110034", [("UEFI", "14.25.17"), ("PXE", "3.6.502")], ("9440c9ffffc367fa", 16),
+        {"description": "HPE Ethernet 10/25Gb 2-port 640SFP28 Adapter", "part_number": "817753-B21_Ax",
+         "default_update_method": "fw_ctrl"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLINT_MORE))
+def test_flint_query_real_roms_image_files_and_full(name):
+    """A CLP ROM's version_id, an image file's N/A base GUID, and the GUID
+    table's head that flint prints under Description: as the device's own."""
+    image_type, fw, psid, roms, guid, fields = FLINT_MORE[name]
+    p = M.parse_mstflint_query(real(name))
+    assert (p["image_type"], p["fw_version"], p["psid"], p["reset_pending"]) == (image_type, fw, psid, False)
+    assert [(r["type"], r["version"]) for r in p["rom_info"]] == roms
+    assert (None if p["base_guid"] is None else (p["base_guid"]["value"], p["base_guid"]["count"])) == guid
+    assert {k: p["fields"].get(k) for k in fields} == fields
+    json.dumps(p)
 
 
 def test_flint_roms_after_an_unknown_rom_are_kept():

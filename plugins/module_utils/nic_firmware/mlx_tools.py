@@ -377,6 +377,9 @@ def _rom_entry(text):
         body = body[:w.start()]
     for k, v in _ROM_KV_RE.findall(body):
         entry[k] = v.strip()
+    if "version" not in entry and "version_id" in entry:
+        # the "version_id=%s type=%s" form (a CLP ROM) names its version so
+        entry["version"] = entry["version_id"]
     entry["raw"] = text.strip()
     return entry
 
@@ -387,6 +390,11 @@ _FLINT_FIELDS = ("Image type", "FW ISSU Version", "FW Version", "FW Release Date
                  "Rom Info", "Description", "Base GUID", "Base MAC", "Orig Base GUID", "Orig Base MAC",
                  "GUIDs", "MACs", "Image VSD", "Device VSD", "VSD", "PSID", "Orig PSID",
                  "Security Attributes", "Device ID")
+
+
+# what flint prints under "Description:" as the head of its GUID/MAC table
+# (FS3 and later; FS2's four columns), not a description of the device
+_FLINT_GUID_HEADERS = ("UID GuidsNumber", "Node Port1 Port2 Sys image")
 
 
 def parse_mstflint_query(text):
@@ -401,7 +409,11 @@ def parse_mstflint_query(text):
     ``reset_pending`` is true in that case.  A ROM entry holds every
     ``key=value`` of its line (``type`` may have blanks: ``UEFI Virtio
     net``) and ``warning`` when flint appended ``(-W- ...)``;
-    ``security_attributes`` is empty for flint's ``N/A``.  An indented value
+    ``security_attributes`` is empty for flint's ``N/A``, as a base GUID or
+    MAC's ``value`` is None for it (an image file's query); a CLP ROM's
+    ``version_id`` is its ``version``; the ``Description:`` line that heads
+    the GUID table (``UID  GuidsNumber``) is ``fields['guid_columns']``, the
+    device's own (``q full``) ``fields['description']``.  An indented value
     line that follows no field, or a line that starts with a field's label
     but is not ``Label:  value``, raises ``ValueError`` quoting it.
     """
@@ -431,6 +443,9 @@ def parse_mstflint_query(text):
             last = None
             continue
         label = m.group("label").strip()
+        if label == "Description" and " ".join(m.group("value").split()) in _FLINT_GUID_HEADERS:
+            # the head of the GUID/MAC table, printed under the same label
+            label = "GUID columns"
         fields.setdefault(label, []).append(m.group("value").strip())
         if label not in order:
             order.append(label)
@@ -450,7 +465,8 @@ def parse_mstflint_query(text):
         if val is None:
             return None
         parts = val.split()
-        return {"value": parts[0] if parts else "",
+        # an image file (mstflint -i <file> q) has no GUIDs of its own: "N/A  4"
+        return {"value": parts[0] if parts and parts[0] != "N/A" else None,
                 "count": int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None}
 
     sec = one("Security Attributes")

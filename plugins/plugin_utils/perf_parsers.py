@@ -54,7 +54,7 @@ _INT_RE = re.compile(r"^-?\d+$")
 _NCCL_VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\S+))?")
 _TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version (\S+)(.*)$")
 _RANK_RE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)\s+Group\s+(?P<group>\d+)\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
+    r"^#\s+Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
     r"\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$")
 _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG_RE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
@@ -94,6 +94,9 @@ _TEST_FAILURE_RE = re.compile(r"Test (?:NCCL |CUDA )?failure\b.*")
 # iof_base_output.c of PRRTE for 5.x; PMIx's own tool prints "[<nspace:rank>]<stdout>:")
 _MPI_TAG_RE = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})?"
                          r"\[[^\]\s]+\]<(?:stdout|stderr|stddiag)>:")
+# Slurm's srun --label (-l): "%*d: " before each line a task printed, the
+# task number right-aligned to the width of the largest (src/srun, io.c)
+_SRUN_LABEL_RE = re.compile(r"^ *\d+: ")
 MAX_LOG_LINES = 20
 # NET lines kept per host (net_lines_by_host)
 MAX_HOST_LINES = 6
@@ -193,8 +196,12 @@ def parse_nccl_net(text):
 
 
 def _nccl_lines(text, tool):
-    """The lines of an NCCL or nccl-tests log, each without Open MPI's tag."""
-    return [_MPI_TAG_RE.sub("", line, count=1) for line in _lines(text, tool)]
+    """The lines of an NCCL or nccl-tests log, each without Open MPI's tag
+    or, where every line has one, Slurm's ``srun --label`` task number."""
+    lines = _lines(text, tool)
+    if any(line.strip() for line in lines) and all(_SRUN_LABEL_RE.match(line) for line in lines if line.strip()):
+        lines = [_SRUN_LABEL_RE.sub("", line, count=1) for line in lines]
+    return [_MPI_TAG_RE.sub("", line, count=1) for line in lines]
 
 
 # the parameter line, nccl-tests src/common.cu (src/util.cu from 2.17): "# nThread %d nGpus %d
@@ -399,7 +406,8 @@ def parse_all_reduce_perf(text):
         m = _RANK_RE.match(s)
         if m:
             res["ranks"].append({
-                "rank": int(m.group("rank")), "group": int(m.group("group")),
+                "rank": int(m.group("rank")),
+                "group": int(m.group("group")) if m.group("group") is not None else None,
                 "pid": int(m.group("pid")), "host": m.group("host"),
                 "device": int(m.group("dev")), "bus_id": m.group("bus"),
                 "gpu": m.group("gpu").strip(),

@@ -45,6 +45,7 @@ WANT = {
         (3, "vm-host38", "0", PLUGIN, 0, ["mlx5_bond_6"], True, 2), (3, "vm-host38", "0", PLUGIN, 1, ["mlx5_bond_7"], True, 6)],
     # nccl-tests outputs without NET lines (their figures: test_perf_parsers.py)
     "nccl-tests-309.txt": [], "nccl-ebpf-tag-output.txt": [], "nccl1-all_reduce_test-readme.txt": [],
+    "rccl-1490-srun-label.txt": [], "rccl-1562-rank-no-group.txt": [],
 }
 
 

@@ -54,6 +54,10 @@ NCCL_FIXTURES = {
     "nccl-tests-321.txt": (13, 4294967296, 50.25, 50.37, None, False, 4),
     "nccl-ebpf-tag-output.txt": (8, 134217728, 2.30, 2.31, 1.57614, True, 2),
     "nccl1-all_reduce_test-readme.txt": (20, 10000000, 9.21, 7.77, None, False, None),
+    # Slurm's srun --label: " 0: " before every line (no Rank lines printed)
+    "rccl-1490-srun-label.txt": (17, 4294967296, 92.89, 92.88, 43.7269, True, None),
+    # rccl-tests' Rank lines without "Group" (nccl-tests before 2.x Group, rccl-tests master)
+    "rccl-1562-rank-no-group.txt": (25, 134217728, 293.07, 289.6, 54.8575, True, 8),
 }
 
 

@@ -720,7 +720,8 @@ def parse_ib_write_bw(text):
     the closing dashed line follows the rows (``--run_infinitely`` output
     stopped with Ctrl-C has none); ``best`` is the row with the highest
     average, ``last`` the final row.  Lines printed by CUDA set-up and
-    perftest warnings are skipped (warnings are kept in ``warnings``); a
+    perftest warnings are skipped (warnings, before, inside or after the
+    parameter block, are kept in ``warnings``, never as a header entry); a
     line among the rows that starts as a row (size and iterations) but cannot
     be read raises ``ValueError`` quoting it.  ``sides`` is the number of
     parameter blocks read: 2 where a server and a client printed into one
@@ -773,6 +774,11 @@ def parse_ib_write_bw(text):
             res["sides"] += 1
             blocks += 1
             state = "header"
+            continue
+        if state in ("header", "mid") and s.upper().startswith("WARNING"):
+            # perftest's warnings inside the parameter block (ctx_print_test_info:
+            # 'WARNING: CPU is not PCIe relaxed ordering compliant.') or after it
+            res["warnings"].append(s)
             continue
         if state == "header":
             if _DASHES_RE.match(line):

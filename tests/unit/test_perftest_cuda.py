@@ -20,7 +20,8 @@ def body(name):
 def test_every_real_run_is_read():
     assert sorted(p.name for p in REAL.glob("*.txt")) == sorted(
         ["perftest-126.txt", "perftest-241.txt", "perftest-280.txt", "perftest-326.txt", "perftest-336.txt",
-         "perftest-346.txt", "perftest-pr309.txt", "pollara-rocm-write-bw-bidir-client.txt"])
+         "perftest-346.txt", "perftest-pr309.txt", "pollara-rocm-write-bw-bidir-client.txt",
+         "k8s-t4-write-bw-server-rdmacm-ro-warnings.txt", "openshift-t4-write-bw-client-rdmacm-ro-warnings.txt"])
 
 
 def test_a_run_that_allocated_gpu_memory():
@@ -29,6 +30,29 @@ def test_a_run_that_allocated_gpu_memory():
     assert (got["picked"], got["name"], got["buffer"], got["dmabuf"], got["errors"]) == (0, "NVIDIA A30", "gpu", False, [])
     # the bandwidth report's banner after it is still the report's
     assert "RDMA_Write BW Test" in body("perftest-241.txt")
+
+
+@pytest.mark.parametrize("name, device, peak, average, rate", [
+    ("k8s-t4-write-bw-server-rdmacm-ro-warnings.txt", "mlx5_5", 10.68, 10.50, 0.020033),
+    ("openshift-t4-write-bw-client-rdmacm-ro-warnings.txt", "mlx5_0", 10.46, 10.42, 0.019882),
+])
+def test_warnings_inside_the_parameter_block_are_warnings(name, device, peak, average, rate):
+    """perftest prints its relaxed-ordering warnings between the block's
+    key : value lines; they are warnings, not a header entry."""
+    text = body(name)
+    got = P.parse_ib_write_bw(text)
+    assert got["warnings"] == [
+        "WARNING: CPU is not PCIe relaxed ordering compliant.",
+        "WARNING: You should disable PCIe RO with `--disable_pcie_relaxed` for both server and client."]
+    assert not [k for k in got["header"] if k.upper().startswith("WARNING")]
+    assert got["header"]["PCIe relax order"] == "ON" and got["header"]["ibv_wr* API"] == "ON"
+    assert (got["device"], got["link_type"], got["gid_index"], got["mtu"], got["rdma_cm"]) == (
+        device, "Ethernet", 3, 1024, True)
+    assert [(r["bytes"], r["iterations"], r["bw_peak"], r["bw_average"], r["msg_rate_mpps"]) for r in got["rows"]] == [
+        (65536, 5000, peak, average, rate)]
+    assert got["complete"] and got["gbits"]
+    cuda = P.parse_perftest_cuda(text)
+    assert (cuda["picked"], cuda["name"], cuda["buffer"], cuda["devices"]) == (0, "Tesla T4", "gpu", {0: "82:00"})
 
 
 def test_dmabuf_runs_on_h100():

@@ -22,6 +22,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import threading
+
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 
@@ -308,47 +310,33 @@ class ActionModule(ActionBase):
                  if getattr(role_intent.check(layer.role), "NODE_READS", None)]
 
         readings = {}
+
+        def bmc_failed(exc):
+            for n in [n for n in wishes if wishes[n].get("bmc")]:
+                errors[n] = "%s: %s" % (type(exc).__name__, exc)
+
+        bmc_read = None
         if any(w.get("bmc") for w in wishes.values()):
-            # read with the bmc role's settings (address, credentials, timeout), whichever layer asks
+            # read with the bmc role's settings (address, credentials, timeout), whichever layer asks,
+            # templated here; the Redfish read itself runs beside the node's module runs (a BMC takes
+            # seconds to answer, the node's tools as long again) and is joined before any check
             try:
-                bmc = role_intent.check("bmc")
-                readings["bmc"] = self._read_bmc(self._role_intent("bmc", bmc.INTENT, task_vars))
+                bmc_read = _Beside(self._read_bmc, self._role_intent("bmc", role_intent.check("bmc").INTENT,
+                                                                     task_vars))
             except ERRORS as exc:
-                for n in [n for n in wishes if wishes[n].get("bmc")]:
-                    errors[n] = "%s: %s" % (type(exc).__name__, exc)
-        if any(w.get("switches") for w in wishes.values()):
-            hostvars = task_vars.get("hostvars") or {}
-            readings["switches"] = {}
-            for sw in (task_vars.get("groups") or {}).get("leaf_switches") or []:
-                answer = ((hostvars[sw].get(node_result) or {}) if sw in hostvars else {}).get("switch")
-                if answer:
-                    readings["switches"][sw] = answer
-        for number, wish in sorted(wishes.items()):
-            if "roce_switch" in wish:
-                answer = self._run_module(module_name="gpufabric.stack.roce_switch",
-                                          module_args=wish["roce_switch"], task_vars=task_vars)
-                if answer.get("unreachable"):
-                    result.update(answer)
-                    return result
-                answer.pop("invocation", None)
-                readings["roce_switch"] = answer
+                bmc_failed(exc)
         try:
-            calls = nic_reading.merge_reads(
-                [(n, w["nic_facts"]) for n, w in sorted(wishes.items()) if "nic_facts" in w] + extra)
-        except ValueError as exc:
-            raise AnsibleError("%s: %s" % (host, exc))
-        kernel_proc = next((w["nic_facts"]["proc_root"] for w in wishes.values()
-                            if "proc_root" in w.get("nic_facts", {})), None)
-        answers = {}
-        for root, options in sorted(calls.items()):
-            if kernel_proc and "proc_root" not in options:
-                options["proc_root"] = kernel_proc
-            answer = self._run_module(module_name="gpufabric.stack.nic_facts", module_args=options,
-                                      task_vars=task_vars)
-            if answer.get("unreachable"):
-                result.update(answer)
-                return result
-            answers[root] = answer
+            unreachable = self._read_node(wishes, extra, task_vars, host, node_result, readings)
+        finally:
+            if bmc_read is not None:
+                try:
+                    readings["bmc"] = bmc_read.result()
+                except ERRORS as exc:
+                    bmc_failed(exc)
+        if unreachable:
+            result.update(unreachable)
+            return result
+        answers = readings.pop("nic_facts")
 
         results, first, details = [], None, {}
         for layer in todo:
@@ -392,3 +380,66 @@ class ActionModule(ActionBase):
             result.update(failed=True, msg="%s: the layer %d (%s) check stopped with an error: %s"
                           % (host, stopped[0], layers.get(stopped[0]).role, errors[stopped[0]]))
         return result
+
+    def _read_node(self, wishes, extra, task_vars, host, node_result, readings):
+        """What the checks read besides the BMC, into ``readings``: the leaves'
+        answers from their results (``switches``), the roce_switch read, and
+        the node's nic_facts reads (``nic_facts``: ``{sysfs_root: answer}``).
+        Returns the answer of a module run that found the host unreachable,
+        else None."""
+        if any(w.get("switches") for w in wishes.values()):
+            hostvars = task_vars.get("hostvars") or {}
+            readings["switches"] = {}
+            for sw in (task_vars.get("groups") or {}).get("leaf_switches") or []:
+                answer = ((hostvars[sw].get(node_result) or {}) if sw in hostvars else {}).get("switch")
+                if answer:
+                    readings["switches"][sw] = answer
+        for number, wish in sorted(wishes.items()):
+            if "roce_switch" in wish:
+                answer = self._run_module(module_name="gpufabric.stack.roce_switch",
+                                          module_args=wish["roce_switch"], task_vars=task_vars)
+                if answer.get("unreachable"):
+                    return answer
+                answer.pop("invocation", None)
+                readings["roce_switch"] = answer
+        try:
+            calls = nic_reading.merge_reads(
+                [(n, w["nic_facts"]) for n, w in sorted(wishes.items()) if "nic_facts" in w] + extra)
+        except ValueError as exc:
+            raise AnsibleError("%s: %s" % (host, exc))
+        kernel_proc = next((w["nic_facts"]["proc_root"] for w in wishes.values()
+                            if "proc_root" in w.get("nic_facts", {})), None)
+        answers = {}
+        for root, options in sorted(calls.items()):
+            if kernel_proc and "proc_root" not in options:
+                options["proc_root"] = kernel_proc
+            answer = self._run_module(module_name="gpufabric.stack.nic_facts", module_args=options,
+                                      task_vars=task_vars)
+            if answer.get("unreachable"):
+                return answer
+            answers[root] = answer
+        readings["nic_facts"] = answers
+        return None
+
+
+class _Beside(object):
+    """``fn(*args)`` in a thread of its own, started at once; ``result()``
+    waits for it and returns its value or raises its exception."""
+
+    def __init__(self, fn, *args):
+        self._value, self._error = None, None
+        self._thread = threading.Thread(target=self._run, args=(fn,) + args, name="gpufabric-doctor-bmc")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _run(self, fn, *args):
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # noqa: B036 handed to the caller of result(), as a call here would raise it
+            self._error = exc
+
+    def result(self):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value

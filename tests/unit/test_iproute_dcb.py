@@ -30,7 +30,7 @@ def both(name):
 def test_every_fixture_has_its_source_and_is_in_the_readme():
     readme = (REAL / "README.md").read_text()
     files = sorted(p.name for p in REAL.glob("*.txt"))
-    assert len(files) == 18
+    assert len(files) == 20
     for name in files:
         body(name)
         assert f"`{name}`" in readme, name
@@ -53,6 +53,27 @@ def test_pfc_manpage(variant):
     pfc = D.parse_pfc(both("pfc-manpage-eth0.txt")[variant])
     assert (pfc["pfc_cap"], pfc["delay"], pfc["pfc_priorities"]) == (8, 4096, [6, 7])
     assert pfc["pfc_enabled"] == [0, 0, 0, 0, 0, 0, 1, 1]
+
+
+def test_named_attributes_joined_on_one_line_are_read():
+    """dcb prints each attribute named on its show command on a line of its
+    own; a published example joined them. The names split the line: the
+    figures are the same either way."""
+    one = D.parse_pfc(body("pfc-talos-readme-one-line.txt"))
+    assert (one["pfc_cap"], one["delay"], one["macsec_bypass"], one["pfc_priorities"]) == (8, 0, None, [3])
+    assert one["pfc_enabled"] == [0, 0, 0, 1, 0, 0, 0, 0]
+    as_printed = D.parse_pfc("pfc-cap 8 \nprio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off \ndelay 0 \n")
+    assert as_printed == one
+    app = D.parse_app(body("app-talos-readme-dscp.txt"))
+    prios = D.dscp_to_prio(app)
+    assert (prios[26], prios[48]) == (3, 6) and [p for p in prios if p is not None] == [3, 6]
+    # a name cut from its value, or one the reader does not know, still fails quoting the line
+    with pytest.raises(D.DcbError, match=r"delay without its value in 'pfc-cap 8 prio-pfc .* delay'"):
+        D.parse_pfc("pfc-cap 8 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off delay")
+    with pytest.raises(D.DcbError, match=r"prio-pfc: 7 entries, expected 8"):
+        D.parse_pfc("pfc-cap 8 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off delay 0")
+    with pytest.raises(D.DcbError, match=r"unknown field 'pfc-mode' in"):
+        D.parse_pfc("pfc-cap 8 pfc-mode 3 prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off")
 
 
 def test_pfc_counters_are_read_with_s():

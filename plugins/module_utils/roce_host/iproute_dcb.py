@@ -149,17 +149,29 @@ _PFC_ARRAYS = {"prio-pfc": ("prio_pfc", _onoff), "requests": ("requests", _u64),
 def _parse(text, what, scalars, arrays):
     """The objects whose output is a line of ``name value`` pairs and lines
     of one 8-entry array each (pfc, ets): {json name: value}, ``None`` for
-    what the output lacks; any other line fails quoting it."""
+    what the output lacks; any other line fails quoting it.  A line is read
+    as its names, each with what follows it up to the next name (no value is
+    a name), so an array after a scalar on one line is read too, as in
+    published examples that join ``dcb pfc show dev DEV pfc-cap prio-pfc
+    delay``'s lines (dcb_pfc.c prints each named attribute on its own)."""
     res = dict.fromkeys([k for k, _ in scalars.values()] + [k for k, _ in arrays.values()])
     for line in _lines(text, what):
         tokens = line.split()
-        if tokens[0] in arrays:
-            key, conv = arrays[tokens[0]]
-            res[key] = _array(tokens[1:], line, "%s %s" % (what, tokens[0]), conv)
-        elif tokens[0] in scalars:
-            res.update(_scalars(tokens, line, what, scalars))
-        else:
+        if tokens[0] not in arrays and tokens[0] not in scalars:
             raise DcbError("dcb %s: cannot read %r" % (what, line))
+        starts = [i for i, tok in enumerate(tokens) if tok in arrays or tok in scalars] + [len(tokens)]
+        for at, end in zip(starts, starts[1:]):
+            name, values = tokens[at], tokens[at + 1:end]
+            if name in arrays:
+                key, conv = arrays[name]
+                res[key] = _array(values, line, "%s %s" % (what, name), conv)
+            elif not values:
+                raise DcbError("dcb %s: %s without its value in %r" % (what, name, line))
+            elif len(values) > 1:
+                # what follows a scalar's value is a name this reader does not know
+                raise DcbError("dcb %s: unknown field %r in %r" % (what, values[1], line))
+            else:
+                res.update(_scalars([name] + values, line, what, scalars))
     return res
 
 

@@ -54,7 +54,7 @@ _INT_RE = re.compile(r"^-?\d+$")
 _NCCL_VERSION_RE = re.compile(r"NCCL version (\d+\.\d+\.\d+)(?:\+cuda(\S+))?")
 _TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version (\S+)(.*)$")
 _RANK_RE = re.compile(
-    r"^#\s+Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
+    r"^#\s*Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
     r"\s+device\s+(?P<dev>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<gpu>.*)$")
 _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(\d+)\s*(\w*)")
 _AVG_RE = re.compile(r"^#?\s*Avg bus bandwidth\s*:\s*(\S+)\s*(\w*)")
@@ -97,6 +97,8 @@ _MPI_TAG_RE = re.compile(r"^(?:[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\
 # Slurm's srun --label (-l): "%*d: " before each line a task printed, the
 # task number right-aligned to the width of the largest (src/srun, io.c)
 _SRUN_LABEL_RE = re.compile(r"^ *\d+: ")
+# a quoted log, as a reply in an issue or a mail quotes it, every line behind "> "
+_QUOTE_RE = re.compile(r"^>(?: |$)")
 MAX_LOG_LINES = 20
 # NET lines kept per host (net_lines_by_host)
 MAX_HOST_LINES = 6
@@ -197,8 +199,11 @@ def parse_nccl_net(text):
 
 def _nccl_lines(text, tool):
     """The lines of an NCCL or nccl-tests log, each without Open MPI's tag
-    or, where every line has one, Slurm's ``srun --label`` task number."""
+    or, where every line has one, Slurm's ``srun --label`` task number or
+    a quote's ``> `` (a log quoted in a reply)."""
     lines = _lines(text, tool)
+    if any(line.strip() for line in lines) and all(_QUOTE_RE.match(line) for line in lines if line.strip()):
+        lines = [_QUOTE_RE.sub("", line, count=1) for line in lines]
     if any(line.strip() for line in lines) and all(_SRUN_LABEL_RE.match(line) for line in lines if line.strip()):
         lines = [_SRUN_LABEL_RE.sub("", line, count=1) for line in lines]
     return [_MPI_TAG_RE.sub("", line, count=1) for line in lines]
@@ -348,7 +353,11 @@ def parse_all_reduce_perf(text):
     Raises ``ValueError`` when the text has neither data rows nor an
     nccl-tests header/footer line, and, quoting it, for a line that starts
     as a row (a size and an element count) but cannot be read as one
-    (unless it is the text's last line, the cut row).
+    (unless it is the text's last line, the cut row), and, quoting it, for a
+    second ``# Avg bus bandwidth`` footer: two runs in one stream (each
+    process of a build without MPI prints its own table).  A log whose every
+    line is behind Slurm's ``srun --label`` number or a quote's ``> `` is
+    read without them.
     """
     lines = _nccl_lines(text, "nccl-tests")
     res = {
@@ -431,6 +440,12 @@ def parse_all_reduce_perf(text):
             continue
         m = _AVG_RE.match(s)
         if m:
+            if res["complete"]:
+                # each process of a test started without MPI prints its own table and
+                # footer into the one stream: rows and averages of two runs, not one
+                raise ValueError("nccl-tests: a second '# Avg bus bandwidth' line %r: the output of two runs "
+                                 "(processes started without MPI, or two tests) in one stream; read each on its own"
+                                 % s)
             res["avg_busbw"] = _num(m.group(1))
             res["avg_status"] = m.group(2) or None
             res["complete"] = True

@@ -2,6 +2,7 @@
 figures listed in real-outputs/INDEX.md) and the NCCL gate."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,29 @@ NCCL_FIXTURES = {
     "rccl-1490-srun-label.txt": (17, 4294967296, 92.89, 92.88, 43.7269, True, None),
     # rccl-tests' Rank lines without "Group" (nccl-tests before 2.x Group, rccl-tests master)
     "rccl-1562-rank-no-group.txt": (25, 134217728, 293.07, 289.6, 54.8575, True, 8),
+    # a log quoted in a reply: every line behind "> "
+    "nccl-tests-287-quoted-reply.txt": (25, 134217728, 27.26, 27.28, 9.09703, True, 4),
 }
+
+
+@pytest.mark.parametrize("name, footer", [
+    ("nccl-tests-306-two-processes-mod8.txt", "# Avg bus bandwidth    : 4.92348"),
+    ("nccl-tests-306-two-processes-div8.txt", "# Avg bus bandwidth    : 255.731"),
+])
+def test_two_runs_in_one_stream_are_refused_at_the_second_footer(name, footer):
+    """Processes of a build without MPI each print a table and a footer into
+    the one stream: the rows of two runs are not one run's, nor is either
+    average the other's."""
+    with pytest.raises(ValueError, match="a second '# Avg bus bandwidth' line '%s'" % re.escape(footer)):
+        P.parse_all_reduce_perf(fixture("nccl_real", name))
+
+
+def test_a_log_pasted_without_its_code_fence():
+    """Markdown made each '# ' a '#': the Rank line is still a rank, and the
+    run's failure is still read."""
+    p = P.parse_all_reduce_perf(fixture("nccl_real", "nccl-tests-287-unfenced-alltoall-failure.txt"))
+    assert p["nranks"] == 1 and p["rows"] == [] and not p["complete"]
+    assert p["test_failures"] and all("common.cu" in f or "failure" in f.lower() for f in p["test_failures"])
 
 
 @pytest.mark.parametrize("name", sorted(NCCL_FIXTURES))

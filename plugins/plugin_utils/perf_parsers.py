@@ -216,12 +216,18 @@ def _nccl_lines(text, tool):
 _PARAM_RE = re.compile(r"([A-Za-z_]\w*(?: [A-Za-z_]\w*)*):\s*(\S+)|([A-Za-z_]\w*)\s+(-?\d+)(?=\s|$)")
 
 
+# rccl-tests (and nccl-tests before 2.0) print "# nThread: 1 nGpus: 1 ... warmupIters: 5 iters: 20":
+# the same parameter under the name the current line gives it
+_OLD_PARAM_NAMES = {"warmupIters": "warmup_iters"}
+
+
 def _nccl_params(line):
     """Key/value pairs from the '# nThread 1 nGpus 1 minBytes ...' line, a
     key of several words joined by '_' (``warmup_iters``, ``agg_iters``)."""
     out = {}
     for key, val, word, num in _PARAM_RE.findall(line.lstrip("#").strip()):
         k = (key or word).replace(" ", "_")
+        k = _OLD_PARAM_NAMES.get(k, k)
         v = val or num
         out[k] = int(v) if _INT_RE.match(v) else v
     return out

@@ -61,6 +61,8 @@ NCCL_FIXTURES = {
     "rccl-1562-rank-no-group.txt": (25, 134217728, 293.07, 289.6, 54.8575, True, 8),
     # a log quoted in a reply: every line behind "> "
     "nccl-tests-287-quoted-reply.txt": (25, 134217728, 27.26, 27.28, 9.09703, True, 4),
+    # rccl-tests' parameter line with colons ("warmupIters: 5"), the error column
+    "rccl-tests-lumi-colon-header.txt": (25, 134217728, 7.66, 7.67, 2.31741, True, 2),
 }
 
 
@@ -74,6 +76,13 @@ def test_two_runs_in_one_stream_are_refused_at_the_second_footer(name, footer):
     average the other's."""
     with pytest.raises(ValueError, match="a second '# Avg bus bandwidth' line '%s'" % re.escape(footer)):
         P.parse_all_reduce_perf(fixture("nccl_real", name))
+
+
+def test_the_parameter_line_with_colons_gives_the_current_names():
+    p = P.parse_all_reduce_perf(fixture("nccl_real", "rccl-tests-lumi-colon-header.txt"))
+    assert p["params"] == {"nThread": 1, "nGpus": 1, "minBytes": 8, "maxBytes": 134217728, "step": "2(factor)",
+                           "warmup_iters": 5, "iters": 20, "validation": 1}
+    assert p["format"] == "error" and p["largest"]["oop"]["error"] == 0.0
 
 
 def test_a_log_pasted_without_its_code_fence():

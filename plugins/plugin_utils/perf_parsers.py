@@ -360,7 +360,8 @@ def parse_all_reduce_perf(text):
     nccl-tests header/footer line, and, quoting it, for a line that starts
     as a row (a size and an element count) but cannot be read as one
     (unless it is the text's last line, the cut row), and, quoting it, for a
-    second ``# Avg bus bandwidth`` footer: two runs in one stream (each
+    ``# Avg bus bandwidth`` footer without a figure, or a second one: two
+    runs in one stream (each
     process of a build without MPI prints its own table).  A log whose every
     line is behind Slurm's ``srun --label`` number or a quote's ``> `` is
     read without them.
@@ -453,6 +454,9 @@ def parse_all_reduce_perf(text):
                                  "(processes started without MPI, or two tests) in one stream; read each on its own"
                                  % s)
             res["avg_busbw"] = _num(m.group(1))
+            if res["avg_busbw"] is None:
+                # nccl-tests prints the average as %g: anything else is not its figure
+                raise ValueError("nccl-tests: cannot read the average bus bandwidth in %r" % s)
             res["avg_status"] = m.group(2) or None
             res["complete"] = True
             recognised = True

@@ -48,6 +48,7 @@ WANT = {
     "rccl-1490-srun-label.txt": [], "rccl-1562-rank-no-group.txt": [],
     "nccl-tests-287-quoted-reply.txt": [], "nccl-tests-306-two-processes-mod8.txt": [],
     "nccl-tests-306-two-processes-div8.txt": [], "rccl-tests-lumi-colon-header.txt": [],
+    "nccl-ebpf-reduce-scatter-edited-average.txt": [],
     # NCCL_DEBUG=INFO of one GPU on one node: no NET line
     "nccl-tests-287-unfenced-alltoall-failure.txt": [],
 }

@@ -85,6 +85,12 @@ def test_the_parameter_line_with_colons_gives_the_current_names():
     assert p["format"] == "error" and p["largest"]["oop"]["error"] == 0.0
 
 
+def test_an_average_that_is_not_a_figure_is_refused_quoting_it():
+    with pytest.raises(ValueError, match=r"cannot read the average bus bandwidth in "
+                                         r"'# Avg bus bandwidth    : ~2.0 GB/s \(approx\)'"):
+        P.parse_all_reduce_perf(fixture("nccl_real", "nccl-ebpf-reduce-scatter-edited-average.txt"))
+
+
 def test_a_log_pasted_without_its_code_fence():
     """Markdown made each '# ' a '#': the Rank line is still a rank, and the
     run's failure is still read."""

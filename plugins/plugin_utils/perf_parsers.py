@@ -705,6 +705,12 @@ def nccl_gate(parsed, expected_busbw_gbs, efficiency=0.85, require_ib=False, tim
 
 _DASHES_RE = re.compile(r"^\s*-{20,}\s*$")
 _TITLE_RE = re.compile(r"^\s*(\S.*\b(?:BW|Lat) Test)\s*$")
+# notices perftest prints before its parameter block, each about a setting it
+# changed (src/perftest_parameters.c, src/perftest_resources.c of
+# linux-rdma/perftest): the MTU lowered to the port's, inline data turned off
+_PERFTEST_NOTICE_RE = re.compile(
+    r"^(Requested mtu is higher than active mtu|Changing to active mtu|"
+    r"Device not recognized to implement inline feature|Perftest doesn't supports CUDA tests with inline messages)")
 _KV_RE = re.compile(r"([A-Za-z][A-Za-z0-9_.*\- ]*?)\s*:\s*(\S+)")
 # the result header (perftest_parameters.h RESULT_LINE/RESULT_FMT*), and with
 # --cpu_util (duration mode) a sixth column, CPU_Util[%] (RESULT_EXT_CPU_UTIL)
@@ -746,7 +752,9 @@ def parse_ib_write_bw(text):
     stopped with Ctrl-C has none); ``best`` is the row with the highest
     average, ``last`` the final row.  Lines printed by CUDA set-up and
     perftest warnings are skipped (warnings, before, inside or after the
-    parameter block, are kept in ``warnings``, never as a header entry); a
+    parameter block, are kept in ``warnings``, never as a header entry, as
+    are the notices of a setting perftest changed: the MTU lowered to the
+    port's, inline data off); a
     line among the rows that starts as a row (size and iterations) but cannot
     be read raises ``ValueError`` quoting it.  ``sides`` is the number of
     parameter blocks read: 2 where a server and a client printed into one
@@ -787,7 +795,7 @@ def parse_ib_write_bw(text):
         s = line.strip()
         title = _TITLE_RE.match(line)
         if state == "pre":
-            if s.upper().startswith("WARNING"):
+            if s.upper().startswith("WARNING") or _PERFTEST_NOTICE_RE.match(s):
                 res["warnings"].append(s)
             if title:
                 res["test"] = title.group(1).strip()

@@ -22,7 +22,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
@@ -316,23 +316,23 @@ class ActionModule(ActionBase):
                 errors[n] = "%s: %s" % (type(exc).__name__, exc)
 
         bmc_read = None
-        if any(w.get("bmc") for w in wishes.values()):
-            # read with the bmc role's settings (address, credentials, timeout), whichever layer asks,
-            # templated here; the Redfish read itself runs beside the node's module runs (a BMC takes
-            # seconds to answer, the node's tools as long again) and is joined before any check
-            try:
-                bmc_read = _Beside(self._read_bmc, self._role_intent("bmc", role_intent.check("bmc").INTENT,
-                                                                     task_vars))
-            except ERRORS as exc:
-                bmc_failed(exc)
-        try:
-            unreachable = self._read_node(wishes, extra, task_vars, host, node_result, readings)
-        finally:
-            if bmc_read is not None:
+        # one thread for the BMC's Redfish read, beside the node's module runs (a BMC takes seconds
+        # to answer, the node's tools as long again); leaving the block waits for it
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gpufabric-doctor-bmc") as beside:
+            if any(w.get("bmc") for w in wishes.values()):
+                # read with the bmc role's settings (address, credentials, timeout), whichever layer
+                # asks, templated here, before the thread starts
                 try:
-                    readings["bmc"] = bmc_read.result()
+                    bmc_read = beside.submit(self._read_bmc, self._role_intent(
+                        "bmc", role_intent.check("bmc").INTENT, task_vars))
                 except ERRORS as exc:
                     bmc_failed(exc)
+            unreachable = self._read_node(wishes, extra, task_vars, host, node_result, readings)
+        if bmc_read is not None:
+            try:
+                readings["bmc"] = bmc_read.result()
+            except ERRORS as exc:
+                bmc_failed(exc)
         if unreachable:
             result.update(unreachable)
             return result
@@ -420,26 +420,3 @@ class ActionModule(ActionBase):
             answers[root] = answer
         readings["nic_facts"] = answers
         return None
-
-
-class _Beside(object):
-    """``fn(*args)`` in a thread of its own, started at once; ``result()``
-    waits for it and returns its value or raises its exception."""
-
-    def __init__(self, fn, *args):
-        self._value, self._error = None, None
-        self._thread = threading.Thread(target=self._run, args=(fn,) + args, name="gpufabric-doctor-bmc")
-        self._thread.daemon = True
-        self._thread.start()
-
-    def _run(self, fn, *args):
-        try:
-            self._value = fn(*args)
-        except BaseException as exc:  # noqa: B036 handed to the caller of result(), as a call here would raise it
-            self._error = exc
-
-    def result(self):
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value

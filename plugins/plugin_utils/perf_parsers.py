@@ -361,10 +361,9 @@ def parse_all_reduce_perf(text):
     as a row (a size and an element count) but cannot be read as one
     (unless it is the text's last line, the cut row), and, quoting it, for a
     ``# Avg bus bandwidth`` footer without a figure, or a second one: two
-    runs in one stream (each
-    process of a build without MPI prints its own table).  A log whose every
-    line is behind Slurm's ``srun --label`` number or a quote's ``> `` is
-    read without them.
+    runs in one stream (each process of a build without MPI prints its own
+    table).  A log whose every line is behind Slurm's ``srun --label``
+    number or a quote's ``> `` is read without them.
     """
     lines = _nccl_lines(text, "nccl-tests")
     res = {

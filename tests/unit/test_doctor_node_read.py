@@ -88,19 +88,22 @@ def test_a_bmc_read_that_raises_fails_its_layer_after_the_node_read():
 
 
 def test_an_unreachable_node_still_waits_for_its_bmc_read():
-    done = []
+    module_ran, done = threading.Event(), []
 
     def read_bmc(intent):
+        # still reading when the node's module run comes back unreachable, and a while after
+        # (a wait nothing ends: code that did not wait for this read would return meanwhile;
+        # code that waits passes however long it is)
+        module_ran.wait(GUARD_S)
+        threading.Event().wait(0.5)
         done.append("bmc")
         return {}
 
-    act, todo = node_action(read_bmc, lambda **kw: {"unreachable": True, "msg": "node01: no route"}, {})
+    def run_module(module_name, module_args, task_vars):
+        module_ran.set()
+        return {"unreachable": True, "msg": "node01: no route"}
+
+    act, todo = node_action(read_bmc, run_module, {})
     result = run_node(act, todo)
     assert result == {"unreachable": True, "msg": "node01: no route"}
     assert done == ["bmc"]
-
-
-def test_beside_gives_back_the_value_or_the_exception():
-    assert action._Beside(lambda a, b: a + b, 2, 3).result() == 5
-    with pytest.raises(KeyError, match="bmc_address"):
-        action._Beside(lambda: {}["bmc_address"]).result()

@@ -311,12 +311,11 @@ class ActionModule(ActionBase):
             raise rdma_pairs.PlanError("no plan of the pairs in this play (phase=plan registered as %s)" % PLANNED)
         plan = planned["plan"]
         rounds = plan.get("rounds") or []
+        by_node = self._registered(task_vars, host, GATED).get("by_node") or {}
         gated = []
         for node in planned.get("nodes") or []:
             # the pairs a node sent on in this plan (a result of an earlier plan has other ids or none)
-            mine = [p for p in self._registered(task_vars, node, GATED).get("pairs") or []
-                    if (p.get("client") or {}).get("node") == node]
-            gated.extend(mine)
+            gated.extend(p for p in by_node.get(node) or [] if (p.get("client") or {}).get("node") == node)
         extra = rdma_pairs.recheck_rounds(plan, gated) if rounds else []
         # the plan phase's answer as registered, whatever it holds, with the rounds added
         answer = dict((k, v) for k, v in planned.items() if k not in self.RESULT_KEYS and not k.startswith("_ansible"))
@@ -392,22 +391,43 @@ class ActionModule(ActionBase):
         return answer
 
     def _phase_gate(self, args, task_vars, host):
-        """The pairs this node sent on, up to this round: the earlier
-        rounds' (this phase's result of the round before) and this one's."""
-        planned, _serving, sending = self._round_of(args, task_vars, host)
+        """Every node's pairs it sent on, up to this round, in one task run
+        once for the play (registered on every host): ``by_node[node]``, the
+        earlier rounds' (this phase's result of the round before) and this
+        one's, from each node's clients and its peers' servers. A node no
+        longer in the play (failed, unreachable) is not gated: it takes no
+        further part."""
+        if not self._task.run_once:
+            raise AnsibleError("%s: layer 9 gate: it gates every node of the plan at once: run the task with "
+                               "run_once: true" % host)
+        planned = self._registered(task_vars, host, PLANNED)
+        if "plan" not in planned:
+            raise rdma_pairs.PlanError("no plan of the pairs in this play (phase=plan registered as %s)" % PLANNED)
         one = planned["in_one"]
+        share = rdma_pairs.check_share(args["share"])
+        active = set(task_vars.get("ansible_play_hosts") or [host])
+        earlier = (self._registered(task_vars, host, GATED).get("by_node") or {}) if args["round"] > 0 else {}
+        answers = {}
+
+        def answer(node, name):
+            # each registered result taken from hostvars once (each access templates it)
+            if (node, name) not in answers:
+                answers[(node, name)] = self._registered(task_vars, node, name)
+            return answers[(node, name)]
 
         def servers_of(node):
             if one:
-                answer = self._registered(task_vars, node, ONE_CALL)
-                return answer.get("not_listening") or [], answer.get("servers") or []
-            return (self._registered(task_vars, node, SERVED).get("not_listening") or [],
-                    self._registered(task_vars, node, COLLECTED).get("servers") or [])
+                return answer(node, ONE_CALL).get("not_listening") or [], answer(node, ONE_CALL).get("servers") or []
+            return answer(node, SERVED).get("not_listening") or [], answer(node, COLLECTED).get("servers") or []
 
-        clients = self._registered(task_vars, host, ONE_CALL if one else RAN).get("clients") or []
-        earlier = (self._registered(task_vars, host, GATED).get("pairs") or []) if args["round"] > 0 else []
-        share = rdma_pairs.check_share(args["share"])
-        return {"pairs": earlier + rdma_pairs.gate_round(sending, clients, servers_of, share)}
+        by_node = {}
+        for node in planned.get("nodes") or []:
+            if node not in active:
+                continue
+            _serving, sending = rdma_pairs.round_pairs(planned["plan"], args["round"], node)
+            clients = answer(node, ONE_CALL if one else RAN).get("clients") or []
+            by_node[node] = list(earlier.get(node) or []) + rdma_pairs.gate_round(sending, clients, servers_of, share)
+        return {"by_node": by_node}
 
 
 class _Unreachable(AnsibleError):

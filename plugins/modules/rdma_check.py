@@ -33,11 +33,12 @@ description:
     C(rdma_check_round). C(phase=serve), C(run) and C(collect) are the same round in three executions every node
     makes in step, registered as C(rdma_check_served), C(rdma_check_ran) and C(rdma_check_collected); C(run) leaves
     out the clients whose server did not listen. A node with nothing to do in the round executes nothing.
-  - C(phase=gate) gives the result of every pair the node sent on up to round I(round), from its clients' and its
-    servers' results (the other nodes' registered results), gated at I(share) of the slower end's line rate; register
-    it as C(rdma_check_gated).
+  - C(phase=gate), run once for the play, gives the result of every pair each node of the plan sent on up to round
+    I(round) (C(by_node)), from its clients' and its peers' servers' results (the nodes' registered results), gated at
+    I(share) of the slower end's line rate; register it as C(rdma_check_gated). A node no longer in the play (failed
+    or unreachable) is not gated.
   - C(phase=recheck), run once for the play after the plan's rounds and registered as C(rdma_check_planned) again,
-    gives the plan with rounds after its own that run again the pairs that fell short (each node's
+    gives the plan with rounds after its own that run again the pairs that fell short (C(by_node) in
     C(rdma_check_gated) of this plan) - from host memory a pair that ran from GPU memory, which tells the GPU's path
     from the fabric; once more as it ran (id ending C(:again)) a pair from host memory that measured under the gate,
     which fails the node only if its second run falls short too. C(recheck_from) is the index of the first of these
@@ -206,17 +207,21 @@ EXAMPLES = r"""
     round: 0
   register: rdma_check_round
 
-- name: Gate the pairs this node sent on
+- name: Gate the pairs every node sent on
   gpufabric.stack.rdma_check:
     phase: gate
     round: 0
   register: rdma_check_gated
+  run_once: true
 """
 
 RETURN = r"""
 by_node:
-  description: C(cabling). Per play host, C(pfs) (its cabling verdicts by PF) and C(errors) (its own LLDP unreadable).
-  returned: phase cabling
+  description:
+    - C(cabling). Per play host, C(pfs) (its cabling verdicts by PF) and C(errors) (its own LLDP unreadable).
+    - C(gate). Per node of the plan still in the play, the result of every pair it sent on up to this round
+      (C(status), C(bw_gbps), C(message), C(evidence), ...).
+  returned: phase cabling, gate
   type: dict
 links:
   description: C(links). The node's C(node), C(errors) (inventory problems) and C(pfs) (per PF its link, GID, cabling,
@@ -260,12 +265,6 @@ clients:
 not_listening:
   description: C(round), C(serve). The node's servers that did not listen.
   returned: phases round and serve
-  type: list
-  elements: dict
-pairs:
-  description: C(gate). The result of every pair the node sent on up to this round (C(status), C(bw_gbps),
-    C(message), C(evidence), ...).
-  returned: phase gate
   type: list
   elements: dict
 module_executions:

@@ -60,6 +60,7 @@ PLAY = LINKS + """
         round: 0
         share: 0.9
       register: rdma_check_gated
+      run_once: true
       when: answered is defined
 
     - name: Keep what each phase returned
@@ -122,11 +123,42 @@ def test_links_plan_and_gate_across_hosts(tmp_path):
     assert planned["plan"]["rounds"] == plan["rounds"] and planned["in_one"] is True
     assert planned["client_timeout"] == 65 and planned["server_timeout"] == 30 + 5 + 60 + 120
 
-    # node01's pairs: its clients at 392 Gb/s pass; node02's at 150 fail
-    assert [p["status"] for p in got["node01"]["gated"]["pairs"]] == ["pass", "pass"]
-    assert [p["status"] for p in got["node02"]["gated"]["pairs"]] == ["fail", "fail"]
-    assert got["node02"]["gated"]["pairs"][0]["message"].startswith("node02 enp59s0f0np0 -> node01 enp59s0f0np0")
-    assert got["node02"]["gated"]["module_executions"] == 0
+    # run once, registered on every host: node01's pairs (its clients at 392 Gb/s) pass, node02's (at 150)
+    # fail; node03 is not in the plan
+    gated = got["node01"]["gated"]
+    assert got["node02"]["gated"] == gated and got["node03"]["gated"] == gated
+    assert sorted(gated["by_node"]) == ["node01", "node02"]
+    assert [p["status"] for p in gated["by_node"]["node01"]] == ["pass", "pass"]
+    assert [p["status"] for p in gated["by_node"]["node02"]] == ["fail", "fail"]
+    assert all(p["client"]["node"] == node for node in ("node01", "node02") for p in gated["by_node"][node])
+    assert gated["by_node"]["node02"][0]["message"].startswith("node02 enp59s0f0np0 -> node01 enp59s0f0np0")
+    assert gated["module_executions"] == 0
+
+
+def test_the_gate_leaves_out_a_node_that_left_the_play_and_runs_once_only(tmp_path):
+    plan = RP.plan_pairs(R9.links(["node01", "node02"]))
+
+    def answer(node):
+        serving, sending = RP.round_pairs(plan, 0, node)
+        return {"clients": [dict(R9.job(R9.perftest_output(392.0)), id=p["id"]) for p in sending],
+                "servers": [dict(R9.job(""), port=p["port"]) for p in serving], "not_listening": []}
+
+    answered = {"node01": answer("node01"), "node02": answer("node02")}
+    # node02 fails after the round: it takes no further part and is not gated; node01's pairs, whose
+    # servers on node02 answered in the round, are
+    gone = PLAY.replace("    - name: Gate\n", "    - name: node02 fails\n      ansible.builtin.fail:\n"
+                        "      when: inventory_hostname == 'node02'\n\n    - name: Gate\n")
+    proc = run(tmp_path, answered, text=gone)
+    assert proc.returncode != 0 and "fatal: [node02]" in proc.stdout, proc.stdout[-3000:]
+    gated = json.loads((tmp_path / "node01.json").read_text())["gated"]
+    assert sorted(gated["by_node"]) == ["node01"]
+    assert [p["status"] for p in gated["by_node"]["node01"]] == ["pass", "pass"]
+
+    # on every host for itself, it would gate every node once per host: an error naming the host
+    proc = run(tmp_path, answered, text=PLAY.replace("      run_once: true\n      when: answered", "      when: answered"))
+    assert proc.returncode != 0
+    assert ("node01: layer 9 gate: it gates every node of the plan at once: run the task with run_once: true"
+            in proc.stdout), proc.stdout[-3000:]
 
 
 def test_a_reading_given_as_a_value_not_a_path_fails_naming_the_host(tmp_path):
@@ -161,6 +193,7 @@ ROUNDS = LINKS + """
         phase: gate
         round: 0
       register: rdma_check_gated
+      run_once: true
 
     - name: Round 2 answered
       ansible.builtin.set_fact:
@@ -171,6 +204,7 @@ ROUNDS = LINKS + """
         phase: gate
         round: 1
       register: rdma_check_gated
+      run_once: true
 
     - name: Keep the pairs
       ansible.builtin.copy:
@@ -196,7 +230,7 @@ def test_the_gate_of_a_later_round_keeps_the_pairs_of_the_earlier_ones(tmp_path)
     got = dict((n, json.loads((tmp_path / ("%s.json" % n)).read_text())) for n in NODES)
     assert got["node01"]["planned"]["nodes"] == NODES
     for node in NODES:
-        pairs = got[node]["gated"]["pairs"]
+        pairs = got["node01"]["gated"]["by_node"][node]
         # both rounds' pairs, in round order, each on both rails
         assert [p["round"] for p in pairs] == [1, 1, 2, 2], pairs
         assert all(p["client"]["node"] == node for p in pairs)

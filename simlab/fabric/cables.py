@@ -33,18 +33,24 @@ class CableError(ValueError):
     pass
 
 
-def plan(rack_dir: str | os.PathLike) -> list[dict]:
-    return json.loads((Path(rack_dir) / "lab.json").read_text()).get("cabling", [])
+def _read(path: Path):
+    return json.loads(path.read_text())
 
 
-def found(rack_dir: str | os.PathLike) -> list[dict]:
+def plan(rack_dir: str | os.PathLike, read=_read) -> list[dict]:
+    return read(Path(rack_dir) / "lab.json").get("cabling", [])
+
+
+def found(rack_dir: str | os.PathLike, read=_read) -> list[dict]:
     """The cables as they are: ``cables.json`` when a fault wrote it, else the
-    plan. An unplugged cable keeps its entry with ``"unplugged": true``."""
+    plan. An unplugged cable keeps its entry with ``"unplugged": true``.
+    ``read`` parses a JSON file (the fabric model's keeps what it parsed, and
+    its caller leaves the list as it is)."""
     path = Path(rack_dir) / FOUND
     try:
-        return json.loads(path.read_text())
+        return read(path)
     except (FileNotFoundError, ValueError):
-        return [dict(c) for c in plan(rack_dir)]
+        return [dict(c) for c in plan(rack_dir, read)]
 
 
 def save(rack_dir: str | os.PathLike, cables: list[dict]) -> None:

@@ -132,19 +132,68 @@ def _switch_class(nos: str):
     return sys.modules[_PKG].by_nos()[nos]
 
 
+# What this process parsed of the rack directory, by path: ((inode, size,
+# modification time), what was made of it). A tool twin forked by the node's
+# fork server inherits the server's (warm_rack), so a call parses only the
+# files that changed since the server's last call. A file is parsed again
+# once any of the three differs: the writers replace a file or rewrite it in
+# place, which moves its size or its modification time; the one change this
+# cannot see is a rewrite to the same size within one tick of the file
+# system's clock.
+_PARSED: dict[tuple, tuple[tuple, object]] = {}
+
+
+def _parsed(path: Path, make, kind: str = "json"):
+    """``make(text)`` of the file at ``path``, kept per version of the file
+    (_PARSED); FileNotFoundError and make's errors as without it. What it
+    returns is shared by every call: callers must not change it."""
+    p = str(path)
+    st = os.stat(p)
+    version = (st.st_ino, st.st_size, st.st_mtime_ns)
+    hit = _PARSED.get((kind, p))
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    with open(p, encoding="utf-8") as f:
+        value = make(f.read())
+    _PARSED[(kind, p)] = (version, value)
+    return value
+
+
+def read_json(path: Path, empty=None):
+    """The JSON document in ``path`` (``empty`` for an empty file, when
+    given), parsed once per version of the file; shared, not to be changed."""
+    return _parsed(path, lambda text: empty if empty is not None and not text else json.loads(text),
+                   "json" if empty is None else "json-or-empty")
+
+
+class _SwitchPorts:
+    """A switch's state file made into its NOS model, with the view of each
+    port asked for kept."""
+
+    def __init__(self, text: str):
+        st = json.loads(text)
+        self.model = _switch_class(st["nos"])(st["name"], st["ports"])
+        self.model.load_state(st)
+        self.views: dict[str, dict] = {}
+
+    def view(self, port: str) -> dict:
+        if port not in self.views:
+            self.views[port] = self.model.port_view(port)
+        return self.views[port]
+
+
 def load_port_views(switch_dir: Path, ports_by_switch: dict[str, list[str]]) -> dict:
     """``{(switch, port): port_view}`` from the switches' state files; a
-    switch without a state file has no entry (its ports count as down)."""
+    switch without a state file has no entry (its ports count as down). The
+    views are shared (_PARSED): not to be changed."""
     views = {}
     for name, ports in ports_by_switch.items():
         try:
-            st = json.loads((Path(switch_dir) / f"{name}.json").read_text())
+            switch = _parsed(Path(switch_dir) / f"{name}.json", _SwitchPorts, "switch")
         except (FileNotFoundError, ValueError):
             continue
-        m = _switch_class(st["nos"])(st["name"], st["ports"])
-        m.load_state(st)
         for p in ports:
-            views[(name, p)] = m.port_view(p)
+            views[(name, p)] = switch.view(p)
     return views
 
 
@@ -232,15 +281,16 @@ class Rack:
     @classmethod
     def load(cls, rack_dir: str | os.PathLike) -> "Rack":
         d = Path(rack_dir)
-        doc = json.loads((d / "lab.json").read_text())
+        # a copy of the parsed document, which is shared (read_json)
+        doc = dict(read_json(d / "lab.json"))
         # the cables as they are (a cable fault moves them; an unplugged one reaches no port)
         from .cables import found
-        doc["cabling"] = [c for c in found(d) if not c.get("unplugged")]
+        doc["cabling"] = [c for c in found(d, read=read_json) if not c.get("unplugged")]
         live, faults = {}, {}
         for node in [n["name"] for n in doc.get("nodes", [])]:
             for fname, into in (("live.json", live), ("faults.json", faults)):
                 try:
-                    into[node] = json.loads((d / "nodes" / node / fname).read_text() or "{}")
+                    into[node] = read_json(d / "nodes" / node / fname, empty={})
                 except (FileNotFoundError, ValueError):
                     pass
         by_sw: dict[str, list[str]] = {}

@@ -207,6 +207,20 @@ def preload() -> None:
         importlib.import_module(name)
 
 
+def warm(msg: bytes) -> None:
+    """Before forking a call: the ``warm()`` of its tool twin's module, when it
+    has one (the perftest and NCCL twins parse the rack's files there, so
+    each call inherits them). Whatever goes wrong is left to the call."""
+    try:
+        from simlab.tools import __main__ as entry
+        tool = os.fsdecode(msg.split(b"\0", 3)[2])
+        hook = getattr(sys.modules.get(entry.MODULES.get(tool, "")), "warm", None)
+        if hook is not None:
+            hook()
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
 def serve(sock_path: str, parent: int | None = None, poll_s: float = 2.0) -> None:
     """Answer calls on ``sock_path`` until ``parent`` (a pid) is gone."""
     preload()
@@ -228,9 +242,11 @@ def serve(sock_path: str, parent: int | None = None, poll_s: float = 2.0) -> Non
         try:
             conn.settimeout(poll_s)
             msg, fds, _flags, _addr = socket.recv_fds(conn, MAX_REQUEST, 3)
-            if len(fds) == 3 and msg and os.fork() == 0:
-                srv.close()
-                run_call(conn, msg, fds)
+            if len(fds) == 3 and msg:
+                warm(msg)
+                if os.fork() == 0:
+                    srv.close()
+                    run_call(conn, msg, fds)
         except OSError:
             pass
         finally:

@@ -246,6 +246,50 @@ def test_rack_load_reads_files(tmp_path):
     assert copy.deepcopy(loaded.devices("node01")) == ["mlx5_0", "mlx5_1"]
 
 
+def test_rack_load_parses_a_file_again_only_when_it_changed(tmp_path, monkeypatch):
+    """What Rack.load parsed is kept per version of each file (its inode, size and modification time):
+    the perftest and NCCL twins load the rack on every call, forked from a fork server that loaded it
+    last. A fault written in place, a file replaced, a rewrite to the same size at a later time: each
+    is read again; an unchanged file is not."""
+    import json
+    import os
+    r = rack()
+    for n in ("node01", "node02"):
+        (tmp_path / "nodes" / n).mkdir(parents=True)
+        (tmp_path / "nodes" / n / "live.json").write_text(json.dumps(r.live[n]))
+    (tmp_path / "lab.json").write_text(json.dumps(r.doc))
+    faults = tmp_path / "nodes" / "node02" / "faults.json"
+    faults.write_text("")
+    monkeypatch.setattr(M, "_PARSED", {})
+    parsed = []
+    real = M.json.loads
+    monkeypatch.setattr(M.json, "loads", lambda text: parsed.append(text) or real(text))
+
+    first = Rack.load(tmp_path)
+    assert not first.node_fault("node02", "nccl-socket-fallback") and len(parsed) == 3   # lab.json and two live.json
+    del parsed[:]
+    again = Rack.load(tmp_path)
+    assert parsed == [] and again.live == first.live and again.doc == first.doc
+    # the shared document is not changed by a load (each Rack has its own copy of lab.json's top level)
+    again.doc["cabling"].append({"node": "x"})
+    assert Rack.load(tmp_path).doc["cabling"] == first.doc["cabling"] and {"node": "x"} not in first.doc["cabling"]
+
+    faults.write_text('{"nccl-socket-fallback": true}')           # in place, a new size
+    assert Rack.load(tmp_path).node_fault("node02", "nccl-socket-fallback") and len(parsed) == 1
+    faults.write_text('{"nccl-socket-fallback": false}')          # in place again
+    assert not Rack.load(tmp_path).node_fault("node02", "nccl-socket-fallback")
+    st = faults.stat()
+    faults.write_text('{"nccl-socket-fallback": true }')          # the same size, a later time
+    os.utime(faults, ns=(st.st_atime_ns, st.st_mtime_ns + 10 ** 6))
+    assert Rack.load(tmp_path).node_fault("node02", "nccl-socket-fallback")
+    tmp = faults.with_suffix(".tmp")                                # replaced
+    tmp.write_text('{"nccl-socket-fallback": false}')
+    os.replace(tmp, faults)
+    assert not Rack.load(tmp_path).node_fault("node02", "nccl-socket-fallback")
+    faults.unlink()
+    assert "node02" not in Rack.load(tmp_path).faults or not Rack.load(tmp_path).faults["node02"]
+
+
 def _job(r, env, hosts=(("node01", 8), ("node02", 8))):
     import io
     from simlab.tools import nccl

@@ -209,8 +209,8 @@ def preload() -> None:
 
 def warm(msg: bytes) -> None:
     """Before forking a call: the ``warm()`` of its tool twin's module, when it
-    has one (the perftest and NCCL twins parse the rack's files there, so
-    each call inherits them). Whatever goes wrong is left to the call."""
+    has one (the perftest twin parses the rack's files there, so each call
+    inherits them). Whatever goes wrong is left to the call."""
     try:
         from simlab.tools import __main__ as entry
         tool = os.fsdecode(msg.split(b"\0", 3)[2])

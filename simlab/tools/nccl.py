@@ -353,12 +353,6 @@ def mpirun(args: list[str]) -> int:
     return _perf_main(prog_args[1:], env, [p for p in placed if p[1] > 0])
 
 
-def warm() -> None:
-    """The fork server's hook before a call, as perftest's: the rack's files
-    parsed in the server, so that the call inherits them."""
-    Rack.load(RACK)
-
-
 def main(args, prog="all_reduce_perf") -> int:
     try:
         if prog == "mpirun":

@@ -248,8 +248,7 @@ def test_rack_load_reads_files(tmp_path):
 
 def test_rack_load_parses_a_file_again_only_when_it_changed(tmp_path, monkeypatch):
     """What Rack.load parsed is kept per version of each file (its inode, size and modification time):
-    the perftest and NCCL twins load the rack on every call, forked from a fork server that loaded it
-    last. A fault written in place, a file replaced, a rewrite to the same size at a later time: each
+    the perftest twin loads the rack twice on every call, forked from a fork server that loaded it last. A fault written in place, a file replaced, a rewrite to the same size at a later time: each
     is read again; an unchanged file is not."""
     import json
     import os

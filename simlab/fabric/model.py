@@ -134,12 +134,12 @@ def _switch_class(nos: str):
 
 # What this process parsed of the rack directory, by path: ((inode, size,
 # modification time), what was made of it). A tool twin forked by the node's
-# fork server inherits the server's (warm_rack), so a call parses only the
-# files that changed since the server's last call. A file is parsed again
-# once any of the three differs: the writers replace a file or rewrite it in
-# place, which moves its size or its modification time; the one change this
-# cannot see is a rewrite to the same size within one tick of the file
-# system's clock.
+# fork server inherits the server's (simlab.tools.forkserver.warm), so a
+# call parses only the files that changed since the server's last call. A
+# file is parsed again once any of the three differs: the writers replace a
+# file or rewrite it in place, which moves its size or its modification
+# time; the one change this cannot see is a rewrite to the same size within
+# one tick of the file system's clock.
 _PARSED: dict[tuple, tuple[tuple, object]] = {}
 
 
